@@ -17,8 +17,7 @@ Differences from Kafka 4.3.1 (documented in docs/broker.md, "Streams groups"): o
 tasks are assigned (standby replicas, ``streams.num.standby.replicas``, and warm-up tasks are not);
 the assignor balances tasks over members keeping each on its previous owner (not Kafka's
 process- and rack-aware StickyTaskAssignor); the broker's ``group.streams.*`` settings are Kafka's
-defaults (a group's ``streams.*`` configs override them); endpoints for interactive queries are
-stored but not answered (PartitionsByUserEndpoint stays null).
+defaults (a group's ``streams.*`` configs override them).
 """
 from __future__ import annotations
 
@@ -26,7 +25,8 @@ import heapq
 import logging
 from dataclasses import dataclass
 
-from kafkawire.messages.streams_group_heartbeat_response import Status, StreamsGroupHeartbeatResponse, TaskIds
+from kafkawire.messages.streams_group_heartbeat_response import (Endpoint, EndpointToPartitions, Status,
+                                                                  StreamsGroupHeartbeatResponse, TaskIds, TopicPartition)
 from kafkawire.protocol.error_codes import Errors
 
 from . import streams_group as sg
@@ -131,6 +131,28 @@ def shutdown_status(member_id: str) -> Status:
         "application."))
 
 
+def endpoints_to_partitions(group: sg.StreamsGroup, updated: sg.StreamsMember, view) -> list:
+    """StreamsGroup.buildEndpointToPartitions: for interactive queries, each member with a user
+    endpoint and the partitions of the source topics of its active tasks (the updated member last)."""
+    if group.topology is None:
+        return []
+    sources = {s.subtopology_id: [*s.source_topics, *(r.name for r in s.repartition_source_topics)]
+               for s in group.topology.subtopologies}
+    found = []
+    for member in [*(m for m in group.members.values() if m.member_id != updated.member_id), updated]:
+        if member.user_endpoint is None:
+            continue
+        active = []
+        for subtopology, partitions in sorted(member.active_tasks().items()):
+            for topic in sources.get(subtopology, ()):
+                count = view.by_name[topic][1] if topic in view.by_name else 0
+                active.append(TopicPartition(topic=topic, partitions=sorted(partitions)[:count]))
+        found.append(EndpointToPartitions(user_endpoint=Endpoint(host=member.user_endpoint[0],
+                                                                 port=member.user_endpoint[1]),
+                                          active_partitions=active, standby_partitions=[]))
+    return found
+
+
 def session_key(group_id: str, member_id: str) -> str:
     return f"streams-session-{group_id}-{member_id}"
 
@@ -211,6 +233,7 @@ class StreamsCoordinator:
     def _heartbeat(self, request, client_id: str, client_host: str):
         group_id, now = request.group_id, self.classic.now_ms()
         joining = request.member_epoch == 0
+        is_new = group_id not in self.groups
         group = self._group(group_id, joining)
         was_empty, settings = not group.members, self.settings(group_id)
         member = self._member(group, request)
@@ -269,10 +292,16 @@ class StreamsCoordinator:
         response = StreamsGroupHeartbeatResponse(
             member_id=after.member_id, member_epoch=after.member_epoch,
             heartbeat_interval_ms=settings.heartbeat_interval_ms,
-            status=statuses, endpoint_information_epoch=0)
+            status=statuses)
         if joining or before.active_tasks() != after.active_tasks():
             response.active_tasks = _response_tasks(after.active_tasks())
             response.standby_tasks, response.warmup_tasks = [], []
+            if after.user_endpoint is not None:
+                group.endpoint_information_epoch += 1
+        if group.endpoint_information_epoch != request.endpoint_information_epoch:
+            response.partitions_by_user_endpoint = endpoints_to_partitions(group, after, self.topics())
+        # a group created by this heartbeat answers 0, as Kafka's (its epoch is not yet the group's)
+        response.endpoint_information_epoch = 0 if is_new else group.endpoint_information_epoch
         return response, configured.to_create
 
     def _write(self, group_id: str, records: list) -> int:

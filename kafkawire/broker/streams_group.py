@@ -112,6 +112,7 @@ class StreamsGroup:
     configured: object = None                       # streams_topology.Configured, recomputed, not stored
     configured_for: tuple | None = None             # (topology epoch, metadata hash) it was computed for
     shutdown_requested_by: str | None = None        # a member's ShutdownApplication, kept in memory as Kafka does
+    endpoint_information_epoch: int = 0             # bumped when a member with a user endpoint gets new tasks
 
     @property
     def state(self) -> str:

@@ -448,3 +448,16 @@ def test_a_member_of_a_group_whose_topology_was_deleted_gets_an_answer():
     h.coordinator.write(GROUP, [(sg.TOPOLOGY, sg.StreamsGroupTopologyKey(group_id=GROUP), None)])
     response, to_create = h.beat("a", 2, active={"0": {0, 1, 2, 3}})
     assert (response.error_code, to_create) == (Errors.NONE, {}) and h.group.state == sg.NOT_READY
+
+
+def test_members_with_user_endpoints_are_told_who_holds_which_partitions():
+    """Interactive queries: PartitionsByUserEndpoint and its epoch (EndpointToPartitionsManager)."""
+    from kafkawire.messages.streams_group_heartbeat_request import Endpoint
+    h = Harness()
+    first, _ = h.beat("a", 0, topology=copy_topology(), active={}, rebalance=30_000,
+                      user_endpoint=Endpoint(host="a-host", port=1))
+    assert first.endpoint_information_epoch == 0            # the group was created by this heartbeat
+    assert [(e.user_endpoint.host, [(t.topic, t.partitions) for t in e.active_partitions])
+            for e in first.partitions_by_user_endpoint] == [("a-host", [("in", [0, 1, 2, 3])])]
+    again, _ = h.beat("a", 2, active={"0": {0, 1, 2, 3}}, endpoint_information_epoch=1)
+    assert (again.endpoint_information_epoch, again.partitions_by_user_endpoint) == (1, None)   # up to date
