@@ -121,6 +121,22 @@ def _is_subset(owned: dict | None, assigned: dict) -> bool:
     return owned is None or all(p <= set(assigned.get(s, ())) for s, p in owned.items())
 
 
+def _updated(member: sg.StreamsMember, request, client_id: str, client_host: str) -> sg.StreamsMember:
+    """The member with what the heartbeat sets (StreamsGroupMember.Builder's maybeUpdate*: a
+    field left out keeps its value)."""
+    endpoint = request.user_endpoint
+    return member.copy(
+        rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
+        rebalance_timeout_ms=request.rebalance_timeout_ms if request.rebalance_timeout_ms != -1
+        else member.rebalance_timeout_ms,
+        topology_epoch=request.topology.epoch if request.topology is not None else member.topology_epoch,
+        client_id=client_id, client_host=client_host,
+        process_id=request.process_id if request.process_id is not None else member.process_id,
+        client_tags=tuple(sorted((kv.key, kv.value) for kv in request.client_tags))
+        if request.client_tags is not None else member.client_tags,
+        user_endpoint=(endpoint.host, endpoint.port) if endpoint is not None else member.user_endpoint)
+
+
 def _response_tasks(active: dict) -> list:
     return [TaskIds(subtopology_id=s, partitions=sorted(p)) for s, p in sorted(active.items()) if p]
 
@@ -240,17 +256,7 @@ class StreamsCoordinator:
         records, statuses = [], []
         if group_id in self.classic.groups:                  # an empty classic group gives way
             records.append(("classic-tombstone", group_id))
-        endpoint = request.user_endpoint
-        updated = member.copy(
-            rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
-            rebalance_timeout_ms=request.rebalance_timeout_ms if request.rebalance_timeout_ms != -1
-            else member.rebalance_timeout_ms,
-            topology_epoch=request.topology.epoch if request.topology is not None else member.topology_epoch,
-            client_id=client_id, client_host=client_host,
-            process_id=request.process_id if request.process_id is not None else member.process_id,
-            client_tags=tuple(sorted((kv.key, kv.value) for kv in request.client_tags))
-            if request.client_tags is not None else member.client_tags,
-            user_endpoint=(endpoint.host, endpoint.port) if endpoint is not None else member.user_endpoint)
+        updated = _updated(member, request, client_id, client_host)
         bump = updated != member or member.member_id not in group.members
         if bump:
             records.append(sg.member_record(group_id, updated))
