@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import time
 
 from kafkawire.messages import streams_group_describe_response as sgd
 from kafkawire.messages.create_topics_request import CreateTopicsRequest
@@ -53,6 +54,33 @@ def _valid_topic_name(name: str) -> bool:
     return 0 < len(name) <= 249 and name not in (".", "..") and set(name) <= LEGAL
 
 
+class CreationErrors:
+    """AutoTopicCreationManager's ExpiringErrorCache: each internal topic's last creation error
+    for a while (the heartbeats meanwhile report it and do not ask again), at most CAPACITY topics
+    (the ones expiring first make room)."""
+    CAPACITY = 1000
+
+    def __init__(self, clock=lambda: time.monotonic() * 1000):
+        self.clock = clock
+        self._by_topic: dict[str, tuple[str, float]] = {}      # name -> (message, expiry in clock ms)
+
+    def put(self, name: str, message: str, ttl_ms: int) -> None:
+        self._by_topic[name] = (message, self.clock() + ttl_ms)
+        if len(self._by_topic) > self.CAPACITY:
+            del self._by_topic[min(self._by_topic, key=lambda n: self._by_topic[n][1])]
+
+    def live(self, names) -> dict:
+        """{name: message} of ``names`` whose error has not expired (expired ones are dropped)."""
+        now, found = self.clock(), {}
+        for name in names:
+            entry = self._by_topic.get(name)
+            if entry is not None and entry[1] <= now:
+                del self._by_topic[name]
+            elif entry is not None:
+                found[name] = entry[0]
+        return found
+
+
 class StreamsApis:
     """The KIP-1071 handlers of ``apis`` (a kafkawire.broker.group_apis.GroupApis)."""
 
@@ -61,6 +89,7 @@ class StreamsApis:
         self.coordinator = StreamsCoordinator(apis.coordinator, topics=apis.consumer_apis.topics,
                                               settings=self.group_settings)
         self._creating: dict[str, asyncio.Future] = {}      # topic name -> its CreateTopics in flight
+        self.creation_errors = CreationErrors()
 
     def group_settings(self, group_id: str) -> StreamsSettings:
         image = self.apis.broker.image()
@@ -83,10 +112,13 @@ class StreamsApis:
         response, to_create = self.coordinator.heartbeat(request, client_id=ctx.client_id,
                                                          client_host=f"/{ctx.peer[0]}")
         if to_create:
-            self._create_internal(response, to_create)
+            self._create_internal(response, to_create, 2 * self.group_settings(request.group_id).heartbeat_interval_ms)
         return response
 
-    def _create_internal(self, response, to_create: dict) -> None:
+    def _create_internal(self, response, to_create: dict, error_ttl_ms: int) -> None:
+        """KafkaApis.handleStreamsGroupHeartbeat's creation step: CREATE checked, then a CreateTopics
+        for the topics neither in flight nor failed within ``error_ttl_ms`` (twice the heartbeat
+        interval), and the cached failures added to the MISSING_INTERNAL_TOPICS status."""
         check = CREATE_CHECK.get()
         refused = sorted(check(list(to_create))) if check is not None else []
         if refused:
@@ -97,26 +129,36 @@ class StreamsApis:
             else:
                 response.status.append(Status(status_code=MISSING_INTERNAL_TOPICS, status_detail=detail))
             return
-        wanted = [t for name, t in sorted(to_create.items())
-                  if name not in self._creating or self._creating[name].done()]
-        if not wanted:
-            return
-        request = CreateTopicsRequest(timeout_ms=30_000, validate_only=False, topics=wanted)
-        task = asyncio.ensure_future(self._create(request))
-        for t in wanted:
-            self._creating[t.name] = task
-        task.add_done_callback(lambda _, names=[t.name for t in wanted]: [
-            self._creating.pop(n, None) for n in names if self._creating.get(n) is task])
+        failed = self.creation_errors.live(to_create)
+        wanted = [t for name, t in sorted(to_create.items()) if name not in failed and
+                  (name not in self._creating or self._creating[name].done())]
+        if wanted:
+            request = CreateTopicsRequest(timeout_ms=30_000, validate_only=False, topics=wanted)
+            task = asyncio.ensure_future(self._create(request, error_ttl_ms))
+            for t in wanted:
+                self._creating[t.name] = task
+            task.add_done_callback(lambda _, names=[t.name for t in wanted]: [
+                self._creating.pop(n, None) for n in names if self._creating.get(n) is task])
+        missing = next((s for s in response.status if s.status_code == MISSING_INTERNAL_TOPICS), None)
+        if missing is not None and failed:
+            listed = [f"{name} ({failed[name]})" for name in sorted(failed)[:3]]
+            more = f" and {len(failed) - 3} more" if len(failed) > 3 else ""
+            missing.status_detail += f"; Creation failed: {', '.join(listed)}{more}."
 
-    async def _create(self, request) -> None:
+    async def _create(self, request, error_ttl_ms: int) -> None:
+        names = [t.name for t in request.topics]
         try:
             response = await self.apis.broker.send_to_controller(request, request.timeout_ms)
-            for result in response.topics:
-                if result.error_code not in (Errors.NONE, Errors.TOPIC_ALREADY_EXISTS):
-                    log.warning("Creating the streams internal topic %s failed: %s %s", result.name,
-                                Errors.for_code(result.error_code).name, result.error_message)
         except (NoLeader, NotLeader, TransportError, TimeoutError, OSError) as exc:
             log.warning("Creating streams internal topics failed: %s", exc)
+            for name in names:
+                self.creation_errors.put(name, str(exc) or type(exc).__name__, error_ttl_ms)
+            return
+        for result in response.topics:
+            if result.error_code != Errors.NONE:
+                message = result.error_message or Errors.for_code(result.error_code).message
+                log.warning("Creating the streams internal topic %s failed: %s", result.name, message)
+                self.creation_errors.put(result.name, message, error_ttl_ms)
 
     async def describe(self, ctx, request):
         groups = []

@@ -461,3 +461,46 @@ def test_members_with_user_endpoints_are_told_who_holds_which_partitions():
             for e in first.partitions_by_user_endpoint] == [("a-host", [("in", [0, 1, 2, 3])])]
     again, _ = h.beat("a", 2, active={"0": {0, 1, 2, 3}}, endpoint_information_epoch=1)
     assert (again.endpoint_information_epoch, again.partitions_by_user_endpoint) == (1, None)   # up to date
+
+
+def test_internal_topic_creation_failures_are_reported_and_not_asked_again_meanwhile():
+    """AutoTopicCreationManager's error cache: a failed creation is reported in the
+    MISSING_INTERNAL_TOPICS status ("; Creation failed: t (why).") for twice the heartbeat interval,
+    during which the broker does not ask the controller again."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from kafkawire.broker.streams_apis import CreationErrors, StreamsApis
+    from kafkawire.messages.create_topics_response import CreatableTopicResult, CreateTopicsResponse
+    from kafkawire.messages.streams_group_heartbeat_response import Status, StreamsGroupHeartbeatResponse
+    asked = []
+
+    async def send_to_controller(request, timeout_ms):
+        asked.append([t.name for t in request.topics])
+        return CreateTopicsResponse(topics=[CreatableTopicResult(
+            name=t.name, error_code=Errors.POLICY_VIOLATION, error_message="no, thanks") for t in request.topics])
+    now = [0.0]
+    apis = StreamsApis.__new__(StreamsApis)
+    apis.apis = SimpleNamespace(broker=SimpleNamespace(send_to_controller=send_to_controller))
+    apis._creating, apis.creation_errors = {}, CreationErrors(clock=lambda: now[0])
+    to_create = Harness(topics=(("in", IN, 4),)).join("a")[1]
+
+    def heartbeat():
+        response = StreamsGroupHeartbeatResponse(status=[Status(status_code=3, status_detail="Internal topics are "
+                                                                "missing: app-store-changelog")])
+        apis._create_internal(response, to_create, 10_000)
+        return response.status[0].status_detail
+
+    async def scenario():
+        first = heartbeat()
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        second = heartbeat()
+        now[0] = 10_000                                      # the error expired: asked again
+        third = heartbeat()
+        await asyncio.sleep(0)
+        return first, second, third
+    first, second, third = asyncio.run(scenario())
+    assert first == "Internal topics are missing: app-store-changelog"
+    assert second == first + "; Creation failed: app-store-changelog (no, thanks)."
+    assert third == first and asked == [["app-store-changelog"], ["app-store-changelog"]]
