@@ -195,9 +195,10 @@ class StreamsApis:
         self.coordinator.after_load(loaded_here)
 
 
-def _assignment(active: dict) -> sgd.Assignment:
-    return sgd.Assignment(active_tasks=[sgd.TaskIds(subtopology_id=s, partitions=sorted(p))
-                                        for s, p in sorted(active.items()) if p], standby_tasks=[], warmup_tasks=[])
+def _assignment(active: dict, standby: dict) -> sgd.Assignment:
+    def ids(tasks):
+        return [sgd.TaskIds(subtopology_id=s, partitions=sorted(p)) for s, p in sorted(tasks.items()) if p]
+    return sgd.Assignment(active_tasks=ids(active), standby_tasks=ids(standby), warmup_tasks=[])
 
 
 def _topic_infos(infos) -> list:
@@ -221,7 +222,8 @@ def described(group: sg.StreamsGroup) -> sgd.DescribedGroup:
         user_endpoint=None if m.user_endpoint is None else sgd.Endpoint(host=m.user_endpoint[0],
                                                                         port=m.user_endpoint[1]),
         client_tags=[sgd.KeyValue(key=k, value=v) for k, v in m.client_tags], task_offsets=[], task_end_offsets=[],
-        assignment=_assignment(m.active_tasks()), target_assignment=_assignment(group.targets.get(m.member_id, {})))
+        assignment=_assignment(m.active_tasks(), m.standby),
+        target_assignment=_assignment(group.targets.get(m.member_id, {}), group.standby_targets.get(m.member_id, {})))
         for m in group.members.values()]
     return sgd.DescribedGroup(group_id=group.group_id, group_state=group.state, group_epoch=group.epoch,
                               assignment_epoch=group.assignment_epoch, topology=topology, members=members)

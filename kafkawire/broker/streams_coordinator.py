@@ -13,10 +13,9 @@ target assignment of the active tasks when the group epoch is ahead of the assig
 new ones as their owners release them (UNRELEASED_TASKS). Every change is a record of
 kafkawire.broker.streams_group written through the classic coordinator's ``persist`` and replayed.
 
-Differences from Kafka 4.3.1 (documented in docs/broker.md, "Streams groups"): only active
-tasks are assigned (standby replicas, ``streams.num.standby.replicas``, and warm-up tasks are not);
-the assignor balances tasks over members keeping each on its previous owner (not Kafka's
-process- and rack-aware StickyTaskAssignor); the broker's ``group.streams.*`` settings are Kafka's
+Differences from Kafka 4.3.1 (documented in docs/broker.md, "Streams groups"): no warm-up tasks;
+the assignor balances active tasks over members keeping each on its previous owner and puts each
+standby on another process (not Kafka's process- and rack-aware StickyTaskAssignor); the broker's ``group.streams.*`` settings are Kafka's
 defaults (a group's ``streams.*`` configs override them).
 """
 from __future__ import annotations
@@ -50,6 +49,7 @@ class StreamsSettings:
     heartbeat_interval_ms: int = 5_000            # streams.heartbeat.interval.ms
     initial_rebalance_delay_ms: int = 3_000       # streams.initial.rebalance.delay.ms
     assignment_interval_ms: int = 1_000           # streams.assignment.interval.ms
+    num_standby_replicas: int = 0                 # streams.num.standby.replicas
 
     @classmethod
     def of(cls, configs: dict | None) -> "StreamsSettings":
@@ -57,7 +57,8 @@ class StreamsSettings:
         names = {"session_timeout_ms": "streams.session.timeout.ms",
                  "heartbeat_interval_ms": "streams.heartbeat.interval.ms",
                  "initial_rebalance_delay_ms": "streams.initial.rebalance.delay.ms",
-                 "assignment_interval_ms": "streams.assignment.interval.ms"}
+                 "assignment_interval_ms": "streams.assignment.interval.ms",
+                 "num_standby_replicas": "streams.num.standby.replicas"}
         values = {}
         for field_name, key in names.items():
             value = (configs or {}).get(key)
@@ -137,6 +138,12 @@ def _updated(member: sg.StreamsMember, request, client_id: str, client_host: str
         user_endpoint=(endpoint.host, endpoint.port) if endpoint is not None else member.user_endpoint)
 
 
+def _holds_any(owned: dict | None, *task_sets) -> bool:
+    """Whether the member still owns any of ``task_sets``' tasks (it did not say: it does)."""
+    return owned is None or any(owned.get(s, frozenset()).intersection(p) for tasks in task_sets
+                                for s, p in tasks.items())
+
+
 def _response_tasks(active: dict) -> list:
     return [TaskIds(subtopology_id=s, partitions=sorted(p)) for s, p in sorted(active.items()) if p]
 
@@ -145,6 +152,38 @@ def shutdown_status(member_id: str) -> Status:
     return Status(status_code=SHUTDOWN_APPLICATION, status_detail=(
         f"Streams group member {member_id} encountered a fatal error and requested a shutdown for the entire "
         "application."))
+
+
+def _standby_targets(group: sg.StreamsGroup, members: list, tasks: list, targets: dict, load: dict,
+                     replicas: int) -> dict:
+    """``replicas`` standbys of each task, each on a member of another process than the task's
+    active owner and than its other standbys: its previous standby holder if eligible, else the
+    eligible member with the fewest tasks. A task without enough eligible members gets fewer."""
+    standby: dict = {m: {} for m in members}
+    if not replicas or not members:
+        return {m: {} for m in members}
+    process = {m: group.members[m].process_id for m in members}
+    active_owner = {(s, p): m for m, t in targets.items() for s, ps in t.items() for p in ps}
+    previous = {}
+    for m, t in group.standby_targets.items():
+        for s, ps in t.items():
+            for p in ps:
+                previous.setdefault((s, p), []).append(m)
+    for task in tasks:
+        used = {process[active_owner[task]]} if task in active_owner else set()
+        chosen = [m for m in previous.get(task, ()) if m in process and process[m] not in used][:replicas]
+        used |= {process[m] for m in chosen}
+        while len(chosen) < replicas:
+            eligible = [m for m in members if process[m] not in used]
+            if not eligible:
+                break
+            least = min(eligible, key=lambda m: (load[m], m))
+            chosen.append(least)
+            used.add(process[least])
+        for m in chosen:
+            standby[m].setdefault(task[0], set()).add(task[1])
+            load[m] += 1
+    return {m: {s: frozenset(p) for s, p in t.items()} for m, t in standby.items()}
 
 
 def endpoints_to_partitions(group: sg.StreamsGroup, updated: sg.StreamsMember, view) -> list:
@@ -158,14 +197,17 @@ def endpoints_to_partitions(group: sg.StreamsGroup, updated: sg.StreamsMember, v
     for member in [*(m for m in group.members.values() if m.member_id != updated.member_id), updated]:
         if member.user_endpoint is None:
             continue
-        active = []
-        for subtopology, partitions in sorted(member.active_tasks().items()):
-            for topic in sources.get(subtopology, ()):
-                count = view.by_name[topic][1] if topic in view.by_name else 0
-                active.append(TopicPartition(topic=topic, partitions=sorted(partitions)[:count]))
+        def partitions_of(tasks):
+            found_partitions = []
+            for subtopology, partitions in sorted(tasks.items()):
+                for topic in sources.get(subtopology, ()):
+                    count = view.by_name[topic][1] if topic in view.by_name else 0
+                    found_partitions.append(TopicPartition(topic=topic, partitions=sorted(partitions)[:count]))
+            return found_partitions
         found.append(EndpointToPartitions(user_endpoint=Endpoint(host=member.user_endpoint[0],
                                                                  port=member.user_endpoint[1]),
-                                          active_partitions=active, standby_partitions=[]))
+                                          active_partitions=partitions_of(member.active_tasks()),
+                                          standby_partitions=partitions_of(member.standby)))
     return found
 
 
@@ -272,9 +314,12 @@ class StreamsCoordinator:
         validated = topology.epoch if configured.ready else -1
         if hashed != group.metadata_hash or validated != group.validated_topology_epoch:
             bump = True
+        if settings.num_standby_replicas != group.standby_replicas:   # the assignment configs changed
+            bump = True
         group_epoch = group.epoch + 1 if bump else group.epoch
         if bump:
-            records.append(sg.group_metadata_record(group_id, group_epoch, hashed, validated))
+            records.append(sg.group_metadata_record(group_id, group_epoch, hashed, validated,
+                                                    settings.num_standby_replicas))
         error = self._write(group_id, records)
         if error != Errors.NONE:
             raise GroupError(error)
@@ -286,7 +331,11 @@ class StreamsCoordinator:
                                         lambda: self._delayed_assignment(group_id))
         self._maybe_assign(group, settings, now, statuses)
         before = group.members[updated.member_id]
-        after = self._reconcile(group, before, _owned(request.active_tasks))
+        owned = _owned(request.active_tasks)
+        if owned is not None:
+            for s, partitions in (_owned(request.standby_tasks) or {}).items():
+                owned[s] = owned.get(s, frozenset()) | partitions
+        after = self._reconcile(group, before, owned)
         self.classic.timer.schedule(session_key(group_id, after.member_id), settings.session_timeout_ms,
                                     lambda: self.fence_if(group_id, after.member_id, "the member session expired."))
         if configured.status is not None:
@@ -299,9 +348,9 @@ class StreamsCoordinator:
             member_id=after.member_id, member_epoch=after.member_epoch,
             heartbeat_interval_ms=settings.heartbeat_interval_ms,
             status=statuses)
-        if joining or before.active_tasks() != after.active_tasks():
+        if joining or before.active_tasks() != after.active_tasks() or before.standby != after.standby:
             response.active_tasks = _response_tasks(after.active_tasks())
-            response.standby_tasks, response.warmup_tasks = [], []
+            response.standby_tasks, response.warmup_tasks = _response_tasks(after.standby), []
             if after.user_endpoint is not None:
                 group.endpoint_information_epoch += 1
         if group.endpoint_information_epoch != request.endpoint_information_epoch:
@@ -401,8 +450,12 @@ class StreamsCoordinator:
             targets[least].setdefault(s, set()).add(p)
             load[least] = count + 1
             heapq.heappush(lightest, (count + 1, least))
-        records = [sg.target_member_record(group.group_id, m, {s: frozenset(p) for s, p in targets[m].items()})
-                   for m in members if group.targets.get(m) != {s: frozenset(p) for s, p in targets[m].items()}]
+        standby = _standby_targets(group, members, tasks, targets, load, group.standby_replicas or 0)
+        records = []
+        for m in members:
+            active = {s: frozenset(p) for s, p in targets[m].items()}
+            if group.targets.get(m) != active or group.standby_targets.get(m, {}) != standby[m]:
+                records.append(sg.target_member_record(group.group_id, m, active, standby[m]))
         records.append(sg.target_metadata_record(group.group_id, group.epoch, now))
         error = self.write(group.group_id, records)
         if error != Errors.NONE:
@@ -411,22 +464,26 @@ class StreamsCoordinator:
     # -- reconciliation (CurrentAssignmentBuilder, active tasks) --
 
     def _reconcile(self, group: sg.StreamsGroup, member: sg.StreamsMember, owned: dict | None) -> sg.StreamsMember:
+        """CurrentAssignmentBuilder: ``owned`` is the request's owned active and standby tasks
+        together ({subtopology: frozenset}), None when the request left them out."""
         target_epoch = group.assignment_epoch
         if member.member_epoch == target_epoch and member.state == sg.MEMBER_STABLE:     # isReconciledTo
             return member
-        if member.state == sg.UNREVOKED_TASKS:
-            still = owned is None or any(owned.get(s, frozenset()).intersection(p)
-                                         for s, p in member.revoking_active.items())
-            if still:
-                return member
+        if member.state == sg.UNREVOKED_TASKS and _holds_any(owned, member.revoking_active, member.revoking_standby):
+            return member
         target = group.targets.get(member.member_id, {})        # none yet: no tasks (TasksTuple.EMPTY)
+        standby_target = group.standby_targets.get(member.member_id, {})
         keep = {s: {p: e for p, e in parts.items() if p in target.get(s, ())} for s, parts in member.active.items()}
         revoke = {s: {p: e for p, e in parts.items() if p not in target.get(s, ())} for s, parts in member.active.items()}
         revoke = {s: p for s, p in revoke.items() if p}
-        if revoke and (owned is None or any(owned.get(s, frozenset()).intersection(p) for s, p in revoke.items())):
+        standby_keep = {s: parts & standby_target.get(s, frozenset()) for s, parts in member.standby.items()}
+        standby_revoke = {s: parts - standby_target.get(s, frozenset()) for s, parts in member.standby.items()}
+        standby_revoke = {s: p for s, p in standby_revoke.items() if p}
+        if (revoke or standby_revoke) and _holds_any(owned, revoke, standby_revoke):
             # the epoch advances only once the member has released these tasks
             updated = member.copy(state=sg.UNREVOKED_TASKS, active={s: p for s, p in keep.items() if p},
-                                  revoking_active=revoke)
+                                  standby={s: p for s, p in standby_keep.items() if p}, revoking_active=revoke,
+                                  revoking_standby=standby_revoke, previous_member_epoch=member.member_epoch)
         else:
             active, pending = {s: dict(p) for s, p in keep.items()}, False
             for s, parts in target.items():
@@ -434,19 +491,41 @@ class StreamsCoordinator:
                     if p in active.get(s, {}):
                         continue
                     owner = group.owner_of(s, p)
-                    if owner is None or owner == member.member_id:
+                    if (owner is None or owner == member.member_id) and not self._standby_in_process(group, member, s, p):
                         active.setdefault(s, {})[p] = target_epoch
                     else:
                         pending = True
+            standby = {s: set(p) for s, p in standby_keep.items()}
+            for s, parts in standby_target.items():
+                for p in parts - standby.get(s, set()):
+                    if self._active_in_process(group, member, s, p) or self._standby_in_process(group, member, s, p):
+                        pending = True
+                    else:
+                        standby.setdefault(s, set()).add(p)
             updated = member.copy(member_epoch=target_epoch, previous_member_epoch=member.member_epoch,
                                   state=sg.UNRELEASED_TASKS if pending else sg.MEMBER_STABLE,
-                                  active={s: p for s, p in active.items() if p}, revoking_active={})
+                                  active={s: p for s, p in active.items() if p},
+                                  standby={s: frozenset(p) for s, p in standby.items() if p},
+                                  revoking_active={}, revoking_standby={})
         if updated != member:
             error = self.write(group.group_id, [sg.current_assignment_record(group.group_id, updated)])
             if error != Errors.NONE:
                 raise GroupError(error)
             self._schedule_rebalance_timeout(group.group_id, updated)
         return group.members[member.member_id]
+
+    @staticmethod
+    def _active_in_process(group: sg.StreamsGroup, member: sg.StreamsMember, s: str, p: int) -> bool:
+        """Whether a member of ``member``'s process (itself included) holds the task as active."""
+        owner = group.owner_of(s, p)
+        return owner is not None and group.members[owner].process_id == member.process_id
+
+    @staticmethod
+    def _standby_in_process(group: sg.StreamsGroup, member: sg.StreamsMember, s: str, p: int) -> bool:
+        """Whether a member of ``member``'s process holds the task as a standby (not yet released)."""
+        return any(group.members[m].process_id == member.process_id
+                   for m in group.standby_holders.get((s, p), ()) if m != member.member_id or
+                   p not in group.standby_targets.get(m, {}).get(s, frozenset()))
 
     def _schedule_rebalance_timeout(self, group_id: str, member: sg.StreamsMember) -> None:
         """A member revoking tasks must move past its epoch within its rebalance timeout, else it
@@ -488,7 +567,7 @@ class StreamsCoordinator:
         """streamsGroupFenceMember: the member's tombstones and a bumped group epoch."""
         records = sg.member_removal(group.group_id, member_id)
         records.append(sg.group_metadata_record(group.group_id, group.epoch + 1, group.metadata_hash,
-                                                group.validated_topology_epoch))
+                                                group.validated_topology_epoch, group.standby_replicas or 0))
         self.classic.timer.cancel(session_key(group.group_id, member_id))
         self.classic.timer.cancel(rebalance_key(group.group_id, member_id))
         return self.write(group.group_id, records)

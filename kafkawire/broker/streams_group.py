@@ -49,6 +49,7 @@ _CLASSES = {
     TOPOLOGY: (StreamsGroupTopologyKey, StreamsGroupTopologyValue),
 }
 STREAMS_RECORD_TYPES = frozenset(_CLASSES)
+STANDBY_REPLICAS = "num.standby.replicas"
 # StreamsGroup.StreamsGroupState's names; MemberState's values as the records store them.
 EMPTY, NOT_READY, ASSIGNING, RECONCILING, STABLE = "Empty", "NotReady", "Assigning", "Reconciling", "Stable"
 MEMBER_STABLE, UNREVOKED_TASKS, UNRELEASED_TASKS = 1, 2, 3      # streams' MemberState, not the consumer one's
@@ -87,6 +88,7 @@ class StreamsMember:
     active: dict = field(default_factory=dict)      # {subtopology: {partition: assignment epoch}}
     standby: dict = field(default_factory=dict)     # {subtopology: frozenset}
     revoking_active: dict = field(default_factory=dict)   # {subtopology: {partition: assignment epoch}}
+    revoking_standby: dict = field(default_factory=dict)  # {subtopology: frozenset}
 
     def copy(self, **changes) -> "StreamsMember":
         return replace(self, **changes)
@@ -108,7 +110,10 @@ class StreamsGroup:
     assignment_timestamp: int = 0                   # when the target was computed (ms), 0: unknown
     members: dict = field(default_factory=dict)     # member id -> StreamsMember
     targets: dict = field(default_factory=dict)     # member id -> {subtopology: frozenset}
+    standby_targets: dict = field(default_factory=dict)     # member id -> {subtopology: frozenset}
+    standby_replicas: int | None = None             # num.standby.replicas of the last assignment configs
     owners: dict = field(default_factory=dict)      # (subtopology, partition) -> owner member id (active)
+    standby_holders: dict = field(default_factory=dict)     # (subtopology, partition) -> {member ids}
     configured: object = None                       # streams_topology.Configured, recomputed, not stored
     configured_for: tuple | None = None             # (topology epoch, metadata hash) it was computed for
     shutdown_requested_by: str | None = None        # a member's ShutdownApplication, kept in memory as Kafka does
@@ -136,6 +141,14 @@ class StreamsGroup:
                 for p in partitions:
                     if self.owners.get((s, p)) == member.member_id:
                         del self.owners[(s, p)]
+        for tasks in (member.standby, member.revoking_standby):
+            for s, partitions in tasks.items():
+                for p in partitions:
+                    holders = self.standby_holders.get((s, p))
+                    if holders is not None:
+                        holders.discard(member.member_id)
+                        if not holders:
+                            del self.standby_holders[(s, p)]
 
     def put_member(self, member: StreamsMember) -> None:
         old = self.members.get(member.member_id)
@@ -146,6 +159,10 @@ class StreamsGroup:
             for s, partitions in tasks.items():
                 for p in partitions:
                     self.owners[(s, p)] = member.member_id
+        for tasks in (member.standby, member.revoking_standby):
+            for s, partitions in tasks.items():
+                for p in partitions:
+                    self.standby_holders.setdefault((s, p), set()).add(member.member_id)
 
     def drop_member(self, member_id: str) -> None:
         old = self.members.pop(member_id, None)
@@ -155,10 +172,12 @@ class StreamsGroup:
 
 # -- records --
 
-def group_metadata_record(group_id: str, epoch: int, metadata_hash: int, validated_topology_epoch: int):
+def group_metadata_record(group_id: str, epoch: int, metadata_hash: int, validated_topology_epoch: int,
+                          standby_replicas: int = 0):
+    """``standby_replicas``: the group's num.standby.replicas the assignment uses (LastAssignmentConfigs)."""
     return GROUP_METADATA, StreamsGroupMetadataKey(group_id=group_id), StreamsGroupMetadataValue(
         epoch=epoch, metadata_hash=metadata_hash, validated_topology_epoch=validated_topology_epoch,
-        last_assignment_configs=[LastAssignmentConfig(key="num.standby.replicas", value="0")])   # none assigned
+        last_assignment_configs=[LastAssignmentConfig(key=STANDBY_REPLICAS, value=str(standby_replicas))])
 
 
 def topology_record(group_id: str, topology: StreamsGroupTopologyValue):
@@ -176,10 +195,11 @@ def member_record(group_id: str, member: StreamsMember):
     return MEMBER_METADATA, StreamsGroupMemberMetadataKey(group_id=group_id, member_id=member.member_id), value
 
 
-def target_member_record(group_id: str, member_id: str, active: dict):
-    value = target_msg.StreamsGroupTargetAssignmentMemberValue(active_tasks=[
-        target_msg.TaskIds(subtopology_id=s, partitions=sorted(p)) for s, p in sorted(active.items()) if p],
-        standby_tasks=[], warmup_tasks=[])
+def target_member_record(group_id: str, member_id: str, active: dict, standby: dict | None = None):
+    def ids(tasks):
+        return [target_msg.TaskIds(subtopology_id=s, partitions=sorted(p)) for s, p in sorted(tasks.items()) if p]
+    value = target_msg.StreamsGroupTargetAssignmentMemberValue(active_tasks=ids(active), standby_tasks=ids(standby or {}),
+                                                               warmup_tasks=[])
     return TARGET_MEMBER, StreamsGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id), value
 
 
@@ -203,7 +223,7 @@ def current_assignment_record(group_id: str, member: StreamsMember):
         member_epoch=member.member_epoch, previous_member_epoch=member.previous_member_epoch, state=member.state,
         active_tasks=_task_ids(member.active, True), standby_tasks=_task_ids(member.standby, False),
         warmup_tasks=[], active_tasks_pending_revocation=_task_ids(member.revoking_active, True),
-        standby_tasks_pending_revocation=[], warmup_tasks_pending_revocation=[])
+        standby_tasks_pending_revocation=_task_ids(member.revoking_standby, False), warmup_tasks_pending_revocation=[])
     return CURRENT_ASSIGNMENT, StreamsGroupCurrentMemberAssignmentKey(group_id=group_id,
                                                                       member_id=member.member_id), value
 
@@ -250,6 +270,8 @@ def apply(groups: dict, record) -> None:
             return
         group.epoch, group.metadata_hash = value.epoch, value.metadata_hash
         group.validated_topology_epoch = value.validated_topology_epoch
+        configs = {c.key: c.value for c in value.last_assignment_configs or ()}
+        group.standby_replicas = int(configs[STANDBY_REPLICAS]) if configs.get(STANDBY_REPLICAS, "").isdigit() else None
     elif record_type == TOPOLOGY:
         group.topology = value
         group.configured = group.configured_for = None
@@ -259,8 +281,10 @@ def apply(groups: dict, record) -> None:
     elif record_type == TARGET_MEMBER:
         if value is None:
             group.targets.pop(key.member_id, None)
+            group.standby_targets.pop(key.member_id, None)
         else:
             group.targets[key.member_id] = _tasks(value.active_tasks)
+            group.standby_targets[key.member_id] = _tasks(value.standby_tasks)
     elif record_type == MEMBER_METADATA:
         _apply_member(group, key.member_id, value)
     elif record_type == CURRENT_ASSIGNMENT:
@@ -284,10 +308,11 @@ def _apply_current(group: StreamsGroup, member_id: str, value) -> None:
         old = group.members.get(member_id)
         if old is not None:
             group.put_member(old.copy(member_epoch=0, previous_member_epoch=0, state=MEMBER_STABLE, active={},
-                                      standby={}, revoking_active={}))
+                                      standby={}, revoking_active={}, revoking_standby={}))
         return
     old = group.members.get(member_id) or StreamsMember(member_id)
     group.put_member(old.copy(member_epoch=value.member_epoch, previous_member_epoch=value.previous_member_epoch,
                               state=value.state, active=_tasks(value.active_tasks, True),
                               standby=_tasks(value.standby_tasks),
+                              revoking_standby=_tasks(value.standby_tasks_pending_revocation),
                               revoking_active=_tasks(value.active_tasks_pending_revocation, True)))

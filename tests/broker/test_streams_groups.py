@@ -57,12 +57,13 @@ class Harness:
         self.written.extend(records)
         return Errors.NONE
 
-    def beat(self, member_id, epoch, *, topology=None, active=None, rebalance=-1, **fields):
+    def beat(self, member_id, epoch, *, topology=None, active=None, standby=None, rebalance=-1, **fields):
         tasks = None if active is None else [TaskIds(subtopology_id=s, partitions=sorted(p))
                                              for s, p in active.items()]
+        standbys = [TaskIds(subtopology_id=s, partitions=sorted(p)) for s, p in (standby or {}).items()]
         request = StreamsGroupHeartbeatRequest(
             group_id=GROUP, member_id=member_id, member_epoch=epoch, rebalance_timeout_ms=rebalance,
-            topology=topology, active_tasks=tasks, standby_tasks=None if active is None else [],
+            topology=topology, active_tasks=tasks, standby_tasks=None if active is None else standbys,
             warmup_tasks=None if active is None else [], process_id=fields.pop("process_id", "p-" + member_id),
             **fields)
         return self.coordinator.heartbeat(request, client_id="c", client_host="/127.0.0.1")
@@ -504,3 +505,28 @@ def test_internal_topic_creation_failures_are_reported_and_not_asked_again_meanw
     assert first == "Internal topics are missing: app-store-changelog"
     assert second == first + "; Creation failed: app-store-changelog (no, thanks)."
     assert third == first and asked == [["app-store-changelog"], ["app-store-changelog"]]
+
+
+def standby(response) -> dict:
+    return {t.subtopology_id: set(t.partitions) for t in response.standby_tasks}
+
+
+def test_standby_replicas_go_to_another_process_than_the_active_task():
+    """streams.num.standby.replicas: each task's standby on a member of another process; a member
+    alone in the group gets none; the record's LastAssignmentConfigs says how many."""
+    h = Harness(num_standby_replicas=1)
+    first, _ = h.join("a")
+    assert (active(first), standby(first)) == ({"0": {0, 1, 2, 3}}, {})
+    second, _ = h.join("b")
+    assert (active(second), standby(second)) == ({}, {"0": set(h.group.standby_targets["b"]["0"])})
+    assert h.group.standby_targets["b"]["0"] == h.group.targets["a"]["0"]
+    revoking, _ = h.beat("a", 2, active={"0": {0, 1, 2, 3}})
+    kept = active(revoking)["0"]
+    released, _ = h.beat("a", 2, active={"0": kept})
+    # the tasks it revoked are still its own in this heartbeat (as in Kafka): their standby comes next
+    assert (released.member_epoch, h.group.members["a"].state) == (3, sg.UNRELEASED_TASKS)
+    standing, _ = h.beat("a", 3, active={"0": kept})
+    assert (active(standing), standby(standing)) == ({"0": kept}, {"0": {0, 1, 2, 3} - kept})
+    got, _ = h.beat("b", 3, active={}, standby={"0": kept})
+    assert (active(got), standby(got)) == ({"0": {0, 1, 2, 3} - kept}, {"0": kept})
+    assert h.group.state == sg.STABLE and h.group.standby_replicas == 1
