@@ -20,7 +20,6 @@ defaults (a group's ``streams.*`` configs override them).
 """
 from __future__ import annotations
 
-import heapq
 import logging
 from dataclasses import dataclass
 
@@ -31,6 +30,7 @@ from kafkawire.protocol.error_codes import Errors
 from . import streams_group as sg
 from .consumer_coordinator import GroupError, metadata_hash
 from .group_records import group_tombstone
+from .streams_assignor import assign
 from .streams_topology import STALE_TOPOLOGY, Configured, InvalidTopology, configure, topology_value
 
 __all__ = ["StreamsCoordinator", "StreamsSettings", "validate"]
@@ -152,38 +152,6 @@ def shutdown_status(member_id: str) -> Status:
     return Status(status_code=SHUTDOWN_APPLICATION, status_detail=(
         f"Streams group member {member_id} encountered a fatal error and requested a shutdown for the entire "
         "application."))
-
-
-def _standby_targets(group: sg.StreamsGroup, members: list, tasks: list, targets: dict, load: dict,
-                     replicas: int) -> dict:
-    """``replicas`` standbys of each task, each on a member of another process than the task's
-    active owner and than its other standbys: its previous standby holder if eligible, else the
-    eligible member with the fewest tasks. A task without enough eligible members gets fewer."""
-    standby: dict = {m: {} for m in members}
-    if not replicas or not members:
-        return {m: {} for m in members}
-    process = {m: group.members[m].process_id for m in members}
-    active_owner = {(s, p): m for m, t in targets.items() for s, ps in t.items() for p in ps}
-    previous = {}
-    for m, t in group.standby_targets.items():
-        for s, ps in t.items():
-            for p in ps:
-                previous.setdefault((s, p), []).append(m)
-    for task in tasks:
-        used = {process[active_owner[task]]} if task in active_owner else set()
-        chosen = [m for m in previous.get(task, ()) if m in process and process[m] not in used][:replicas]
-        used |= {process[m] for m in chosen}
-        while len(chosen) < replicas:
-            eligible = [m for m in members if process[m] not in used]
-            if not eligible:
-                break
-            least = min(eligible, key=lambda m: (load[m], m))
-            chosen.append(least)
-            used.add(process[least])
-        for m in chosen:
-            standby[m].setdefault(task[0], set()).add(task[1])
-            load[m] += 1
-    return {m: {s: frozenset(p) for s, p in t.items()} for m, t in standby.items()}
 
 
 def endpoints_to_partitions(group: sg.StreamsGroup, updated: sg.StreamsMember, view) -> list:
@@ -416,44 +384,14 @@ class StreamsCoordinator:
             log.warning("[GroupId %s] The delayed target assignment failed: %s", group_id, exc.code)
 
     def _assign(self, group: sg.StreamsGroup, now: int) -> None:
-        """Every active task to a member (none while the topology is not ready, as Kafka's
-        TargetAssignmentBuilder), balanced (loads differ by one at most): each stays with its
-        previous target owner while that one has fewer than its share, the rest go to the members
-        with the fewest tasks."""
+        """A new target assignment (kafkawire.broker.streams_assignor) at the group's epoch; none
+        while the topology is not ready, as Kafka's TargetAssignmentBuilder."""
         members = sorted(group.members)
         counts = group.configured.tasks if group.configured.ready else {}      # not ready: nothing to assign
-        tasks = [(s, p) for s, count in sorted(counts.items()) for p in range(count)]
-        base, extra = divmod(len(tasks), len(members)) if members else (0, 0)   # extra members get base + 1
-        load = {m: 0 for m in members}
-        targets: dict = {m: {} for m in members}
-        previous = {(s, p): m for m, t in group.targets.items() for s, ps in t.items() for p in ps}
-        unplaced, over_base = [], []
-        for task in tasks:
-            owner = previous.get(task)
-            if owner in load and load[owner] < base:
-                targets[owner].setdefault(task[0], set()).add(task[1])
-                load[owner] += 1
-            else:
-                (over_base if owner in load else unplaced).append(task)
-        for task in over_base:                  # one more for as many previous owners as may have base + 1
-            owner = previous[task]
-            if extra and load[owner] == base:
-                targets[owner].setdefault(task[0], set()).add(task[1])
-                load[owner] += 1
-                extra -= 1
-            else:
-                unplaced.append(task)
-        lightest = [(load[m], m) for m in members]       # (tasks, member): the next task goes to the first
-        heapq.heapify(lightest)
-        for s, p in unplaced:
-            count, least = heapq.heappop(lightest)
-            targets[least].setdefault(s, set()).add(p)
-            load[least] = count + 1
-            heapq.heappush(lightest, (count + 1, least))
-        standby = _standby_targets(group, members, tasks, targets, load, group.standby_replicas or 0)
+        targets, standby = assign(group, members, counts)
         records = []
         for m in members:
-            active = {s: frozenset(p) for s, p in targets[m].items()}
+            active = targets[m]
             if group.targets.get(m) != active or group.standby_targets.get(m, {}) != standby[m]:
                 records.append(sg.target_member_record(group.group_id, m, active, standby[m]))
         records.append(sg.target_metadata_record(group.group_id, group.epoch, now))
