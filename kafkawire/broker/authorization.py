@@ -98,6 +98,9 @@ KAFKA_BROKER_API_RULES = {
     61: "READ on each topic",
     65: "DESCRIBE on each transactional id (topics without DESCRIBE left out)",
     66: "DESCRIBE on each transactional id listed",
+    88: "READ on the group, DESCRIBE on each topic of the topology; internal topics to create: CREATE on the "
+        "cluster or each topic",
+    89: "DESCRIBE on each group",
     68: "READ on the group, DESCRIBE on each subscribed topic",
     69: "DESCRIBE on each group, DESCRIBE on the topics its members are assigned",
     76: "READ on the group, DESCRIBE on each subscribed topic",

@@ -249,6 +249,8 @@ class ConsumerCoordinator:
         group = self.groups.get(group_id)
         if group is not None:
             return group
+        if group_id in getattr(self.classic, "streams_groups", ()):
+            raise GroupError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         classic = self.classic.groups.get(group_id)
         if classic is None:
             if not joining:

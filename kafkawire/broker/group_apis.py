@@ -30,6 +30,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 
 from .consumer_apis import ConsumerApis
+from .streams_apis import StreamsApis
 from .coordinator_acks import replicated_handlers
 from .group_commit import OffsetApis
 from .group_coordinator import GroupCoordinator, GroupSettings
@@ -74,6 +75,7 @@ class GroupApis:
         self.offset_apis = OffsetApis(self)
         self.consumer_apis = ConsumerApis(self)
         self.share_apis = ShareApis(self)
+        self.streams_apis = StreamsApis(self)
         self._expiry_scheduled = False
 
     def handlers(self) -> dict[int, ApiHandler]:
@@ -91,6 +93,7 @@ class GroupApis:
             47: ApiHandler(self.offset_apis.offset_delete),
             **self.consumer_apis.handlers(),
             **self.share_apis.handlers(),
+            **self.streams_apis.handlers(),
         }, self.broker)
 
     def on_metadata(self) -> None:
@@ -164,6 +167,8 @@ class GroupApis:
         if code == Errors.NONE and request.group_id in self.coordinator.share_groups:
             code = Errors.INCONSISTENT_GROUP_PROTOCOL          # a share group: not for classic members
             request.member_id = ""
+        if code == Errors.NONE and request.group_id in self.coordinator.streams_groups:
+            code = self.streams_apis.classic_join_error(request.group_id)
         if code != Errors.NONE:
             response = JoinGroupResponse(error_code=code, member_id=request.member_id)
         elif consumer_group is not None:

@@ -36,6 +36,7 @@ from kafkawire.protocol.error_codes import Errors
 from .authorization import (IDEMPOTENT_WRITE, RESOURCE_GROUP, RESOURCE_TRANSACTIONAL_ID, TOPIC_AUTH, TWO_PHASE_COMMIT,
                             ZERO_UUID, _split, _topic_names, _with, authorized_operations)
 from .group_apis import sync_protocol_present
+from .streams_apis import streams_checks
 
 __all__ = ["group_checks"]
 
@@ -399,4 +400,5 @@ def group_checks(broker) -> dict:
         68: _consumer_protocol(broker, _consumer_group_heartbeat),
         69: _consumer_protocol(broker, _described_groups("group_ids", lambda g: cgd.DescribedGroup(
             group_id=g, error_code=GROUP_AUTH, members=[]))),
+        **streams_checks(broker),
     }

@@ -18,7 +18,7 @@ from kafkawire.messages.offset_fetch_response import (OffsetFetchResponse, Offse
                                                       OffsetFetchResponseTopic, OffsetFetchResponseTopics)
 from kafkawire.protocol.error_codes import Errors
 
-from . import consumer_admin
+from . import consumer_admin, streams_admin
 from .group_offsets import CommitRefused
 from .group_records import ZERO_UUID
 
@@ -107,6 +107,12 @@ class OffsetApis:
 
     def _fetch_group(self, g, version: int, request) -> OffsetFetchResponseGroup:
         consumer_group = self.apis.coordinator.consumer_groups.get(g.group_id)
+        streams_group = self.apis.coordinator.streams_groups.get(g.group_id)
+        if version >= 9 and streams_group is not None and \
+                self.apis.store.coordinator_error(g.group_id) == Errors.NONE:
+            code = streams_admin.fetch_error(streams_group, g.member_id, g.member_epoch)
+            if code != Errors.NONE:
+                return OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[])
         if version >= 9 and consumer_group is not None and self.apis.store.coordinator_error(g.group_id) == Errors.NONE:
             code = consumer_admin.fetch_error(consumer_group, g.member_id, g.member_epoch)
             if code != Errors.NONE:

@@ -84,6 +84,9 @@ class GroupCoordinator:
         # share groups (KIP-932) of the same name space (kafkawire.broker.share_groups fills them)
         self.share_groups: dict = {}
         self.share = None
+        # KIP-1071 streams groups (kafkawire.broker.streams_coordinator fills it).
+        self.streams_groups: dict = {}
+        self.streams = None
         self.static = StaticMembership(self)
 
     # -- JoinGroup --

@@ -18,7 +18,8 @@ from kafkawire.messages.describe_groups_response import DescribedGroup, Describe
 from kafkawire.messages.list_groups_response import ListedGroup
 from kafkawire.protocol.error_codes import Errors
 
-from . import consumer_admin
+from . import consumer_admin, streams_admin
+from .streams_admin import streams_replay
 from .group_coordinator import GroupCoordinator
 from .group_records import ZERO_UUID, OffsetAndMetadata, decode_record, group_tombstone, offset_record, offset_tombstone
 from .group_state import COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE, ClassicGroup, Member
@@ -60,6 +61,16 @@ class GroupOffsets:
         partition by partition: the answer is then a function of (topic id, partition) giving each
         one's error code (else None)."""
         c = self.coordinator
+        streams_group = c.streams_groups.get(group_id)
+        if streams_group is not None:
+            refused = streams_admin.commit_error(streams_group, member_id, generation, version,
+                                                 transactional=transactional, instance_id=instance_id)
+            if isinstance(refused, tuple):
+                raise CommitRefused(refused[0])
+            if refused is None or c.streams is None:
+                return refused
+            names = c.streams.topics().by_id                 # the check is asked by topic id
+            return lambda topic_id, partition: refused(names.get(topic_id), partition)
         consumer_group = c.consumer_groups.get(group_id)
         if consumer_group is not None:
             try:
@@ -139,6 +150,8 @@ class GroupOffsets:
             consumers += [ListedGroup(group_id=g.group_id, protocol_type=SHARE_TYPE, group_state=g.state,
                                       group_type=SHARE_TYPE)
                           for g in self.coordinator.share_groups.values() if not states or g.state.lower() in states]
+        consumers += streams_admin.listed(self.coordinator.streams_groups, states) \
+            if not types or streams_admin.STREAMS_TYPE in types else []
         if types and CLASSIC_TYPE not in types:
             return consumers
         return consumers + [ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state,
@@ -151,7 +164,7 @@ class GroupOffsets:
             found = DescribedGroup(group_id=group_id, group_state=DEAD, members=[])
             if version >= 6:
                 found.error_code, found.error_message = Errors.GROUP_ID_NOT_FOUND, group_not_found(group_id)
-                if group_id in self.coordinator.consumer_groups:
+                if group_id in self.coordinator.consumer_groups or group_id in self.coordinator.streams_groups:
                     found.error_message = f"Group {group_id} is not a classic group."
             return found
         stable = group.state == STABLE
@@ -170,6 +183,8 @@ class GroupOffsets:
             return self._delete_consumer_group(group_id)
         if group_id in self.coordinator.share_groups:
             return self.coordinator.share.delete(group_id)
+        if group_id in self.coordinator.streams_groups:
+            return self._delete_streams_group(group_id)
         group = self.coordinator.groups.get(group_id)
         if group is None or group.state == DEAD:
             return Errors.GROUP_ID_NOT_FOUND
@@ -183,6 +198,21 @@ class GroupOffsets:
         self.offsets.pop(group_id, None)
         group.transition_to(DEAD, self.coordinator.now_ms())
         del self.coordinator.groups[group_id]
+        return Errors.NONE
+
+    def _delete_streams_group(self, group_id: str) -> int:
+        """StreamsGroup.validateDeleteGroup (NON_EMPTY_GROUP unless Empty), then its offsets' and
+        its own tombstones."""
+        group = self.coordinator.streams_groups[group_id]
+        if group.members:
+            return Errors.NON_EMPTY_GROUP
+        records = [offset_tombstone(group_id, t, p) for t, p in self.offsets.get(group_id, {})]
+        records += streams_admin.tombstones(group)
+        error = self.coordinator.persist(group_id, records)
+        if error != Errors.NONE:
+            return error
+        self.offsets.pop(group_id, None)
+        del self.coordinator.streams_groups[group_id]
         return Errors.NONE
 
     def _delete_consumer_group(self, group_id: str) -> int:
@@ -234,6 +264,8 @@ class GroupOffsets:
                 del self.coordinator.groups[group.group_id]
         for group_id in list(self.coordinator.consumer_groups):
             written += self._expire_consumer_group(group_id, now, retention_ms)
+        for group_id in list(self.coordinator.streams_groups):
+            written += self._expire_streams_group(group_id, now, retention_ms)
         if written:
             log.info("Generated %d tombstone records while cleaning up group metadata.", written)
         return written
@@ -261,6 +293,29 @@ class GroupOffsets:
             del c.consumer_groups[group_id]
         return len(records)
 
+    def _expire_streams_group(self, group_id: str, now: int, retention_ms: int) -> int:
+        """A streams group's offsets age from their commit, those of its topology's source topics
+        never while it has members; an Empty group left without offsets is deleted."""
+        c = self.coordinator
+        group = c.streams_groups[group_id]
+        committed = self.offsets.get(group_id, {})
+        subscribed = streams_admin.subscribed_topics(group)
+        expired = [key for key, value in committed.items()
+                   if key[0] not in subscribed and now - value.commit_timestamp_ms >= retention_ms]
+        records = [offset_tombstone(group_id, t, p) for t, p in expired]
+        drop_group = len(expired) == len(committed) and not group.members
+        if drop_group:
+            records += streams_admin.tombstones(group)
+        if not records or c.persist(group_id, records) != Errors.NONE:
+            return 0
+        for key in expired:
+            del committed[key]
+        if not committed:
+            self.offsets.pop(group_id, None)
+        if drop_group:
+            del c.streams_groups[group_id]
+        return len(records)
+
     @staticmethod
     def _expiry_base(group: ClassicGroup):
         """ClassicGroup.offsetExpirationCondition: from when an offset's age counts, or None."""
@@ -281,6 +336,8 @@ class GroupOffsets:
         group = c.groups.get(group_id)
         if group_id in c.consumer_groups:             # any state (ConsumerGroup.validateOffsetDelete)
             is_subscribed_to = c.consumer.subscribed_topics(group_id).__contains__
+        elif group_id in c.streams_groups:            # any state (StreamsGroup.validateOffsetDelete)
+            is_subscribed_to = streams_admin.subscribed_topics(c.streams_groups[group_id]).__contains__
         elif group is None or group.state == DEAD:
             return Errors.GROUP_ID_NOT_FOUND, {}
         elif group.state != EMPTY and not group.uses_consumer_protocol():
@@ -310,13 +367,14 @@ class GroupOffsets:
         """Apply one record of __consumer_offsets (raises DecodeError/ValueError on bad bytes)."""
         decoded = decode_record(key, value)
         if decoded is None:
-            consumer_admin.replay(self.coordinator, key, value)
+            if not streams_replay(self.coordinator, key, value):
+                consumer_admin.replay(self.coordinator, key, value)
             return
         kind, k, v = decoded
         if kind == "offset":
             committed = self.offsets.setdefault(k.group, {})
             if v is not None and k.group not in self.coordinator.groups and \
-                    k.group not in self.coordinator.consumer_groups:          # a simple group's commit
+                    k.group not in self.coordinator.consumer_groups and k.group not in self.coordinator.streams_groups:          # a simple group's commit
                 self.coordinator.groups[k.group] = ClassicGroup(k.group, now_ms=self.coordinator.now_ms())
             if v is None:
                 committed.pop((k.topic, k.partition), None)
@@ -341,6 +399,8 @@ class GroupOffsets:
             c.consumer.after_load(loaded_here)
         if c.share is not None:
             c.share.after_load(loaded_here)
+        if c.streams is not None:
+            c.streams.after_load(loaded_here)
 
 
 def loaded_group(group_id: str, value, now_ms: int) -> ClassicGroup:

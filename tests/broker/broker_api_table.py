@@ -37,13 +37,11 @@ SERVED_FROM = {0: 3}
 
 _SHARE_GROUPS = "the share-group offset APIs (KIP-932: Describe/Alter/DeleteShareGroupOffsets) are not served yet"
 _SHARE_STATE = "the share coordinator's state APIs (KIP-932; inter-broker) are not served yet"
-_STREAMS_GROUPS = "streams groups (KIP-1071) are not served yet"
 
 # The deliberate gaps: API key -> why kafkawire's broker does not advertise it. Every other
 # difference from KAFKA_BROKER_APIS is a bug.
 NOT_SERVED: dict[int, str] = {
     83: _SHARE_STATE, 84: _SHARE_STATE, 85: _SHARE_STATE, 86: _SHARE_STATE, 87: _SHARE_STATE,
-    88: _STREAMS_GROUPS, 89: _STREAMS_GROUPS,
     90: _SHARE_GROUPS, 91: _SHARE_GROUPS, 92: _SHARE_GROUPS,
 }
 

@@ -26,6 +26,9 @@ from kafkawire.messages.share_acknowledge_request import ShareAcknowledgeRequest
 from kafkawire.messages.share_fetch_request import ShareFetchRequest
 from kafkawire.messages.share_group_describe_request import ShareGroupDescribeRequest
 from kafkawire.messages.share_group_heartbeat_request import ShareGroupHeartbeatRequest
+from kafkawire.messages.streams_group_describe_request import StreamsGroupDescribeRequest
+from kafkawire.messages.streams_group_heartbeat_request import (StreamsGroupHeartbeatRequest, Subtopology, TopicInfo,
+                                                                Topology)
 from kafkawire.messages.create_delegation_token_request import CreateDelegationTokenRequest
 from kafkawire.messages.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
 from kafkawire.messages.describe_acls_request import DescribeAclsRequest
@@ -95,7 +98,7 @@ CLUSTER_AUTH, TXN_AUTH = int(Errors.CLUSTER_AUTHORIZATION_FAILED), int(Errors.TR
 TOKEN_AUTH = int(Errors.DELEGATION_TOKEN_AUTHORIZATION_FAILED)
 AUTH_ERRORS = {TOPIC_AUTH, GROUP_AUTH, CLUSTER_AUTH, TXN_AUTH, TOKEN_AUTH}
 USER_RESOURCE, CREATE_TOKENS = 7, 13
-USERS = 70                        # user0..: one per rule, each with only its rule's ACLs, and a few more
+USERS = 74                        # user0..: one per rule, each with only its rule's ACLs, and a few more
 
 
 def _records(**fields) -> bytes:
@@ -118,6 +121,16 @@ def fetch(topic, replica_id=-1):
 def join(group):
     return JoinGroupRequest(group_id=group, session_timeout_ms=10_000, rebalance_timeout_ms=10_000, member_id="",
                             protocol_type="consumer", protocols=[JoinGroupRequestProtocol(name="range", metadata=b"")])
+
+
+def streams_join(group, changelog=None):
+    """A streams member joining with a topology reading t-commit (and a store's changelog topic)."""
+    changelogs = [] if changelog is None else [TopicInfo(name=changelog, topic_configs=[])]
+    return StreamsGroupHeartbeatRequest(group_id=group, member_id=str(uuid.uuid4()), member_epoch=0,
+                                        rebalance_timeout_ms=10_000, process_id="p", active_tasks=[],
+                                        standby_tasks=[], warmup_tasks=[], topology=Topology(epoch=1, subtopologies=[
+                                            Subtopology(subtopology_id="0", source_topics=["t-commit"],
+                                                        state_changelog_topics=changelogs)]))
 
 
 def offset_commit(group, topic):
@@ -244,6 +257,13 @@ RULES = [
     ("ShareAcknowledge needs READ on the group", ShareAcknowledgeRequest(
         group_id="g-sa", member_id=str(uuid.uuid4()), share_session_epoch=-1, topics=[]), 2,
      [acl(GROUP, "g-sa", Op.READ)], GROUP_AUTH),
+    ("StreamsGroupHeartbeat needs READ on the group", streams_join("g-sgh"), 0,
+     [acl(GROUP, "g-sgh", Op.READ), acl(TOPIC, "t-commit", Op.DESCRIBE)], GROUP_AUTH),
+    ("StreamsGroupHeartbeat needs DESCRIBE on each topic of the topology", streams_join("g-sgh2"), 0,
+     [acl(GROUP, "g-sgh2", Op.READ), acl(TOPIC, "t-commit", Op.DESCRIBE)], TOPIC_AUTH,
+     [acl(GROUP, "g-sgh2", Op.READ)]),
+    ("StreamsGroupDescribe needs DESCRIBE on the group", StreamsGroupDescribeRequest(group_ids=["g-sgd"]), 0,
+     [acl(GROUP, "g-sgd", Op.DESCRIBE)], GROUP_AUTH),
     ("InitProducerId with a transactional id needs WRITE on it",
      InitProducerIdRequest(transactional_id="tx-init", transaction_timeout_ms=60_000), 4,
      [acl(TXN, "tx-init", Op.WRITE)], TXN_AUTH),
@@ -604,3 +624,18 @@ def test_a_share_fetch_refuses_a_partition_of_a_topic_without_read(node):
     grant(node, user, acl(TOPIC, "t-fetch", Op.READ))
     allowed = node.call(node.send(user, "p", request, 2))
     assert _codes(allowed) == {0}, allowed
+
+
+def test_a_streams_member_without_create_is_told_which_internal_topics_it_may_not_create(node):
+    """KafkaApis.handleStreamsGroupHeartbeat: the internal topics a group needs are created only
+    with CREATE on the cluster or on each topic; otherwise MISSING_INTERNAL_TOPICS says so."""
+    user = f"user{len(RULES) + 3}"
+    grant(node, user, (GROUP, "g-sg-create", Op.READ), (TOPIC, "t-commit", Op.DESCRIBE),
+          (TOPIC, "g-sg-store-changelog", Op.DESCRIBE))
+    answer = node.call(node.send(user, "p", streams_join("g-sg-create", "g-sg-store-changelog"), 0))
+    assert answer.error_code == 0, answer
+    assert [(s.status_code, s.status_detail) for s in answer.status] == [
+        (5, "Assignment delayed due to the configured initial rebalance delay."),      # a new group: Kafka's 3 s
+        (3, "Internal topics are missing: g-sg-store-changelog; Unauthorized to CREATE on topics "
+            "g-sg-store-changelog.")]
+    assert "g-sg-store-changelog" not in node.broker.image().topics_by_name
