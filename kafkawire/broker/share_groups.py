@@ -133,7 +133,8 @@ class ShareGroups:
             return ShareGroupHeartbeatResponse(error_code=exc.code, error_message=exc.message)
 
     def _check_type(self, group_id: str) -> None:
-        if group_id in self.classic.consumer_groups or group_id in self.classic.groups:
+        if group_id in self.classic.consumer_groups or group_id in self.classic.groups or \
+                group_id in self.classic.streams_groups:
             raise GroupError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
 
     def _heartbeat(self, request, client_id: str, client_host: str) -> ShareGroupHeartbeatResponse:

@@ -228,7 +228,8 @@ class StreamsCoordinator:
 
     def _group(self, group_id: str, joining: bool) -> sg.StreamsGroup:
         group = self.groups.get(group_id)
-        other = group_id in self.classic.groups or group_id in getattr(self.classic, "consumer_groups", {})
+        other = group_id in self.classic.groups or group_id in getattr(self.classic, "consumer_groups", {}) or \
+            group_id in getattr(self.classic, "share_groups", {})
         if other and not (joining and group_id in self.classic.groups and self.classic.groups[group_id].is_empty()):
             raise GroupError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a streams group.")
         if group is None:

@@ -35,6 +35,7 @@ class FakeClassic:
         self.written: list = []
         self.groups, self.consumer_groups = {}, {}
         self.share_groups, self.share = {}, None
+        self.streams_groups = {}
         self.error = Errors.NONE
 
     def persist(self, group_id, records):

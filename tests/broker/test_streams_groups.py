@@ -530,3 +530,28 @@ def test_standby_replicas_go_to_another_process_than_the_active_task():
     got, _ = h.beat("b", 3, active={}, standby={"0": kept})
     assert (active(got), standby(got)) == ({"0": {0, 1, 2, 3} - kept}, {"0": kept})
     assert h.group.state == sg.STABLE and h.group.standby_replicas == 1
+
+
+def test_a_streams_group_and_a_share_group_never_share_an_id():
+    """One name space for every group type, as GroupMetadataManager keeps it: a share group's id
+    is not a streams group's, nor the other way round, whichever came first."""
+    from kafkawire.broker.share_groups import ShareGroups
+    from kafkawire.messages.share_group_heartbeat_request import ShareGroupHeartbeatRequest
+    h = Harness()
+    shares = ShareGroups(h.classic, topics=lambda: h.view, timeouts=lambda g: (45_000, 5_000),
+                         on_member_gone=lambda g, m: None)
+
+    def share_join(group_id):
+        return shares.heartbeat(ShareGroupHeartbeatRequest(group_id=group_id, member_id="s", member_epoch=0,
+                                                           subscribed_topic_names=["in"]),
+                                client_id="c", client_host="/127.0.0.1")
+    h.join("a")                                     # the streams group "app"
+    refused = share_join(GROUP)
+    assert (refused.error_code, refused.error_message) == (Errors.GROUP_ID_NOT_FOUND,
+                                                           f"Group {GROUP} is not a share group.")
+    assert share_join("queue").error_code == Errors.NONE
+    response, _ = h.coordinator.heartbeat(StreamsGroupHeartbeatRequest(
+        group_id="queue", member_id="m", member_epoch=0, rebalance_timeout_ms=30_000, topology=copy_topology(),
+        process_id="p"), client_id="c", client_host="/h")
+    assert (response.error_code, response.error_message) == (Errors.GROUP_ID_NOT_FOUND,
+                                                             "Group queue is not a streams group.")
