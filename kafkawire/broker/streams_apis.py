@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import logging
 import time
 
@@ -28,11 +29,12 @@ from kafkawire.metadata.image import GROUP_RESOURCE
 from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, RESOURCE_TOPIC, Op
 from kafkawire.net.client import TransportError
 from kafkawire.protocol.error_codes import Errors
-from kafkawire.protocol.handler import ApiHandler
+from kafkawire.protocol.handler import ApiHandler, CloseConnection
 from kafkawire.raft.contract import NoLeader, NotLeader
 
 from . import streams_admin
 from . import streams_group as sg
+from .metadata_apis import CREATE_TOPICS, CREATE_TOPICS_VERSION
 from .streams_coordinator import StreamsCoordinator, StreamsSettings
 from .streams_topology import MISSING_INTERNAL_TOPICS
 
@@ -112,13 +114,17 @@ class StreamsApis:
         response, to_create = self.coordinator.heartbeat(request, client_id=ctx.client_id,
                                                          client_host=f"/{ctx.peer[0]}")
         if to_create:
-            self._create_internal(response, to_create, 2 * self.group_settings(request.group_id).heartbeat_interval_ms)
+            self._create_internal(ctx, response, to_create,
+                                  2 * self.group_settings(request.group_id).heartbeat_interval_ms)
         return response
 
-    def _create_internal(self, response, to_create: dict, error_ttl_ms: int) -> None:
+    def _create_internal(self, ctx, response, to_create: dict, error_ttl_ms: int) -> None:
         """KafkaApis.handleStreamsGroupHeartbeat's creation step: CREATE checked, then a CreateTopics
         for the topics neither in flight nor failed within ``error_ttl_ms`` (twice the heartbeat
-        interval), and the cached failures added to the MISSING_INTERNAL_TOPICS status."""
+        interval), and the cached failures added to the MISSING_INTERNAL_TOPICS status. The
+        CreateTopics goes to the active controller on behalf of the member's client (an Envelope
+        with its principal, as AutoTopicCreationManager sends it), so the controller authorizes it
+        and counts it against the client's controller_mutation_rate."""
         check = CREATE_CHECK.get()
         refused = sorted(check(list(to_create))) if check is not None else []
         if refused:
@@ -134,7 +140,8 @@ class StreamsApis:
                   (name not in self._creating or self._creating[name].done())]
         if wanted:
             request = CreateTopicsRequest(timeout_ms=30_000, validate_only=False, topics=wanted)
-            task = asyncio.ensure_future(self._create(request, error_ttl_ms))
+            on_behalf = dataclasses.replace(ctx, api_key=CREATE_TOPICS, api_version=CREATE_TOPICS_VERSION, header=None)
+            task = asyncio.ensure_future(self._create(on_behalf, request, error_ttl_ms))
             for t in wanted:
                 self._creating[t.name] = task
             task.add_done_callback(lambda _, names=[t.name for t in wanted]: [
@@ -145,11 +152,11 @@ class StreamsApis:
             more = f" and {len(failed) - 3} more" if len(failed) > 3 else ""
             missing.status_detail += f"; Creation failed: {', '.join(listed)}{more}."
 
-    async def _create(self, request, error_ttl_ms: int) -> None:
+    async def _create(self, ctx, request, error_ttl_ms: int) -> None:
         names = [t.name for t in request.topics]
         try:
-            response = await self.apis.broker.send_to_controller(request, request.timeout_ms)
-        except (NoLeader, NotLeader, TransportError, TimeoutError, OSError) as exc:
+            response = await self.apis.broker.forwarder.forward(ctx, request)
+        except (NoLeader, NotLeader, TransportError, TimeoutError, OSError, CloseConnection) as exc:
             log.warning("Creating streams internal topics failed: %s", exc)
             for name in names:
                 self.creation_errors.put(name, str(exc) or type(exc).__name__, error_ttl_ms)
