@@ -474,22 +474,26 @@ def test_internal_topic_creation_failures_are_reported_and_not_asked_again_meanw
     from kafkawire.broker.streams_apis import CreationErrors, StreamsApis
     from kafkawire.messages.create_topics_response import CreatableTopicResult, CreateTopicsResponse
     from kafkawire.messages.streams_group_heartbeat_response import Status, StreamsGroupHeartbeatResponse
+    from kafkawire.protocol.handler import RequestContext
     asked = []
+    member = RequestContext(api_key=88, api_version=0, correlation_id=7, client_id="app-client", peer=("h", 1),
+                            listener_name="PLAINTEXT", connection_id="c", principal="User:app")
 
-    async def send_to_controller(request, timeout_ms):
+    async def forward(ctx, request):          # to the controller, on the member's client's behalf
+        assert (ctx.api_key, ctx.principal, ctx.client_id) == (19, "User:app", "app-client")
         asked.append([t.name for t in request.topics])
         return CreateTopicsResponse(topics=[CreatableTopicResult(
             name=t.name, error_code=Errors.POLICY_VIOLATION, error_message="no, thanks") for t in request.topics])
     now = [0.0]
     apis = StreamsApis.__new__(StreamsApis)
-    apis.apis = SimpleNamespace(broker=SimpleNamespace(send_to_controller=send_to_controller))
+    apis.apis = SimpleNamespace(broker=SimpleNamespace(forwarder=SimpleNamespace(forward=forward)))
     apis._creating, apis.creation_errors = {}, CreationErrors(clock=lambda: now[0])
     to_create = Harness(topics=(("in", IN, 4),)).join("a")[1]
 
     def heartbeat():
         response = StreamsGroupHeartbeatResponse(status=[Status(status_code=3, status_detail="Internal topics are "
                                                                 "missing: app-store-changelog")])
-        apis._create_internal(response, to_create, 10_000)
+        apis._create_internal(member, response, to_create, 10_000)
         return response.status[0].status_detail
 
     async def scenario():
