@@ -10,6 +10,7 @@ from kafkawire.messages.alter_share_group_offsets_request import (AlterShareGrou
                                                                   AlterShareGroupOffsetsRequestPartition,
                                                                   AlterShareGroupOffsetsRequestTopic)
 from kafkawire.messages.api_versions_request import ApiVersionsRequest
+from kafkawire.messages.delete_groups_request import DeleteGroupsRequest
 from kafkawire.messages.delete_share_group_offsets_request import (DeleteShareGroupOffsetsRequest,
                                                                    DeleteShareGroupOffsetsRequestTopic)
 from kafkawire.messages.describe_share_group_offsets_request import (DescribeShareGroupOffsetsRequest,
@@ -123,3 +124,6 @@ def test_share_group_offsets_describe_alter_delete(kafkawire_broker):
     assert (nothing.error_code, nothing.error_message) == (Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                                            "There is no offset information to delete.")
     assert delete(node, [TOPIC], group="share-offsets-no-group").error_code == Errors.GROUP_ID_NOT_FOUND
+    # the session's broker is shared: the group goes (the other tests list the share groups)
+    gone = call(node, DeleteGroupsRequest(groups_names=[GROUP]), 2).results[0]
+    assert gone.error_code == Errors.NONE
