@@ -189,8 +189,7 @@ class ShareApis:
         groups = []
         for group in request.groups:
             if not self.enabled():
-                groups.append(DescribedOffsets(group_id=group.group_id, error_code=Errors.UNSUPPORTED_VERSION,
-                                               error_message=Errors.UNSUPPORTED_VERSION.message))
+                groups.append(DescribedOffsets(group_id=group.group_id, error_code=Errors.UNSUPPORTED_VERSION))
             elif group.topics is not None and not group.topics:
                 groups.append(DescribedOffsets(group_id=group.group_id))
             else:

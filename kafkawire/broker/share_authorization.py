@@ -104,8 +104,7 @@ async def _describe_offsets(ctx, request, may, handle):
     for group in request.groups:
         answer = answered.get(group.group_id)
         if answer is None:
-            out.append(dsgo.DescribeShareGroupOffsetsResponseGroup(
-                group_id=group.group_id, error_code=GROUP_AUTH, error_message=Errors.GROUP_AUTHORIZATION_FAILED.message))
+            out.append(dsgo.DescribeShareGroupOffsetsResponseGroup(group_id=group.group_id, error_code=GROUP_AUTH))
             continue
         if answer.error_code == 0 and group.topics is None:
             answer.topics = [t for t in answer.topics if may(Op.DESCRIBE, RESOURCE_TOPIC, t.topic_name)]
