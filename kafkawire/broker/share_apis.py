@@ -33,6 +33,10 @@ from kafkawire.messages.share_acknowledge_response import (LeaderIdAndEpoch as A
                                                            ShareAcknowledgeResponse, ShareAcknowledgeTopicResponse)
 from kafkawire.messages.share_fetch_response import (AcquiredRecords, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
                                                      ShareFetchableTopicResponse, ShareFetchResponse)
+from kafkawire.messages.alter_share_group_offsets_response import AlterShareGroupOffsetsResponse
+from kafkawire.messages.delete_share_group_offsets_response import DeleteShareGroupOffsetsResponse
+from kafkawire.messages.describe_share_group_offsets_response import (
+    DescribeShareGroupOffsetsResponse, DescribeShareGroupOffsetsResponseGroup as DescribedOffsets)
 from kafkawire.messages.share_group_describe_response import DescribedGroup, ShareGroupDescribeResponse
 from kafkawire.messages.share_group_heartbeat_response import ShareGroupHeartbeatResponse
 from kafkawire.metadata.image import GROUP_RESOURCE
@@ -40,6 +44,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 
 from .leader_discovery import LeaderHints
+from .share_offsets import ShareOffsets
 from .share_checkpoint import FILE_NAME, ShareStarts
 from .share_authorization import topic_reader
 from .share_batches import batch_bounds, deliverable
@@ -51,6 +56,7 @@ from .share_sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSessionError, Share
 __all__ = ["ShareApis", "SHARE_VERSION"]
 
 SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE, SHARE_FETCH, SHARE_ACKNOWLEDGE = 76, 77, 78, 79
+DESCRIBE_OFFSETS, ALTER_OFFSETS, DELETE_OFFSETS = 90, 91, 92
 SHARE_VERSION = "share.version"
 MAX_WAIT_CAP_MS = 30_000
 RECORD_LIMIT = 1                     # ShareAcquireMode record_limit: exactly MaxRecords
@@ -79,12 +85,16 @@ class ShareApis:
         self.partitions: dict[tuple, SharePartition] = {}
         self._starts: ShareStarts | None = None       # read at the first share fetch
         self._save_scheduled = False
+        self.offsets = ShareOffsets(self)
 
     def handlers(self) -> dict[int, ApiHandler]:
         return {SHARE_GROUP_HEARTBEAT: ApiHandler(self.heartbeat, min_version=1, max_version=1),
                 SHARE_GROUP_DESCRIBE: ApiHandler(self.describe, min_version=1, max_version=1),
                 SHARE_FETCH: ApiHandler(self.share_fetch, min_version=1, max_version=2),
-                SHARE_ACKNOWLEDGE: ApiHandler(self.share_acknowledge, min_version=1, max_version=2)}
+                SHARE_ACKNOWLEDGE: ApiHandler(self.share_acknowledge, min_version=1, max_version=2),
+                DESCRIBE_OFFSETS: ApiHandler(self.describe_offsets, min_version=0, max_version=1),
+                ALTER_OFFSETS: ApiHandler(self.alter_offsets, min_version=0, max_version=0),
+                DELETE_OFFSETS: ApiHandler(self.delete_offsets, min_version=0, max_version=0)}
 
     def enabled(self) -> bool:
         image = self.broker.image()
@@ -172,6 +182,32 @@ class ShareApis:
                 described.authorized_operations = GROUP_OPERATIONS
             groups.append(described)
         return ShareGroupDescribeResponse(groups=groups)
+
+    # -- DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets --
+
+    async def describe_offsets(self, ctx, request):
+        groups = []
+        for group in request.groups:
+            if not self.enabled():
+                groups.append(DescribedOffsets(group_id=group.group_id, error_code=Errors.UNSUPPORTED_VERSION))
+            elif group.topics is not None and not group.topics:
+                groups.append(DescribedOffsets(group_id=group.group_id))
+            else:
+                groups.append(self.offsets.describe_group(group.group_id, None if group.topics is None else [
+                    (t.topic_name, t.partitions) for t in group.topics]))
+        return DescribeShareGroupOffsetsResponse(groups=groups)
+
+    async def alter_offsets(self, ctx, request):
+        if not self.enabled():
+            return AlterShareGroupOffsetsResponse(error_code=Errors.UNSUPPORTED_VERSION,
+                                                  error_message=Errors.UNSUPPORTED_VERSION.message)
+        return self.offsets.alter(request.group_id, request.topics)
+
+    async def delete_offsets(self, ctx, request):
+        if not self.enabled():
+            return DeleteShareGroupOffsetsResponse(error_code=Errors.UNSUPPORTED_VERSION,
+                                                   error_message=Errors.UNSUPPORTED_VERSION.message)
+        return self.offsets.delete(request.group_id, [t.topic_name for t in request.topics])
 
     # -- ShareFetch --
 

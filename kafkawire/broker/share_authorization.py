@@ -8,9 +8,14 @@ group whose members are assigned a topic the principal may not DESCRIBE is answe
 TOPIC_AUTHORIZATION_FAILED. ShareFetch and ShareAcknowledge: READ on the group (the whole
 request), and READ on each topic, checked by the handler for every partition of the share
 session (``topic_reader``), as SharePartitionManager's partitions are.
+DescribeShareGroupOffsets: DESCRIBE on each group and each topic; AlterShareGroupOffsets: READ on
+the group and each topic; DeleteShareGroupOffsets: DELETE on the group, READ on each topic.
 """
 from __future__ import annotations
 
+from kafkawire.messages import alter_share_group_offsets_response as asgo
+from kafkawire.messages import delete_share_group_offsets_response as dlgo
+from kafkawire.messages import describe_share_group_offsets_response as dsgo
 from kafkawire.messages import share_group_describe_response as sgd
 from kafkawire.messages.share_acknowledge_response import ShareAcknowledgeResponse
 from kafkawire.messages.share_fetch_response import ShareFetchResponse
@@ -78,10 +83,80 @@ def _group_read(response_of):
     return check
 
 
+async def _describe_offsets(ctx, request, may, handle):
+    """DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED), DESCRIBE on each topic: unnamed
+    topics the principal may not describe are left out, named ones answered
+    TOPIC_AUTHORIZATION_FAILED (start offset and lag -1), as KafkaApis answers them."""
+    refused_topics = {}
+    groups = []
+    for group in request.groups:
+        if not may(Op.DESCRIBE, RESOURCE_GROUP, group.group_id):
+            continue
+        if group.topics:
+            kept, refused = _split(group.topics, lambda t: may(Op.DESCRIBE, RESOURCE_TOPIC, t.topic_name))
+            if refused:
+                refused_topics[group.group_id] = refused
+                group = _with(group, "topics", kept)
+        groups.append(group)
+    response = await handle(ctx, _with(request, "groups", groups))
+    answered = {g.group_id: g for g in response.groups}
+    out = []
+    for group in request.groups:
+        answer = answered.get(group.group_id)
+        if answer is None:
+            out.append(dsgo.DescribeShareGroupOffsetsResponseGroup(group_id=group.group_id, error_code=GROUP_AUTH))
+            continue
+        if answer.error_code == 0 and group.topics is None:
+            answer.topics = [t for t in answer.topics if may(Op.DESCRIBE, RESOURCE_TOPIC, t.topic_name)]
+        elif answer.error_code == 0:
+            answer.topics = answer.topics + [dsgo.DescribeShareGroupOffsetsResponseTopic(
+                topic_name=t.topic_name, partitions=[dsgo.DescribeShareGroupOffsetsResponsePartition(
+                    partition_index=p, start_offset=-1, lag=-1, error_code=TOPIC_AUTH,
+                    error_message=Errors.TOPIC_AUTHORIZATION_FAILED.message) for p in t.partitions])
+                for t in refused_topics.get(group.group_id, ())]
+        out.append(answer)
+    response.groups = out
+    return response
+
+
+async def _alter_offsets(ctx, request, may, handle):
+    """READ on the group (the whole request), READ on each topic (its partitions answered
+    TOPIC_AUTHORIZATION_FAILED, merged into the coordinator's answer unless it refused it all)."""
+    if not may(Op.READ, RESOURCE_GROUP, request.group_id):
+        return asgo.AlterShareGroupOffsetsResponse(error_code=GROUP_AUTH,
+                                                   error_message=Errors.GROUP_AUTHORIZATION_FAILED.message)
+    kept, refused = _split(request.topics, lambda t: may(Op.READ, RESOURCE_TOPIC, t.topic_name))
+    response = await handle(ctx, _with(request, "topics", kept) if refused else request)
+    if response.error_code == 0 and refused:
+        response.responses = [asgo.AlterShareGroupOffsetsResponseTopic(
+            topic_name=t.topic_name, partitions=[asgo.AlterShareGroupOffsetsResponsePartition(
+                partition_index=p.partition_index, error_code=TOPIC_AUTH,
+                error_message=Errors.TOPIC_AUTHORIZATION_FAILED.message) for p in t.partitions])
+            for t in refused] + response.responses
+    return response
+
+
+async def _delete_offsets(ctx, request, may, handle):
+    """DELETE on the group (the whole request), READ on each topic."""
+    if not may(Op.DELETE, RESOURCE_GROUP, request.group_id):
+        return dlgo.DeleteShareGroupOffsetsResponse(error_code=GROUP_AUTH,
+                                                    error_message=Errors.GROUP_AUTHORIZATION_FAILED.message)
+    kept, refused = _split(request.topics, lambda t: may(Op.READ, RESOURCE_TOPIC, t.topic_name))
+    response = await handle(ctx, _with(request, "topics", kept) if refused else request)
+    if response.error_code == 0 and refused:
+        response.responses = [dlgo.DeleteShareGroupOffsetsResponseTopic(
+            topic_name=t.topic_name, error_code=TOPIC_AUTH, error_message=Errors.TOPIC_AUTHORIZATION_FAILED.message)
+            for t in refused] + response.responses
+    return response
+
+
 def share_checks(broker) -> dict:
     return {
         76: _gated(broker, _heartbeat),
         77: _gated(broker, _describe),
         78: _gated(broker, _group_read(lambda: ShareFetchResponse(error_code=GROUP_AUTH, responses=[]))),
         79: _gated(broker, _group_read(lambda: ShareAcknowledgeResponse(error_code=GROUP_AUTH, responses=[]))),
+        90: _gated(broker, _describe_offsets),
+        91: _gated(broker, _alter_offsets),
+        92: _gated(broker, _delete_offsets),
     }

@@ -22,6 +22,14 @@ from kafkawire.messages.add_partitions_to_txn_request import AddPartitionsToTxnR
 from kafkawire.messages.consumer_group_describe_request import ConsumerGroupDescribeRequest
 from kafkawire.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
 from kafkawire.messages.create_acls_request import CreateAclsRequest
+from kafkawire.messages.alter_share_group_offsets_request import (AlterShareGroupOffsetsRequest,
+                                                                  AlterShareGroupOffsetsRequestPartition,
+                                                                  AlterShareGroupOffsetsRequestTopic)
+from kafkawire.messages.delete_share_group_offsets_request import (DeleteShareGroupOffsetsRequest,
+                                                                   DeleteShareGroupOffsetsRequestTopic)
+from kafkawire.messages.describe_share_group_offsets_request import (DescribeShareGroupOffsetsRequest,
+                                                                     DescribeShareGroupOffsetsRequestGroup,
+                                                                     DescribeShareGroupOffsetsRequestTopic)
 from kafkawire.messages.share_acknowledge_request import ShareAcknowledgeRequest
 from kafkawire.messages.share_fetch_request import ShareFetchRequest
 from kafkawire.messages.share_group_describe_request import ShareGroupDescribeRequest
@@ -98,7 +106,7 @@ CLUSTER_AUTH, TXN_AUTH = int(Errors.CLUSTER_AUTHORIZATION_FAILED), int(Errors.TR
 TOKEN_AUTH = int(Errors.DELEGATION_TOKEN_AUTHORIZATION_FAILED)
 AUTH_ERRORS = {TOPIC_AUTH, GROUP_AUTH, CLUSTER_AUTH, TXN_AUTH, TOKEN_AUTH}
 USER_RESOURCE, CREATE_TOKENS = 7, 13
-USERS = 74                        # user0..: one per rule, each with only its rule's ACLs, and a few more
+USERS = 80                        # user0..: one per rule, each with only its rule's ACLs, and a few more
 
 
 def _records(**fields) -> bytes:
@@ -143,6 +151,16 @@ def txn_offset_commit(txn, group, topic):
     return TxnOffsetCommitRequest(transactional_id=txn, group_id=group, producer_id=1, producer_epoch=0, topics=[
         TxnOffsetCommitRequestTopic(name=topic, partitions=[TxnOffsetCommitRequestPartition(partition_index=0,
                                                                                            committed_offset=0)])])
+
+
+def describe_share_offsets(group):
+    return DescribeShareGroupOffsetsRequest(groups=[DescribeShareGroupOffsetsRequestGroup(
+        group_id=group, topics=[DescribeShareGroupOffsetsRequestTopic(topic_name="t-commit", partitions=[0])])])
+
+
+def alter_share_offsets(group):
+    return AlterShareGroupOffsetsRequest(group_id=group, topics=[AlterShareGroupOffsetsRequestTopic(
+        topic_name="t-commit", partitions=[AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=0)])])
 
 
 def acl(resource_type, name, operation):
@@ -257,6 +275,19 @@ RULES = [
     ("ShareAcknowledge needs READ on the group", ShareAcknowledgeRequest(
         group_id="g-sa", member_id=str(uuid.uuid4()), share_session_epoch=-1, topics=[]), 2,
      [acl(GROUP, "g-sa", Op.READ)], GROUP_AUTH),
+    ("DescribeShareGroupOffsets needs DESCRIBE on the group", describe_share_offsets("g-dsgo"), 1,
+     [acl(GROUP, "g-dsgo", Op.DESCRIBE), acl(TOPIC, "t-commit", Op.DESCRIBE)], GROUP_AUTH),
+    ("DescribeShareGroupOffsets needs DESCRIBE on each named topic", describe_share_offsets("g-dsgo2"), 1,
+     [acl(GROUP, "g-dsgo2", Op.DESCRIBE), acl(TOPIC, "t-commit", Op.DESCRIBE)], TOPIC_AUTH,
+     [acl(GROUP, "g-dsgo2", Op.DESCRIBE)]),
+    ("AlterShareGroupOffsets needs READ on the group", alter_share_offsets("g-asgo"), 0,
+     [acl(GROUP, "g-asgo", Op.READ), acl(TOPIC, "t-commit", Op.READ)], GROUP_AUTH),
+    ("AlterShareGroupOffsets needs READ on each topic", alter_share_offsets("g-asgo2"), 0,
+     [acl(GROUP, "g-asgo2", Op.READ), acl(TOPIC, "t-commit", Op.READ)], TOPIC_AUTH,
+     [acl(GROUP, "g-asgo2", Op.READ)]),
+    ("DeleteShareGroupOffsets needs DELETE on the group", DeleteShareGroupOffsetsRequest(
+        group_id="g-dlsgo", topics=[DeleteShareGroupOffsetsRequestTopic(topic_name="t-commit")]), 0,
+     [acl(GROUP, "g-dlsgo", Op.DELETE), acl(TOPIC, "t-commit", Op.READ)], GROUP_AUTH),
     ("StreamsGroupHeartbeat needs READ on the group", streams_join("g-sgh"), 0,
      [acl(GROUP, "g-sgh", Op.READ), acl(TOPIC, "t-commit", Op.DESCRIBE)], GROUP_AUTH),
     ("StreamsGroupHeartbeat needs DESCRIBE on each topic of the topology", streams_join("g-sgh2"), 0,
@@ -639,3 +670,28 @@ def test_a_streams_member_without_create_is_told_which_internal_topics_it_may_no
         (3, "Internal topics are missing: g-sg-store-changelog; Unauthorized to CREATE on topics "
             "g-sg-store-changelog.")]
     assert "g-sg-store-changelog" not in node.broker.image().topics_by_name
+
+
+def test_delete_share_group_offsets_refuses_a_topic_without_read(node):
+    """DeleteShareGroupOffsets: DELETE on the group lets the request in; a topic the principal may
+    not READ is TOPIC_AUTHORIZATION_FAILED (KafkaApis answers it only when the coordinator accepts
+    the request: the group must exist and be Empty, so a super user makes it and leaves)."""
+    user, member = f"user{len(RULES) + 4}", str(uuid.uuid4())
+
+    def joined():
+        return node.call(node.send("controller", "c-secret", ShareGroupHeartbeatRequest(
+            group_id="g-dlsgo-topic", member_id=member, member_epoch=0, subscribed_topic_names=["t-commit"]),
+            1)).error_code == 0
+    until(joined, "the share group made on its coordinator")
+    left = node.call(node.send("controller", "c-secret", ShareGroupHeartbeatRequest(
+        group_id="g-dlsgo-topic", member_id=member, member_epoch=-1), 1))
+    assert left.error_code == 0, left
+    grant(node, user, acl(GROUP, "g-dlsgo-topic", Op.DELETE))
+    request = DeleteShareGroupOffsetsRequest(group_id="g-dlsgo-topic", topics=[
+        DeleteShareGroupOffsetsRequestTopic(topic_name="t-commit")])
+    refused = node.call(node.send(user, "p", request, 0))
+    assert refused.error_code == 0 and [(t.topic_name, t.error_code) for t in refused.responses] == [
+        ("t-commit", TOPIC_AUTH)], refused
+    grant(node, user, acl(TOPIC, "t-commit", Op.READ))
+    allowed = node.call(node.send(user, "p", request, 0))        # nothing fetched: no offsets to delete
+    assert [(t.topic_name, t.error_code) for t in allowed.responses] == [("t-commit", 3)], allowed
