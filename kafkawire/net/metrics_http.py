@@ -70,6 +70,27 @@ def exposition(families: Callable[[], Iterable[Family]]) -> Callable[[], bytes]:
     return lambda: generate_latest(registry)
 
 
+class EndpointStartError(RuntimeError):
+    """The endpoint cannot start: prometheus_client missing, or its listener cannot be bound."""
+
+
+async def start_metrics_endpoint(listener: tuple, families: Callable[[], Iterable[Family]]) -> "MetricsEndpoint":
+    """A started endpoint on ``listener`` ((host or None, port), the parsed
+    ``kafkawire.metrics.prometheus.listener``) rendering ``families()``; EndpointStartError,
+    naming the setting, when it cannot start."""
+    try:
+        render = exposition(families)
+    except MetricsUnavailable as exc:
+        raise EndpointStartError(str(exc)) from None
+    endpoint = MetricsEndpoint(listener[0], listener[1], render)
+    try:
+        await endpoint.start()
+    except OSError as exc:
+        raise EndpointStartError(f"kafkawire.metrics.prometheus.listener http://{listener[0] or ''}:{listener[1]}: "
+                                 f"cannot bind: {exc.strerror or exc}") from None
+    return endpoint
+
+
 # --- HTTP ---------------------------------------------------------------------------------------
 
 def _response(status: str, body: bytes, content_type: str = "text/plain; charset=utf-8") -> bytes:
@@ -145,5 +166,5 @@ class MetricsEndpoint:
             await self._server.wait_closed()
 
 
-__all__ = ["Family", "gauge", "MetricsEndpoint", "MetricsUnavailable", "MISSING_CLIENT", "exposition",
+__all__ = ["Family", "gauge", "MetricsEndpoint", "EndpointStartError", "start_metrics_endpoint", "MetricsUnavailable", "MISSING_CLIENT", "exposition",
            "MAX_CONNECTIONS", "MAX_REQUEST_BYTES"]

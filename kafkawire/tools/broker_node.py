@@ -43,7 +43,7 @@ from kafkawire.controller.loader import MetadataLoader
 from kafkawire.feature_versions import KRAFT_VERSION
 from kafkawire.net.authorizer import StandardAuthorizer
 from kafkawire.net.config import ConfigError, ServerConfig
-from kafkawire.net.metrics_http import MetricsEndpoint, MetricsUnavailable, exposition
+from kafkawire.net.metrics_http import EndpointStartError, MetricsEndpoint, start_metrics_endpoint
 from kafkawire.raft.contract import StateMachineFatal
 from kafkawire.raft.node.controller_node import (METADATA_PARTITION_DIR, NodeStartError, controller_client_options,
                                                  raft_config_from, raft_network_client, read_node_meta,
@@ -125,16 +125,10 @@ class BrokerOnlyNode:
         if listener is None or driver is None or broker is None:
             return
         try:
-            render = exposition(lambda: [*raft_families(driver), *broker_families(broker)])
-        except MetricsUnavailable as exc:
+            self.metrics_endpoint = endpoint = await start_metrics_endpoint(
+                listener, lambda: [*raft_families(driver), *broker_families(broker)])
+        except EndpointStartError as exc:
             raise NodeStartError(str(exc)) from None
-        endpoint = MetricsEndpoint(listener[0], listener[1], render)
-        try:
-            await endpoint.start()
-        except OSError as exc:
-            raise NodeStartError(f"kafkawire.metrics.prometheus.listener http://{listener[0] or ''}:{listener[1]}: "
-                                 f"cannot bind: {exc.strerror or exc}") from None
-        self.metrics_endpoint = endpoint
         log.info("node %d: metrics on http://%s:%d/metrics", self.config.node_id, listener[0] or "0.0.0.0",
                  endpoint.port)
 

@@ -41,6 +41,7 @@ from kafkawire.net.client import NetworkClient
 from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.envelope import ENVELOPE, envelope_handler
 from kafkawire.net.metadata_topic import MetadataTopic, NodeEndpoint
+from kafkawire.net.metrics_http import EndpointStartError, start_metrics_endpoint
 from kafkawire.net.sasl import SCRAM_MECHANISM_TYPES
 from kafkawire.net.security import client_options
 from kafkawire.net.server import KafkaServer
@@ -56,7 +57,7 @@ from .disk_store import DiskLogStore
 from .gc_pauses import log_long_pauses, stop_logging_long_pauses
 from .driver import RaftDriver
 from .metrics import RaftMetrics
-from .prometheus import MetricsEndpoint, MetricsUnavailable, exposition, node_families
+from .prometheus import MetricsEndpoint, node_families
 
 log = logging.getLogger(__name__)
 
@@ -271,18 +272,11 @@ class ControllerNode:
         listener = c.prometheus_listener
         if listener is None:
             return
+        families = node_families(self._started(self.driver), self.state_machine, c, self.extra_metric_families)
         try:
-            render = exposition(node_families(self._started(self.driver), self.state_machine, c,
-                                              self.extra_metric_families))
-        except MetricsUnavailable as exc:
+            self.metrics_endpoint = endpoint = await start_metrics_endpoint(listener, families)
+        except EndpointStartError as exc:
             raise NodeStartError(str(exc)) from None
-        endpoint = MetricsEndpoint(listener[0], listener[1], render)
-        try:
-            await endpoint.start()
-        except OSError as exc:
-            raise NodeStartError(f"kafkawire.metrics.prometheus.listener http://{listener[0] or ''}:{listener[1]}: "
-                                 f"cannot bind: {exc.strerror or exc}") from None
-        self.metrics_endpoint = endpoint
         log.info("node %d: metrics on http://%s:%d/metrics", c.node_id, listener[0] or "0.0.0.0", endpoint.port)
 
     def _admission_limits(self) -> AdmissionLimits:
