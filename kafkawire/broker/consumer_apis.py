@@ -13,9 +13,10 @@ kafkawire.broker.consumer_classic's; the conversions between classic and consume
 (``group.consumer.migration.policy``) kafkawire.broker.consumer_migration's.
 
 Differences from Kafka kept here (documented in the report of issue 29):
-- ``SubscribedTopicRegex`` is resolved at each heartbeat against the topics of the image with
-  Python's ``re.fullmatch`` (Kafka resolves it in the background with Java's regex syntax and
-  records the result as ConsumerGroupRegularExpression records, which kafkawire does not write);
+- ``SubscribedTopicRegex`` is matched with Python's ``re.fullmatch`` (RE2's constructs Python
+  lacks refused: kafkawire.broker.consumer_regex) and resolved on Kafka's schedule
+  (kafkawire.broker.consumer_regex_refresh), without Kafka's filter of the topics the member may
+  DESCRIBE;
 """
 from __future__ import annotations
 
@@ -46,7 +47,8 @@ def consumer_settings_of(config) -> ConsumerSettings:
                             max_size=config.group_consumer_max_size,
                             assignors=tuple(config.group_consumer_assignors),
                             assignment_interval_ms=config.group_consumer_assignment_interval_ms,
-                            migration_policy=config.group_consumer_migration_policy)
+                            migration_policy=config.group_consumer_migration_policy,
+                            regex_refresh_interval_ms=config.group_consumer_regex_refresh_interval_ms)
 
 
 def topics_of(image) -> TopicsView:
@@ -60,7 +62,8 @@ def topics_of(image) -> TopicsView:
         return tuple(tuple(brokers[r].rack for r in partitions[i].replicas
                            if r in brokers and brokers[r].rack is not None) if i in partitions else ()
                      for i in range(len(partitions)))
-    return TopicsView.of(((name, t.id, len(t.partitions)) for name, t in image.topics_by_name.items()), racks)
+    return TopicsView.of(((name, t.id, len(t.partitions)) for name, t in image.topics_by_name.items()), racks,
+                         image.provenance.offset)
 
 
 class ConsumerApis:
@@ -111,9 +114,11 @@ class ConsumerApis:
         self._view = None
         sizes = self.topics().by_name
         changed = {name for name in sizes.keys() | self._sizes.keys() if sizes.get(name) != self._sizes.get(name)}
+        created = any(name not in self._sizes or self._sizes[name][0] != sizes[name][0]
+                      for name in changed if name in sizes)
         self._sizes = sizes
         if changed:
-            self.coordinator.topics_changed(changed)
+            self.coordinator.topics_changed(changed, created)
 
     def classic_join(self, ctx, request) -> JoinGroupResponse:
         """A classic JoinGroup for a consumer group with members: the session timeout is checked
