@@ -33,7 +33,7 @@ def regex_key(group_id: str) -> str:
 
 
 def resolve(regexes, view) -> dict:
-    """TopicRegexResolver.resolveRegularExpressions (without the DESCRIBE filter): regex -> the
+    """TopicRegexResolver.resolveRegularExpressions before its DESCRIBE filter: regex -> the
     topics of ``view`` it matches whole."""
     found: dict = {regex: set() for regex in regexes}
     patterns = [(regex, compiled(regex)) for regex in regexes]
@@ -65,6 +65,9 @@ class RegexRefresher:
         self.refresh_interval_ms = refresh_interval_ms       # group.consumer.regex.refresh.interval.ms
         self.pending: set = set()                            # groups with a resolution scheduled
         self.last_version_with_new_topics = -1               # lastMetadataImageWithNewTopics
+        # may(topic name) -> bool: DESCRIBE for the principal of the heartbeat being handled (set
+        # around it by kafkawire.broker.consumer_apis; None: no authorizer, every topic kept)
+        self.describe = None
 
     def topics_created(self, version: int) -> None:
         """onMetadataUpdate: every group re-resolves at its next heartbeat (deleted topics leave
@@ -108,14 +111,15 @@ class RegexRefresher:
             last_version < self.last_version_with_new_topics or now > last_time + self.refresh_interval_ms
         if require and counts:
             self.pending.add(group.group_id)
-            regexes = frozenset(counts)
+            regexes, describe = frozenset(counts), self.describe
             self.coordinator.classic.timer.schedule(regex_key(group.group_id), 0,
-                                                    lambda: self._resolved(group.group_id, regexes))
+                                                    lambda: self._resolved(group.group_id, regexes, describe))
         return status
 
-    def _resolved(self, group_id: str, regexes: frozenset) -> None:
-        """handleRegularExpressionsResult: the resolution written, the group epoch bumped when a
-        regex's topics or the subscribed topics' metadata hash changed."""
+    def _resolved(self, group_id: str, regexes: frozenset, describe=None) -> None:
+        """handleRegularExpressionsResult: the resolution (only the topics ``describe`` allows, the
+        principal of the member that asked for it) written, the group epoch bumped when a regex's
+        topics or the subscribed topics' metadata hash changed."""
         self.pending.discard(group_id)
         c = self.coordinator
         group = c.groups.get(group_id)
@@ -125,6 +129,9 @@ class RegexRefresher:
         counts = group.subscribed_regexes()
         records, bump = [], False
         found = resolve([r for r in regexes if counts.get(r)], view)
+        if describe is not None:
+            denied = {t for t in set().union(*found.values()) if not describe(t)}   # each topic asked once
+            found = {regex: topics - denied for regex, topics in found.items()}
         resolved = dict(group.resolved)
         for regex, topics in found.items():
             old = group.resolved.get(regex)

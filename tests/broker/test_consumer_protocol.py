@@ -508,7 +508,8 @@ def test_without_group_version_1_the_apis_are_unsupported_version():
                              group_consumer_min_session_timeout_ms=45_000, group_consumer_max_session_timeout_ms=60_000,
                              group_consumer_min_heartbeat_interval_ms=5000, group_consumer_max_heartbeat_interval_ms=15_000,
                              group_consumer_min_assignment_interval_ms=0, group_consumer_max_assignment_interval_ms=15_000)
-    apis = SimpleNamespace(coordinator=h.classic, store=store, broker=SimpleNamespace(config=config, image=lambda: image))
+    apis = SimpleNamespace(coordinator=h.classic, store=store,
+                           broker=SimpleNamespace(config=config, image=lambda: image, authorizer=None))
     consumer_apis = ConsumerApis(apis)
     ctx = SimpleNamespace(api_version=1, client_id="c", peer=("127.0.0.1", 1))
     request = ConsumerGroupHeartbeatRequest(group_id=GROUP, member_id="m", member_epoch=0, rebalance_timeout_ms=1000,

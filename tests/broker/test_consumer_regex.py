@@ -184,3 +184,15 @@ def test_the_records_are_kafkas_bytes():
     assert value == (struct.pack(">h", 0) + bytes([3]) + bytes([2]) + b"a" + bytes([3]) + b"ab"
                      + struct.pack(">qq", 42, 1_700_000_000_000) + bytes([0]))
     assert rec.encode(rec.regex_tombstone("g", "a.*")) == (key, None)
+
+
+def test_a_resolution_keeps_only_the_topics_the_asking_members_principal_may_describe():
+    """TopicRegexResolver's filter (kafkawire.broker.consumer_apis sets ``describe`` around each
+    heartbeat from the authorizer and the request's principal)."""
+    h = harness()
+    h.coordinator.regexes.describe = lambda name: name != "orders-eu"
+    regex_beat(h, "m1", 0, "orders.*")
+    h.coordinator.regexes.describe = None
+    h.timer.advance(0)
+    assert h.group.resolved["orders.*"].topics == {"orders"}
+    assert regex_records(h) == [("orders.*", (["orders"], 7, 0))]
