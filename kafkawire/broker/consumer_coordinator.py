@@ -479,6 +479,7 @@ class ConsumerCoordinator:
             if loaded_here(group.group_id):
                 log.info("Loaded consumer group %s with %d members.", group.group_id, len(group.members))
                 group.metadata_stale = True
+                self.regexes.pending.discard(group.group_id)    # a resolution cut off by an unload
                 for member in group.members.values():
                     self.schedule_session(group.group_id, member.member_id,
                                           member.classic.session_timeout_ms if member.uses_classic else None)

@@ -153,18 +153,30 @@ def test_the_last_member_of_a_regex_leaving_or_changing_it_tombstones_it():
 
 
 def test_a_new_coordinator_starts_from_the_replayed_resolution_instead_of_matching_again(monkeypatch):
+    """The group's topics come from the replayed records at once; the new coordinator matches
+    again only on Kafka's schedule: not within 10 s of the last resolution, then once because its
+    image is newer than the one resolved against (lastMetadataImageWithNewTopics starts at the
+    coordinator's first image), with no new epoch when the topics are the same."""
     h = harness()
     assert resolved_member(h) == (1, {T1: {0, 1}})
-    again = harness()
+    again = harness(version=9)
     again.timer.now = h.timer.now + 5_000
     for key, value in h.written:
         again.offsets.replay(key, value)
     again.coordinator.after_load()
     assert again.group.resolved == h.group.resolved
-    monkeypatch.setattr(consumer_regex_refresh, "resolve", lambda *a: (_ for _ in ()).throw(AssertionError("matched")))
+    matched = []
+    real = consumer_regex_refresh.resolve
+    monkeypatch.setattr(consumer_regex_refresh, "resolve", lambda regexes, view: matched.append(1) or real(regexes, view))
     response = regex_beat(again, "m1", 1)
-    assert response.error_code == Errors.NONE and response.member_epoch == 1
-    assert regex_key(GROUP) not in again.timer.due
+    again.timer.advance(0)
+    assert response.error_code == Errors.NONE and response.member_epoch == 1 and matched == []
+    assert again.coordinator.subscribed_topics(GROUP) == {"orders"}
+    again.timer.advance(5_001)
+    regex_beat(again, "m1", 1)
+    again.timer.advance(0)
+    assert matched == [1] and again.group.group_epoch == 1
+    assert regex_records(again)[-1] == ("orders|orders-new", (["orders"], 9, again.timer.now))
     from kafkawire.broker.consumer_admin import tombstones
     for key, value in tombstones(again.group):                                # deleting the group drops it too
         again.offsets.replay(key, value)
