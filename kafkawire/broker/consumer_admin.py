@@ -65,6 +65,7 @@ def tombstones(group, renamed: dict | None = None) -> list:
     records += [rec.target_member_tombstone(gid, m) for m in ids]
     records.append(rec.target_metadata_tombstone(gid))
     records += [rec.member_tombstone(gid, m) for m in ids]
+    records += [rec.regex_tombstone(gid, regex) for regex in group.resolved]
     records.append(rec.partition_metadata_tombstone(gid))
     records.append(rec.group_epoch_tombstone(gid))
     return [rec.encode(r) for r in records]

@@ -13,9 +13,9 @@ kafkawire.broker.consumer_classic's; the conversions between classic and consume
 (``group.consumer.migration.policy``) kafkawire.broker.consumer_migration's.
 
 Differences from Kafka kept here (documented in the report of issue 29):
-- ``SubscribedTopicRegex`` is resolved at each heartbeat against the topics of the image with
-  Python's ``re.fullmatch`` (Kafka resolves it in the background with Java's regex syntax and
-  records the result as ConsumerGroupRegularExpression records, which kafkawire does not write);
+- ``SubscribedTopicRegex`` is matched with Python's ``re.fullmatch`` (RE2's constructs Python
+  lacks refused: kafkawire.broker.consumer_regex) and resolved on Kafka's schedule
+  (kafkawire.broker.consumer_regex_refresh);
 """
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ from kafkawire.messages.consumer_group_describe_response import ConsumerGroupDes
 from kafkawire.messages.consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
 from kafkawire.messages.join_group_response import JoinGroupResponse
 from kafkawire.messages.leave_group_response import LeaveGroupResponse, MemberResponse
+from kafkawire.net.admin_authorization import allowed
+from kafkawire.net.authorizer import RESOURCE_TOPIC, Op
 from kafkawire.metadata.group_configs import GroupBounds, effective_consumer_timeouts
 from kafkawire.metadata.image import GROUP_RESOURCE
 from kafkawire.protocol.error_codes import Errors
@@ -46,7 +48,8 @@ def consumer_settings_of(config) -> ConsumerSettings:
                             max_size=config.group_consumer_max_size,
                             assignors=tuple(config.group_consumer_assignors),
                             assignment_interval_ms=config.group_consumer_assignment_interval_ms,
-                            migration_policy=config.group_consumer_migration_policy)
+                            migration_policy=config.group_consumer_migration_policy,
+                            regex_refresh_interval_ms=config.group_consumer_regex_refresh_interval_ms)
 
 
 def topics_of(image) -> TopicsView:
@@ -60,7 +63,8 @@ def topics_of(image) -> TopicsView:
         return tuple(tuple(brokers[r].rack for r in partitions[i].replicas
                            if r in brokers and brokers[r].rack is not None) if i in partitions else ()
                      for i in range(len(partitions)))
-    return TopicsView.of(((name, t.id, len(t.partitions)) for name, t in image.topics_by_name.items()), racks)
+    return TopicsView.of(((name, t.id, len(t.partitions)) for name, t in image.topics_by_name.items()), racks,
+                         image.provenance.offset)
 
 
 class ConsumerApis:
@@ -111,9 +115,11 @@ class ConsumerApis:
         self._view = None
         sizes = self.topics().by_name
         changed = {name for name in sizes.keys() | self._sizes.keys() if sizes.get(name) != self._sizes.get(name)}
+        created = any(name not in self._sizes or self._sizes[name][0] != sizes[name][0]
+                      for name in changed if name in sizes)
         self._sizes = sizes
         if changed:
-            self.coordinator.topics_changed(changed)
+            self.coordinator.topics_changed(changed, created)
 
     def classic_join(self, ctx, request) -> JoinGroupResponse:
         """A classic JoinGroup for a consumer group with members: the session timeout is checked
@@ -151,8 +157,16 @@ class ConsumerApis:
         if request.group_id in self.apis.coordinator.share_groups:       # GroupMetadataManager's refusal
             return ConsumerGroupHeartbeatResponse(error_code=Errors.GROUP_ID_NOT_FOUND,
                                                   error_message=f"Group {request.group_id} is not a consumer group.")
-        return self.coordinator.heartbeat(request, version=ctx.api_version, client_id=ctx.client_id,
-                                          client_host=f"/{ctx.peer[0]}")
+        authorizer = self.apis.broker.authorizer
+        # TopicRegexResolver's filter: a resolution this heartbeat asks for keeps the topics its
+        # principal may DESCRIBE (the question asked quietly: Kafka logs no denial there).
+        self.coordinator.regexes.describe = None if authorizer is None else (
+            lambda name: allowed(authorizer, ctx, Op.DESCRIBE, RESOURCE_TOPIC, name))
+        try:
+            return self.coordinator.heartbeat(request, version=ctx.api_version, client_id=ctx.client_id,
+                                              client_host=f"/{ctx.peer[0]}")
+        finally:
+            self.coordinator.regexes.describe = None
 
     async def describe(self, ctx, request):
         if not self.enabled():

@@ -39,6 +39,7 @@ from .consumer_group import (LEAVE_EPOCH, STATIC_LEAVE_EPOCH, UNREVOKED_PARTITIO
                              ConsumerMember, apply)
 from .consumer_reconcile import FencedMemberEpoch, reconcile
 from .consumer_regex import regex_error
+from .consumer_regex_refresh import REGEX_UPDATED_AND_RESOLVED, NO_CHANGE, RegexRefresher, leaving_tombstones
 from .group_records import group_tombstone
 
 __all__ = ["ConsumerCoordinator", "ConsumerSettings", "TopicsView", "GroupError"]
@@ -55,6 +56,7 @@ class ConsumerSettings:
     assignors: tuple = ("uniform", "range")      # group.consumer.assignors (the first is the default)
     assignment_interval_ms: int = 1_000          # group.consumer.assignment.interval.ms
     migration_policy: str = "bidirectional"      # group.consumer.migration.policy
+    regex_refresh_interval_ms: int = 600_000     # group.consumer.regex.refresh.interval.ms (internal in Kafka)
     # The session and heartbeat bounds (group.consumer.{min,max}.*) are checked with the other
     # settings (kafkawire.net.config); a group's own consumer.session.timeout.ms and
     # consumer.heartbeat.interval.ms (GROUP configs) come through ``group_timeouts``.
@@ -68,12 +70,13 @@ class TopicsView:
     by_id: dict
     racks: Callable = lambda name: ()
     hashes: dict = field(default_factory=dict)       # name -> its topic hash, computed once per view
+    version: int = -1                                # the image's offset (a resolved regex's Version)
 
     @classmethod
-    def of(cls, topics, racks: Callable = lambda name: ()) -> "TopicsView":
+    def of(cls, topics, racks: Callable = lambda name: (), version: int = -1) -> "TopicsView":
         """``topics`` is an iterable of (name, topic id, partition count)."""
         by_name = {name: (topic_id, count) for name, topic_id, count in topics}
-        return cls(by_name, {topic_id: name for name, (topic_id, _) in by_name.items()}, racks)
+        return cls(by_name, {topic_id: name for name, (topic_id, _) in by_name.items()}, racks, version=version)
 
     def ids(self, names) -> set:
         return {self.by_name[n][0] for n in names if n in self.by_name}
@@ -129,6 +132,7 @@ class ConsumerCoordinator:
                                                                    settings.heartbeat_interval_ms))
         self.groups: dict[str, ConsumerGroup] = {}
         self.join_timeouts: set = set()     # (group id, member id) of classic members told to rejoin
+        self.regexes = RegexRefresher(self, settings.regex_refresh_interval_ms)
         classic.consumer_groups = self.groups
         classic.consumer = self
 
@@ -212,17 +216,20 @@ class ConsumerCoordinator:
         # subscription and is written again only if the request changes it (hasMemberSubscriptionChanged).
         changed = updated.subscription() != member.subscription() or (
             replaced is None and member.member_id not in group.members)
-        topics_changed = updated.subscribed_topic_names != member.subscribed_topic_names or \
-            updated.subscribed_topic_regex != member.subscribed_topic_regex
+        names_changed = updated.subscribed_topic_names != member.subscribed_topic_names
         if changed:
             records.append(rec.member_record(group.group_id, updated))
+        regex_status = self.regexes.on_heartbeat(group, member, updated, records)
+        # The epoch moves for a regex only once it is resolved (a new one waits for its resolution).
+        bump = names_changed or regex_status == REGEX_UPDATED_AND_RESOLVED
         group_epoch = group.group_epoch
-        if topics_changed or group.metadata_stale:
-            new_hash = metadata_hash(group.subscribed_topic_names(view.by_name, updated, self._without(replaced)), view)
-            if topics_changed or new_hash != group.metadata_hash:
+        if bump or group.metadata_stale:
+            new_hash = metadata_hash(group.subscribed_topic_names(updated, self._without(replaced)), view)
+            if bump or new_hash != group.metadata_hash:
                 group_epoch += 1
                 records.append(rec.group_epoch_record(group.group_id, group_epoch, new_hash))
                 log.info("[GroupId %s] Bumped group epoch to %d.", group.group_id, group_epoch)
+        topics_changed = names_changed or regex_status != NO_CHANGE
         return group_epoch, topics_changed
 
     def reconciled(self, group: ConsumerGroup, member: ConsumerMember, target_epoch: int, target: dict, owned,
@@ -233,7 +240,7 @@ class ConsumerCoordinator:
         view = self.topics()
         try:
             moved = reconcile(member, target_epoch, target, group.current_partition_epoch,
-                              view.ids(member.topics(view.by_name)), owned, topics_changed)
+                              view.ids(member.topics(group.resolved)), owned, topics_changed)
         except FencedMemberEpoch as exc:
             raise GroupError(Errors.FENCED_MEMBER_EPOCH, str(exc)) from None
         if moved != member:
@@ -319,7 +326,7 @@ class ConsumerCoordinator:
         current = {m: group.target.get(m, {}) for m in members}
         current[member.member_id] = previous_target or {}
         name = group.preferred_assignor(member) or self.settings.assignors[0]
-        topics = {m.member_id: m.topics(view.by_name) for m in members.values()}
+        topics = {m.member_id: m.topics(group.resolved) for m in members.values()}
         subscribed = set().union(*topics.values())
         sizes = {view.by_name[n][0]: view.by_name[n][1] for n in subscribed if n in view.by_name}
         specs = {m.member_id: MemberSpec(m.instance_id, frozenset(view.ids(topics[m.member_id])))
@@ -391,8 +398,9 @@ class ConsumerCoordinator:
             if error is not None:
                 return error
         records = [r for member_id in member_ids for r in _removal(group.group_id, member_id)]
+        records += leaving_tombstones(group, member_ids)
         view = self.topics()
-        names = group.subscribed_topic_names(view.by_name, without=frozenset(member_ids))
+        names = group.subscribed_topic_names(without=frozenset(member_ids))
         records.append(rec.group_epoch_record(group.group_id, group.group_epoch + 1, metadata_hash(names, view)))
         error = self.write(group.group_id, records)
         if error == Errors.NONE:
@@ -471,6 +479,7 @@ class ConsumerCoordinator:
             if loaded_here(group.group_id):
                 log.info("Loaded consumer group %s with %d members.", group.group_id, len(group.members))
                 group.metadata_stale = True
+                self.regexes.pending.discard(group.group_id)    # a resolution cut off by an unload
                 for member in group.members.values():
                     self.schedule_session(group.group_id, member.member_id,
                                           member.classic.session_timeout_ms if member.uses_classic else None)
@@ -479,13 +488,16 @@ class ConsumerCoordinator:
 
     def subscribed_topics(self, group_id: str) -> set:
         """The topics the group's members subscribe to, by name or regex."""
-        return self.groups[group_id].subscribed_topic_names(self.topics().by_name)
+        return self.groups[group_id].subscribed_topic_names()
 
-    def topics_changed(self, names: set) -> None:
-        """Kafka's onMetadataUpdate: groups subscribed to a changed topic (by name or by a regex
-        that may match it) refresh at their next heartbeat."""
+    def topics_changed(self, names: set, created: bool = False) -> None:
+        """Kafka's onMetadataUpdate: groups subscribed to a changed topic (by name or through a
+        resolved regex) refresh at their next heartbeat; a created topic has every group's regexes
+        resolved again at its next heartbeat."""
+        if created:
+            self.regexes.topics_created(self.topics().version)
         for group in self.groups.values():
-            if not group.metadata_stale and (group.uses_regex() or group.subscribed_topic_names(()) & names):
+            if not group.metadata_stale and group.subscribed_topic_names() & names:
                 group.metadata_stale = True
 
 

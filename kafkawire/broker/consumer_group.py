@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from .consumer_regex import compiled
-from .consumer_records import CURRENT_ASSIGNMENT, GROUP_EPOCH, MEMBER_METADATA, TARGET_MEMBER, TARGET_METADATA
+from .consumer_records import (CURRENT_ASSIGNMENT, GROUP_EPOCH, MEMBER_METADATA, REGULAR_EXPRESSION, TARGET_MEMBER,
+                               TARGET_METADATA)
 
-__all__ = ["ConsumerGroup", "ConsumerMember", "ClassicMeta", "apply", "MEMBER_STABLE", "UNREVOKED_PARTITIONS",
+__all__ = ["ConsumerGroup", "ConsumerMember", "ClassicMeta", "ResolvedRegex", "apply", "MEMBER_STABLE", "UNREVOKED_PARTITIONS",
            "UNRELEASED_PARTITIONS", "MEMBER_UNKNOWN", "EMPTY", "ASSIGNING", "RECONCILING", "STABLE",
            "LEAVE_EPOCH", "STATIC_LEAVE_EPOCH"]
 
@@ -38,6 +38,15 @@ class ClassicMeta:
 
     def protocol_names(self) -> set:
         return {name for name, _ in self.protocols}
+
+
+@dataclass(frozen=True)
+class ResolvedRegex:
+    """ResolvedRegularExpression: the topics a regex matched, the offset of the image it matched
+    them in and when."""
+    topics: frozenset
+    version: int
+    timestamp_ms: int
 
 
 @dataclass
@@ -67,13 +76,11 @@ class ConsumerMember:
     def uses_classic(self) -> bool:
         return self.classic is not None
 
-    def topics(self, all_names) -> frozenset:
-        """The topics it subscribes to: its names, and those of ``all_names`` its regex matches
-        whole (Java's Matcher.matches)."""
-        pattern = compiled(self.subscribed_topic_regex) if self.subscribed_topic_regex else None
-        if pattern is None:
-            return self.subscribed_topic_names
-        return self.subscribed_topic_names | {n for n in all_names if pattern.fullmatch(n)}
+    def topics(self, resolved: dict) -> frozenset:
+        """The topics it subscribes to: its names, and those its regex resolved to (``resolved``:
+        the group's regex -> ResolvedRegex; a regex not resolved yet adds none)."""
+        found = resolved.get(self.subscribed_topic_regex) if self.subscribed_topic_regex else None
+        return self.subscribed_topic_names if found is None else self.subscribed_topic_names | found.topics
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state == MEMBER_STABLE and self.member_epoch == epoch
@@ -100,6 +107,7 @@ class ConsumerGroup:
     static_members: dict = field(default_factory=dict)         # instance id -> member id
     target: dict = field(default_factory=dict)                 # member id -> {topic id: set(partitions)}
     owners: dict = field(default_factory=dict)                 # (topic id, partition) -> owner's member epoch
+    resolved: dict = field(default_factory=dict)               # regex -> ResolvedRegex
     metadata_stale: bool = True        # recompute the topics' hash at the next heartbeat
 
     @property
@@ -116,17 +124,16 @@ class ConsumerGroup:
     def current_partition_epoch(self, topic_id, partition: int) -> int:
         return self.owners.get((topic_id, partition), -1)
 
-    def subscribed_topic_names(self, all_names, replacing: ConsumerMember | None = None,
-                               without: frozenset = frozenset()) -> set:
-        """The topics the members subscribe to (regexes matched against ``all_names``), with
-        ``replacing`` in place of the member of its id and without the members of ``without``."""
+    def subscribed_topic_names(self, replacing: ConsumerMember | None = None, without: frozenset = frozenset()) -> set:
+        """The topics the members subscribe to (by name, or by a regex as it was last resolved),
+        with ``replacing`` in place of the member of its id and without the members of ``without``."""
         topics: set = set()
         for member_id, member in self.members.items():
             if member_id in without or (replacing is not None and member_id == replacing.member_id):
                 continue
-            topics.update(member.topics(all_names))
+            topics.update(member.topics(self.resolved))
         if replacing is not None:
-            topics.update(replacing.topics(all_names))
+            topics.update(replacing.topics(self.resolved))
         return topics
 
     def classic_members(self, without=frozenset()) -> list:
@@ -158,6 +165,20 @@ class ConsumerGroup:
 
     def uses_regex(self) -> bool:
         return any(m.subscribed_topic_regex for m in self.members.values())
+
+    def subscribed_regexes(self) -> dict:
+        """subscribedRegularExpressions: regex -> how many members subscribe with it."""
+        counts: dict = {}
+        for member in self.members.values():
+            if member.subscribed_topic_regex:
+                counts[member.subscribed_topic_regex] = counts.get(member.subscribed_topic_regex, 0) + 1
+        return counts
+
+    def last_regex_refresh(self) -> tuple[int, int]:
+        """(lastResolvedRegularExpressionRefreshTimeMs, lastResolvedRegularExpressionVersion): those
+        of a resolved regex (all are resolved together), or (-2**63, 0) without any."""
+        first = next(iter(self.resolved.values()), None)
+        return (-2**63, 0) if first is None else (first.timestamp_ms, first.version)
 
     def preferred_assignor(self, replacing: ConsumerMember | None = None) -> str | None:
         """The server assignor most members name (ConsumerGroup.computePreferredServerAssignor)."""
@@ -238,6 +259,12 @@ def apply(groups: dict, record) -> None:
         _apply_member(group, key.member_id, value)
     elif record_type == CURRENT_ASSIGNMENT:
         _apply_current(group, key.member_id, value)
+    elif record_type == REGULAR_EXPRESSION:
+        if value is None:
+            group.resolved.pop(key.regular_expression, None)
+        else:
+            group.resolved[key.regular_expression] = ResolvedRegex(frozenset(value.topics), value.version,
+                                                                   value.timestamp)
 
 
 def _apply_member(group: ConsumerGroup, member_id: str, value) -> None:

@@ -10,8 +10,8 @@ record type + the key at version 0; an int16 version 0 + the flexible value).
     ConsumerGroupTargetAssignmentMetadata (6)  the assignment epoch
     ConsumerGroupTargetAssignmentMember (7)    a member's target partitions
     ConsumerGroupCurrentMemberAssignment (8)   a member's epochs, state and owned partitions
-    ConsumerGroupRegularExpression (16)        not written (kafkawire matches a regex at each
-                                               heartbeat: kafkawire.broker.consumer_apis)
+    ConsumerGroupRegularExpression (16)        a subscribed regex's resolution: the topics it
+                                               matched, the image offset and the time of the match
 
 A member's partitions are ``{topic id: {partition: assignment epoch}}`` (the epochs go to the
 tagged AssignmentEpochs field, as 4.3.1 writes them); a target is ``{topic id: set(partitions)}``.
@@ -44,7 +44,8 @@ __all__ = ["GROUP_EPOCH", "PARTITION_METADATA", "MEMBER_METADATA", "TARGET_METAD
            "CURRENT_ASSIGNMENT", "REGULAR_EXPRESSION", "CONSUMER_RECORD_TYPES", "encode", "decode",
            "group_epoch_record", "group_epoch_tombstone", "partition_metadata_tombstone", "member_record",
            "member_tombstone", "target_member_record", "target_member_tombstone", "target_metadata_record",
-           "target_metadata_tombstone", "current_assignment_record", "current_assignment_tombstone"]
+           "target_metadata_tombstone", "current_assignment_record", "current_assignment_tombstone", "regex_record",
+           "regex_tombstone"]
 
 GROUP_EPOCH, PARTITION_METADATA, MEMBER_METADATA, TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT = 3, 4, 5, 6, 7, 8
 REGULAR_EXPRESSION = 16
@@ -158,3 +159,17 @@ def current_assignment_record(group_id: str, member):
 
 def current_assignment_tombstone(group_id: str, member_id: str):
     return CURRENT_ASSIGNMENT, ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id), None
+
+
+# -- a resolved regular expression --
+
+def regex_record(group_id: str, regex: str, topics, version: int, timestamp_ms: int):
+    """newConsumerGroupRegularExpressionRecord: the topics ``regex`` matched in the image of
+    offset ``version`` at ``timestamp_ms`` (sorted here for a stable record; Kafka's order is its
+    HashSet's)."""
+    return REGULAR_EXPRESSION, ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex), \
+        ConsumerGroupRegularExpressionValue(topics=sorted(topics), version=version, timestamp=timestamp_ms)
+
+
+def regex_tombstone(group_id: str, regex: str):
+    return REGULAR_EXPRESSION, ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex), None

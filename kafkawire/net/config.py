@@ -118,6 +118,7 @@ class ServerConfig:
     group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
     group_consumer_assignment_interval_ms: int = 1000
     group_consumer_migration_policy: str = "bidirectional"
+    group_consumer_regex_refresh_interval_ms: int = 600_000
     group_consumer_min_session_timeout_ms: int = 45_000
     group_consumer_max_session_timeout_ms: int = 60_000
     group_consumer_min_heartbeat_interval_ms: int = 5000

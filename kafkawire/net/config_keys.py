@@ -170,6 +170,9 @@ _KEYS = (
     _Key("group.consumer.max.size", lambda k, v: _int(k, v, 1), str(INT_MAX), "GroupCoordinatorConfig"),
     _Key("group.consumer.assignors", lambda k, v: _assignors(k, v), "uniform,range", "GroupCoordinatorConfig"),
     _Key("group.consumer.assignment.interval.ms", lambda k, v: _int(k, v, 0), "1000", "GroupCoordinatorConfig"),
+    # an internal setting of Kafka's (defineInternal), INT atLeast(10 s)
+    _Key("group.consumer.regex.refresh.interval.ms", lambda k, v: _int(k, v, 10_000), "600000",
+         "GroupCoordinatorConfig"),
     # STRING "bidirectional" CaseInsensitiveValidString.in(ConsumerGroupMigrationPolicy's names)
     _Key("group.consumer.migration.policy", lambda k, v: _one_of_any_case(k, v, MIGRATION_POLICIES),
          "bidirectional", "GroupCoordinatorConfig"),

@@ -388,12 +388,19 @@ def regex_join(h, member_id, regex):
 
 
 def test_a_regex_subscription_takes_the_topics_it_matches_whole_and_new_ones_later():
+    """Resolved off the heartbeat (a timer), at most every 10 s: kafkawire.broker.consumer_regex_refresh,
+    tests/broker/test_consumer_regex.py."""
     h = Harness(topics=(("orders", T1, 2), ("orders-eu", T2, 1)))
+    regex_join(h, "m1", "orders|orders-new")
+    h.timer.advance(0)
     response = regex_join(h, "m1", "orders|orders-new")
     assert assigned(response) == {T1: {0, 1}}                     # "orders-eu" is not a whole match
     t3 = uuid.UUID(int=3)
-    h.view = TopicsView.of((("orders", T1, 2), ("orders-eu", T2, 1), ("orders-new", t3, 1)))
-    h.coordinator.topics_changed({"orders-new"})
+    h.view = TopicsView.of((("orders", T1, 2), ("orders-eu", T2, 1), ("orders-new", t3, 1)), version=5)
+    h.coordinator.topics_changed({"orders-new"}, created=True)
+    h.timer.advance(10_001)
+    h.beat("m1", 1)
+    h.timer.advance(0)
     response = h.beat("m1", 1)
     assert (response.member_epoch, assigned(response)) == (2, {T1: {0, 1}, t3: {0}})
     bad = regex_join(h, "m2", "(")
@@ -491,15 +498,18 @@ def test_without_group_version_1_the_apis_are_unsupported_version():
     from kafkawire.messages.consumer_group_describe_request import ConsumerGroupDescribeRequest
     h = Harness()
     features: dict = {}
-    image = SimpleNamespace(finalized_features=features, topics_by_name={}, configs={})
+    image = SimpleNamespace(finalized_features=features, topics_by_name={}, configs={},
+                            provenance=SimpleNamespace(offset=0))
     store = SimpleNamespace(coordinator_error=lambda group_id: Errors.NONE)
     config = SimpleNamespace(group_consumer_session_timeout_ms=45_000, group_consumer_heartbeat_interval_ms=5000,
                              group_consumer_max_size=10, group_consumer_assignors=("uniform", "range"),
                              group_consumer_assignment_interval_ms=0, group_consumer_migration_policy="bidirectional",
+                             group_consumer_regex_refresh_interval_ms=600_000,
                              group_consumer_min_session_timeout_ms=45_000, group_consumer_max_session_timeout_ms=60_000,
                              group_consumer_min_heartbeat_interval_ms=5000, group_consumer_max_heartbeat_interval_ms=15_000,
                              group_consumer_min_assignment_interval_ms=0, group_consumer_max_assignment_interval_ms=15_000)
-    apis = SimpleNamespace(coordinator=h.classic, store=store, broker=SimpleNamespace(config=config, image=lambda: image))
+    apis = SimpleNamespace(coordinator=h.classic, store=store,
+                           broker=SimpleNamespace(config=config, image=lambda: image, authorizer=None))
     consumer_apis = ConsumerApis(apis)
     ctx = SimpleNamespace(api_version=1, client_id="c", peer=("127.0.0.1", 1))
     request = ConsumerGroupHeartbeatRequest(group_id=GROUP, member_id="m", member_epoch=0, rebalance_timeout_ms=1000,
