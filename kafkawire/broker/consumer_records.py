@@ -36,9 +36,8 @@ from kafkawire.messages.consumer_group_target_assignment_member_value import (
 from kafkawire.messages.consumer_group_target_assignment_metadata_key import ConsumerGroupTargetAssignmentMetadataKey
 from kafkawire.messages.consumer_group_target_assignment_metadata_value import (
     ConsumerGroupTargetAssignmentMetadataValue)
-from kafkawire.protocol.errors import DecodeError
 
-from .group_records import record_key, record_value
+from .group_records import decode_typed, encode_typed
 
 __all__ = ["GROUP_EPOCH", "PARTITION_METADATA", "MEMBER_METADATA", "TARGET_METADATA", "TARGET_MEMBER",
            "CURRENT_ASSIGNMENT", "REGULAR_EXPRESSION", "CONSUMER_RECORD_TYPES", "encode", "decode",
@@ -61,21 +60,13 @@ _CLASSES = {
 CONSUMER_RECORD_TYPES = frozenset(_CLASSES)
 
 
-def encode(record) -> tuple[bytes, bytes | None]:
-    record_type, key, value = record
-    return record_key(record_type, key), None if value is None else record_value(0, value)
+encode = encode_typed
 
 
 def decode(record_type: int, key: bytes, value: bytes | None):
     """The record of ``key`` (its type already read) and ``value``: (type, key, value | None).
     Raises DecodeError on bytes that do not decode."""
-    key_cls, value_cls = _CLASSES[record_type]
-    decoded_key = key_cls.decode(key[2:], 0)
-    if value is None:
-        return record_type, decoded_key, None
-    if len(value) < 2:
-        raise DecodeError(value_cls.NAME, -1, None, 0, "no version")
-    return record_type, decoded_key, value_cls.decode(value[2:], int.from_bytes(value[:2], "big", signed=True))
+    return decode_typed(_CLASSES, record_type, key, value)
 
 
 # -- the group --

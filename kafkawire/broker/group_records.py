@@ -22,7 +22,7 @@ from kafkawire.protocol.errors import DecodeError
 
 __all__ = ["OFFSETS_TOPIC", "OffsetAndMetadata", "offset_record", "offset_tombstone", "group_record",
            "group_tombstone", "decode_record", "partition_for", "java_string_hash",
-           "record_key", "record_value"]
+           "record_key", "record_value", "encode_typed", "decode_typed"]
 
 OFFSETS_TOPIC = "__consumer_offsets"
 OFFSET_COMMIT_TYPE, GROUP_METADATA_TYPE = 1, 2
@@ -63,6 +63,27 @@ def record_key(record_type: int, message) -> bytes:
 def record_value(version: int, message) -> bytes:
     """A coordinator record's value: its int16 version, then the value message."""
     return _INT16.pack(version) + message.encode(version)
+
+
+def encode_typed(record) -> tuple[bytes, bytes | None]:
+    """A KIP-848-era record (type, key message, value message or None for a tombstone) as
+    __consumer_offsets holds it: the typed key, and the value at version 0 (the only version
+    the consumer, share and streams group records have)."""
+    record_type, key, value = record
+    return record_key(record_type, key), None if value is None else record_value(0, value)
+
+
+def decode_typed(classes: dict, record_type: int, key: bytes, value: bytes | None):
+    """The record of ``key`` (its type already read) and ``value``: (type, key, value | None),
+    ``classes`` giving each type's (key class, value class). Raises DecodeError on bytes that
+    do not decode."""
+    key_cls, value_cls = classes[record_type]
+    decoded_key = key_cls.decode(key[2:], 0)
+    if value is None:
+        return record_type, decoded_key, None
+    if len(value) < 2:
+        raise DecodeError(value_cls.NAME, -1, None, 0, "no version")
+    return record_type, decoded_key, value_cls.decode(value[2:], int.from_bytes(value[:2], "big", signed=True))
 
 
 def offset_record(group_id: str, topic: str, partition: int, committed: OffsetAndMetadata) -> tuple[bytes, bytes]:

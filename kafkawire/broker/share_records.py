@@ -31,9 +31,8 @@ from kafkawire.messages.share_group_target_assignment_member_value import (
     ShareGroupTargetAssignmentMemberValue, TopicPartition as TargetTopicPartition)
 from kafkawire.messages.share_group_target_assignment_metadata_key import ShareGroupTargetAssignmentMetadataKey
 from kafkawire.messages.share_group_target_assignment_metadata_value import ShareGroupTargetAssignmentMetadataValue
-from kafkawire.protocol.errors import DecodeError
 
-from .group_records import record_key, record_value
+from .group_records import decode_typed, encode_typed
 
 __all__ = ["ShareGroup", "ShareMember", "SHARE_RECORD_TYPES", "encode", "decode", "apply", "epoch_record",
            "member_record", "member_tombstone", "target_record", "target_tombstone", "target_metadata_record",
@@ -92,19 +91,11 @@ class ShareGroup:
         return names
 
 
-def encode(record) -> tuple[bytes, bytes | None]:
-    record_type, key, value = record
-    return record_key(record_type, key), None if value is None else record_value(0, value)
+encode = encode_typed
 
 
 def decode(record_type: int, key: bytes, value: bytes | None):
-    key_cls, value_cls = _CLASSES[record_type]
-    decoded_key = key_cls.decode(key[2:], 0)
-    if value is None:
-        return record_type, decoded_key, None
-    if len(value) < 2:
-        raise DecodeError(value_cls.NAME, -1, None, 0, "no version")
-    return record_type, decoded_key, value_cls.decode(value[2:], int.from_bytes(value[:2], "big", signed=True))
+    return decode_typed(_CLASSES, record_type, key, value)
 
 
 # -- the records --

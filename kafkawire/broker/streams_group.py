@@ -31,9 +31,8 @@ from kafkawire.messages.streams_group_target_assignment_metadata_key import Stre
 from kafkawire.messages.streams_group_target_assignment_metadata_value import StreamsGroupTargetAssignmentMetadataValue
 from kafkawire.messages.streams_group_topology_key import StreamsGroupTopologyKey
 from kafkawire.messages.streams_group_topology_value import StreamsGroupTopologyValue
-from kafkawire.protocol.errors import DecodeError
 
-from .group_records import record_key, record_value
+from .group_records import decode_typed, encode_typed
 
 __all__ = ["StreamsGroup", "StreamsMember", "apply", "encode", "decode", "STREAMS_RECORD_TYPES", "EMPTY",
            "NOT_READY", "ASSIGNING", "RECONCILING", "STABLE", "MEMBER_STABLE", "UNREVOKED_TASKS",
@@ -55,19 +54,11 @@ EMPTY, NOT_READY, ASSIGNING, RECONCILING, STABLE = "Empty", "NotReady", "Assigni
 MEMBER_STABLE, UNREVOKED_TASKS, UNRELEASED_TASKS = 1, 2, 3      # streams' MemberState, not the consumer one's
 
 
-def encode(record) -> tuple[bytes, bytes | None]:
-    record_type, key, value = record
-    return record_key(record_type, key), None if value is None else record_value(0, value)
+encode = encode_typed
 
 
 def decode(record_type: int, key: bytes, value: bytes | None):
-    key_cls, value_cls = _CLASSES[record_type]
-    decoded_key = key_cls.decode(key[2:], 0)
-    if value is None:
-        return record_type, decoded_key, None
-    if len(value) < 2:
-        raise DecodeError(value_cls.NAME, -1, None, 0, "no version")
-    return record_type, decoded_key, value_cls.decode(value[2:], int.from_bytes(value[:2], "big", signed=True))
+    return decode_typed(_CLASSES, record_type, key, value)
 
 
 @dataclass
