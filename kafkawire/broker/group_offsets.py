@@ -275,45 +275,38 @@ class GroupOffsets:
         Empty group left without offsets is deleted (ConsumerGroup.offsetExpirationCondition)."""
         c = self.coordinator
         group = c.consumer_groups[group_id]
-        committed = self.offsets.get(group_id, {})
-        subscribed = c.consumer.subscribed_topics(group_id)
-        expired = [key for key, value in committed.items()
-                   if key[0] not in subscribed and now - value.commit_timestamp_ms >= retention_ms]
-        records = [offset_tombstone(group_id, t, p) for t, p in expired]
-        drop_group = len(expired) == len(committed) and consumer_admin.delete_error(group) == Errors.NONE
-        if drop_group:
-            records += consumer_admin.tombstones(group)
-        if not records or c.persist(group_id, records) != Errors.NONE:
-            return 0
-        for key in expired:
-            del committed[key]
-        if not committed:
-            self.offsets.pop(group_id, None)
-        if drop_group:
-            del c.consumer_groups[group_id]
-        return len(records)
+        return self._expire_by_commit(c.consumer_groups, group_id, c.consumer.subscribed_topics(group_id),
+                                      consumer_admin.delete_error(group) == Errors.NONE,
+                                      lambda: consumer_admin.tombstones(group), now, retention_ms)
 
     def _expire_streams_group(self, group_id: str, now: int, retention_ms: int) -> int:
         """A streams group's offsets age from their commit, those of its topology's source topics
         never while it has members; an Empty group left without offsets is deleted."""
-        c = self.coordinator
-        group = c.streams_groups[group_id]
+        group = self.coordinator.streams_groups[group_id]
+        return self._expire_by_commit(self.coordinator.streams_groups, group_id,
+                                      streams_admin.subscribed_topics(group), not group.members,
+                                      lambda: streams_admin.tombstones(group), now, retention_ms)
+
+    def _expire_by_commit(self, groups: dict, group_id: str, subscribed, deletable: bool, tombstones,
+                          now: int, retention_ms: int) -> int:
+        """The offsets of topics not in ``subscribed`` whose commit is older than ``retention_ms``
+        get tombstones; a ``deletable`` group left without offsets goes too (``tombstones()``, and
+        out of ``groups``). The records written."""
         committed = self.offsets.get(group_id, {})
-        subscribed = streams_admin.subscribed_topics(group)
         expired = [key for key, value in committed.items()
                    if key[0] not in subscribed and now - value.commit_timestamp_ms >= retention_ms]
         records = [offset_tombstone(group_id, t, p) for t, p in expired]
-        drop_group = len(expired) == len(committed) and not group.members
+        drop_group = len(expired) == len(committed) and deletable
         if drop_group:
-            records += streams_admin.tombstones(group)
-        if not records or c.persist(group_id, records) != Errors.NONE:
+            records += tombstones()
+        if not records or self.coordinator.persist(group_id, records) != Errors.NONE:
             return 0
         for key in expired:
             del committed[key]
         if not committed:
             self.offsets.pop(group_id, None)
         if drop_group:
-            del c.streams_groups[group_id]
+            del groups[group_id]
         return len(records)
 
     @staticmethod
