@@ -493,6 +493,7 @@ async def _setup(node):
         CreatableTopic(name=t, num_partitions=1, replication_factor=1) for t in TOPICS]), 7)
     assert {(t.name, t.error_code) for t in created.topics} == {(t, 0) for t in TOPICS}
     await wait_for(lambda: all((t, 0) in node.broker.partitions for t in TOPICS), "the topics' logs")
+    await _coordinators_ready(node)
     creations = []
     for i, row in enumerate(RULES):
         grants = row[5] if len(row) > 5 else row[3]      # a partial row: only some of its ACLs
@@ -501,6 +502,21 @@ async def _setup(node):
     granted = await node.send("controller", "c-secret", CreateAclsRequest(creations=creations), 3,
                               port=node.controller_port)
     assert _codes(granted) == {0}
+
+
+async def _coordinators_ready(node) -> None:
+    """The group and transaction coordinators up before any test (the first FindCoordinator of
+    each kind creates its topic), so that a test finds them whichever tests ran before it, or
+    none (alone, or on another xdist worker)."""
+    for key_type in (0, 1):                     # GROUP, TRANSACTION
+        for _ in range(400):
+            found = await node.send("controller", "c-secret", FindCoordinatorRequest(
+                key_type=key_type, coordinator_keys=["ready"]), 4)
+            if found.coordinators[0].error_code == 0 and node.broker.group_apis._all_loaded():
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError(f"no coordinator of key type {key_type}: {found}")
 
 
 @pytest.mark.parametrize("index", range(len(RULES)), ids=[row[0] for row in RULES])
