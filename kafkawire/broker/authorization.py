@@ -182,6 +182,16 @@ def _split(entries, allowed):
     return kept, refused
 
 
+def feature_gated(enabled, check):
+    """``check`` (an ACL rule) only while ``enabled()``: an API gated by a feature level answers
+    UNSUPPORTED_VERSION (its handler's answer) before any ACL check, as in KafkaApis."""
+    async def gated(ctx, request, may, handle):
+        if not enabled():
+            return await handle(ctx, request)
+        return await check(ctx, request, may, handle)
+    return gated
+
+
 def _with(request, field: str, value):
     effective = copy.copy(request)
     setattr(effective, field, value)

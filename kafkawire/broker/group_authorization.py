@@ -34,7 +34,7 @@ from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, RESOURCE_TO
 from kafkawire.protocol.error_codes import Errors
 
 from .authorization import (IDEMPOTENT_WRITE, RESOURCE_GROUP, RESOURCE_TRANSACTIONAL_ID, TOPIC_AUTH, TWO_PHASE_COMMIT,
-                            ZERO_UUID, _split, _topic_names, _with, authorized_operations)
+                            ZERO_UUID, _split, _topic_names, _with, authorized_operations, feature_gated)
 from .group_apis import sync_protocol_present
 from .streams_apis import streams_checks
 
@@ -278,11 +278,7 @@ async def _delete_groups(ctx, request, may, handle):
 def _consumer_protocol(broker, check):
     """ConsumerGroupHeartbeat / ConsumerGroupDescribe: UNSUPPORTED_VERSION (the handler's answer)
     while group.version is below 1 comes before any ACL check, as in KafkaApis."""
-    async def gated(ctx, request, may, handle):
-        if not broker.group_apis.consumer_apis.enabled():
-            return await handle(ctx, request)
-        return await check(ctx, request, may, handle)
-    return gated
+    return feature_gated(lambda: broker.group_apis.consumer_apis.enabled(), check)
 
 
 async def _consumer_group_heartbeat(ctx, request, may, handle):

@@ -24,7 +24,7 @@ from kafkawire.net.authorizer import RESOURCE_TOPIC, Op
 from kafkawire.protocol.error_codes import Errors
 
 from .authorization import INT32_MIN, RESOURCE_GROUP, TOPIC_AUTH, _audited_decisions, _split, _with, \
-    authorized_operations
+    authorized_operations, feature_gated
 
 __all__ = ["share_checks", "topic_reader"]
 
@@ -40,11 +40,7 @@ def topic_reader(broker, ctx):
 
 
 def _gated(broker, check):
-    async def gated(ctx, request, may, handle):
-        if not broker.group_apis.share_apis.enabled():
-            return await handle(ctx, request)
-        return await check(ctx, request, may, handle)
-    return gated
+    return feature_gated(lambda: broker.group_apis.share_apis.enabled(), check)
 
 
 async def _heartbeat(ctx, request, may, handle):
