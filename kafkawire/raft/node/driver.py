@@ -315,11 +315,7 @@ class RaftDriver:
 
     def _on_flushed(self, target: int, done: asyncio.Future) -> None:
         self._flushing = None
-        if done.cancelled() or self.failure is not None or self._closing:
-            return
-        error = done.exception()
-        if isinstance(error, Exception):      # the disk refused the fsync: stop, as Kafka halts
-            self._stop_on_failure(error)
+        if not self._disk_work_succeeded(done):
             return
         self._flush_done = target
         if not self._release_held():
@@ -328,6 +324,17 @@ class RaftDriver:
         if self._drain_after_flush:
             self._drain_appends()      # before any other flush starts: the appends waited for this one
         self._start_flush()
+
+    def _disk_work_succeeded(self, done: asyncio.Future) -> bool:
+        """Whether work done on the disk thread finished and the node still runs; a disk that
+        refused it (an fsync or a write failed) stops the node, as Kafka halts."""
+        if done.cancelled() or self.failure is not None or self._closing:
+            return False
+        error = done.exception()
+        if isinstance(error, Exception):
+            self._stop_on_failure(error)
+            return False
+        return True
 
     def _write_election(self, election, kraft_version: int) -> None:
         """Write and fsync the quorum-state file on the disk thread, after the fsyncs handed to
@@ -344,11 +351,7 @@ class RaftDriver:
         written.add_done_callback(lambda done: self._on_election_written(number, done))
 
     def _on_election_written(self, number: int, done: asyncio.Future) -> None:
-        if done.cancelled() or self.failure is not None or self._closing:
-            return
-        error = done.exception()
-        if isinstance(error, Exception):      # the disk refused the write: stop, as Kafka halts
-            self._stop_on_failure(error)
+        if not self._disk_work_succeeded(done):
             return
         self._elections_written = number
         self._release_held()
