@@ -86,11 +86,13 @@ def replica_manager_families(broker) -> Iterator[Family]:
     under_replicated = under_min_isr = at_min_isr = reassigning = 0
     min_isr_of: dict[str, int] = {}
     for partition in led:
-        isr, replication_factor, min_isr = _isr_shape(broker, image, partition, min_isr_of)
+        registration = _registration(image, partition)
+        isr, replication_factor, min_isr = _isr_shape(broker, registration, partition, min_isr_of, image)
         under_replicated += len(isr) < replication_factor
         under_min_isr += len(isr) < min_isr
         at_min_isr += len(isr) == min_isr
-        reassigning += _reassigning(image, partition)
+        reassigning += registration is not None and bool(registration.adding_replicas or
+                                                         registration.removing_replicas)
     followed = len(broker.replica_roles.followers)
     yield gauge(REPLICA_MANAGER + "leadercount", "The partitions this broker leads", len(led))
     yield gauge(REPLICA_MANAGER + "partitioncount", "The partitions this broker holds a replica of",
@@ -108,13 +110,12 @@ def replica_manager_families(broker) -> Iterator[Family]:
                 sum(len(p.producers.producers) for p in led))
 
 
-def _isr_shape(broker, image, partition, min_isr_of: dict) -> tuple:
+def _isr_shape(broker, registration, partition, min_isr_of: dict, image) -> tuple:
     """(ISR, replication factor, effective min ISR) of a led partition: what replication holds,
-    else (a partition alone) the committed registration and the topic's min.insync.replicas."""
+    else (a partition alone) the committed ``registration`` and the topic's min.insync.replicas."""
     replicas = partition.replicas
     if replicas is not None:
         return replicas.state.isr, len(replicas.followers) + 1, replicas.effective_min_isr
-    registration = _registration(image, partition)
     if registration is None:
         return (broker.node_id,), 1, 1
     min_isr = min_isr_of.get(partition.topic)
@@ -127,11 +128,6 @@ def _isr_shape(broker, image, partition, min_isr_of: dict) -> tuple:
 def _registration(image, partition):
     topic = None if image is None else image.topics_by_name.get(partition.topic)
     return None if topic is None else topic.partitions.get(partition.partition)
-
-
-def _reassigning(image, partition) -> bool:
-    registration = _registration(image, partition)
-    return registration is not None and bool(registration.adding_replicas or registration.removing_replicas)
 
 
 __all__ = ["BrokerTopicStats", "broker_families"]
