@@ -389,6 +389,22 @@ except ImportError as exc:
 """
 
 
+def test_without_a_c_compiler_the_build_succeeds_and_kafkawire_runs_pure(tmp_path):
+    """The README's commands must work on a machine with no C toolchain: the extension's build,
+    given a compiler that fails, warns and succeeds, and the checkout then runs pure, saying so."""
+    source = _copy_sources(tmp_path / "src")
+    for built in (source / "kafkawire").glob("_native_records*"):
+        built.unlink()
+    env = {k: v for k, v in _clean_env().items() if k != "KAFKAWIRE_REQUIRE_NATIVE"}
+    env.update(CC="/bin/false", CXX="/bin/false")
+    build = _run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], 300, source, env)
+    assert "kafkawire will run its pure-Python path" in build.stdout + build.stderr, build.stderr[-2000:]
+    assert not list((source / "kafkawire").glob("_native_records*"))
+    used = _run([sys.executable, "-c", "from kafkawire._native import status; print(status())"], 60, source,
+                dict(env, PYTHONPATH=str(source))).stdout.strip()
+    assert used == "pure Python", used
+
+
 @pytest.mark.slow
 def test_the_wheel_built_from_the_sdist_installs_into_a_fresh_venv_and_works(tmp_path):
     """`python -m build` (sdist, then the wheel from it), the wheel into a new virtualenv (its
