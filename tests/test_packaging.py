@@ -403,6 +403,12 @@ def test_without_a_c_compiler_the_build_succeeds_and_kafkawire_runs_pure(tmp_pat
     used = _run([sys.executable, "-c", "from kafkawire._native import status; print(status())"], 60, source,
                 dict(env, PYTHONPATH=str(source))).stdout.strip()
     assert used == "pure Python", used
+    version = _run([sys.executable, "-m", "kafkawire.tools.cli", "--version"], 60, source,
+                   dict(env, PYTHONPATH=str(source)))
+    assert version.stdout.strip().endswith("; pure Python)"), version.stdout
+    assert version.stderr == ("kafkawire's C extension is not built (no C compiler at install?): running "
+                              "the pure-Python record path, same results, slower (KAFKAWIRE_PURE=1 silences this)\n"), \
+        version.stderr
 
 
 @pytest.mark.slow
