@@ -50,7 +50,7 @@ from typing import Callable
 
 from kafkawire.metadata.features_answer import finalized_levels, set_features
 from kafkawire.net.admin_authorization import allowed
-from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas, DynamicCreationRate
+from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas, DynamicAdmissionLimits
 from kafkawire.net.authentication import sasl_handlers
 from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, Op
 from kafkawire.net.client_quotas import IpConnectionRates
@@ -271,9 +271,9 @@ class Broker:
                                    "listener that is not in controller.listener.names")
         # max.connections* and the connection creation rates (broker-wide, and the image's ip quotas);
         # the inter-broker listener is exempt from the broker-wide ones, as Kafka's protectedListener
-        quotas = ConnectionQuotas(AdmissionLimits.of(c), ip_rates=IpConnectionRates(self.image),
-                                  creation_rate=DynamicCreationRate(self.image, c.node_id,
-                                                                    c.max_connection_creation_rate),
+        # (each also set dynamically for this broker or every broker)
+        quotas = ConnectionQuotas(DynamicAdmissionLimits(self.image, c.node_id, AdmissionLimits.of(c)),
+                                  ip_rates=IpConnectionRates(self.image),
                                   protected_listener=inter_broker_listener(c.listeners, c.controller_listener_names,
                                                                            c.inter_broker_listener_name))
         for name in names:

@@ -31,7 +31,7 @@ from kafkawire.metadata.acl_index import AclIndex
 from kafkawire.metadata.features_answer import finalized_levels, set_features
 from kafkawire.metadata.image import MetadataImage
 from kafkawire.net.admin_authorization import authorize_admin_apis
-from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas, DynamicCreationRate
+from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas, DynamicAdmissionLimits
 from kafkawire.net.client_quotas import IpConnectionRates
 from kafkawire.net.authentication import sasl_handlers
 from kafkawire.net.authorizer import (CONTROLLER_API_OPERATIONS, StandardAuthorizer, authorizing_create_topics,
@@ -236,9 +236,9 @@ class ControllerNode:
                                    active_controller=self._active_controller)
         driver.hw_listeners.append(self.topic.high_watermark_advanced)
         # one count across the listeners, as Kafka's; the ip connection_creation_rate quotas of its image
-        quotas = ConnectionQuotas(self._admission_limits(), ip_rates=IpConnectionRates(self._image),
-                                  creation_rate=DynamicCreationRate(self._image, c.node_id,
-                                                                    c.max_connection_creation_rate))
+        # and the connection limits set dynamically for this node or every node
+        quotas = ConnectionQuotas(DynamicAdmissionLimits(self._image, c.node_id, self._admission_limits()),
+                                  ip_rates=IpConnectionRates(self._image))
         for name in c.controller_listener_names:
             endpoint = c.listener(name)
             if endpoint is None:
