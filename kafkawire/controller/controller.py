@@ -149,7 +149,7 @@ class MetadataController:
         self.state = ControllerState(self.supported_features)
         self.committed = CommittedImage(self.state)     # what readers see: committed records only
         self.sessions = BrokerHeartbeatManager(session_timeout_ms)
-        self.moves = PartitionMoves()               # a fenced broker's partitions moved in bounded events
+        self.moves = PartitionMoves()               # a broker's partitions moved in bounded events (fencing.py)
         self.heartbeat_deadline_ms = int(heartbeat_interval_ms / 2)   # Java's int division
         self.stats = ControllerStats()              # TimedOutBrokerHeartbeatCount, event-queue metrics, ...
         self.registration = ControllerRegistrationManager(
