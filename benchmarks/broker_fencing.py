@@ -230,7 +230,8 @@ async def measure(partitions: int, brokers: int, how: str, session_ms: int) -> d
         stop.set()
         await cluster.stop()
     new = cluster.quorum.batches[batches:]
-    change_records = sum(1 for _, m in cluster.quorum.records()[end:] if type(m).NAME == "PartitionChangeRecord")
+    change_records = sum(1 for offset, m in cluster.quorum.records()
+                         if offset >= end and type(m).NAME == "PartitionChangeRecord")
     return {"answer": answer, "in isrs": in_isrs, "elr": elr, "left in isrs": controller.state.partition_index.isr_count(VICTIM),
             "build s": build, "led": led, "took s": took, "cpu s": cpu, "leaders moved s": leaders_moved, "batches": len(new),
             "records": sum(map(len, new)), "changes": change_records, "largest batch": max(map(len, new), default=0),
