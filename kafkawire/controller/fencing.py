@@ -172,7 +172,8 @@ def _present(image, keys, broker_id: int, field_name: str) -> list:
     for key in keys:
         topic_id, partition_id = partition_of(key)
         topic = image.topics_by_id.get(topic_id)
-        partition = topic.partitions.get(partition_id) if topic is not None else None
+        partition = topic.partitions[partition_id] if topic is not None and partition_id in topic.partitions \
+            else None
         if partition is not None and broker_id in getattr(partition, field_name):
             chosen.append((topic, partition_id, partition))
     return chosen
