@@ -458,7 +458,12 @@ class MetadataController:
         started_ms = self.clock()
         self.stats.write_started(started_ms - called_ms)
         try:
-            return generate()
+            generated = generate()
+            if self.moves:
+                # A job may have just started (fencing.py), maybe by a write of no records,
+                # whose commit would not wake the loop that runs the jobs.
+                self._wake.set()
+            return generated
         except BoundedListTooLong as exc:           # as EventHandlerExceptionInfo: the whole request
             log.info("controller %d: refusing an operation that would write too many records: %s",
                      self.node_id, exc)
