@@ -136,8 +136,9 @@ class PartitionMoves:
 
     def next_records(self, state: ControllerState, static_min_isr: int) -> list[bytes]:
         """One event of the oldest job: the records of its next MAX_MOVES_PER_EVENT partitions
-        that still hold the broker in their ISR (possibly none); the job ends with its last
-        partition, or when its broker's registration is gone or another incarnation's."""
+        that still hold the broker in their ISR (in the ELR part, their ELR), possibly none; the
+        job ends with its last partition, or when its broker's registration is gone or another
+        incarnation's, and the requests waiting for it go on."""
         broker_id = next(iter(self._jobs))
         job = self._jobs[broker_id]
         broker = state.image.brokers.get(broker_id)
