@@ -160,6 +160,8 @@ class KafkaServer:
         self._closing = False
         # Fills supported/finalized features into ApiVersions answers (a KRaft node's kraft.version).
         self.api_versions_features: Callable[[Any], None] | None = None
+        # Called with a connection's id once it is closed (client telemetry forgets its instance).
+        self.connection_closed_listeners: list[Callable[[str], None]] = []
 
     # -- registry --
 

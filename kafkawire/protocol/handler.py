@@ -54,6 +54,9 @@ class RequestContext:
     # KafkaPrincipal.tokenAuthenticated: the connection authenticated with a delegation token (SCRAM tokenauth)
     token_authenticated: bool = False
     forwarded: bool = False  # RequestChannel.Request.isForwarded: the request came in an Envelope
+    # KIP-511's ClientInformation: the software name and version of the connection's last valid
+    # ApiVersions request ("unknown" before one); client telemetry's subscriptions match on them.
+    client_software: tuple = ("unknown", "unknown")
 
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
