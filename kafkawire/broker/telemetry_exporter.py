@@ -13,16 +13,21 @@ for delta temporality, as Kafka's), histograms and summaries as their count.
 
 Bounded: at most MAX_SERIES samples are kept across all clients; a push that would pass it drops
 the clients pushed to least recently (and a single push keeps only its first MAX_SERIES). A
-terminating push's client is forgotten after its metrics are taken.
+client's samples are shown for max(60 s, 3 push intervals) after its last push, as long as Kafka
+keeps a client instance it hears nothing from, so the final push of a client that closed (its
+terminating push) is still scraped.
 """
 from __future__ import annotations
 
 import re
+import time
 from collections import OrderedDict
-from typing import Iterator
+from typing import Callable, Iterator
 
 from kafkawire.net.metrics_http import Family
 from kafkawire.protocol.message import uuid_to_kafka_string
+
+from .client_metrics import CACHE_EXPIRY_MS
 
 __all__ = ["PrometheusTelemetryExporter", "MAX_SERIES", "telemetry_families"]
 
@@ -48,10 +53,12 @@ def label_name(key: str) -> str:
 class PrometheusTelemetryExporter:
     """An exporter (``exporter(push)``) keeping each client instance's last pushed samples."""
 
-    def __init__(self, max_series: int = MAX_SERIES):
+    def __init__(self, max_series: int = MAX_SERIES, clock_ms: Callable[[], float] = lambda: time.monotonic() * 1000):
         self.max_series = max_series
+        self.clock_ms = clock_ms
         # instance id (Kafka's text) -> [(family name, labels, value)], least recently pushed first
         self.latest: OrderedDict[str, list[tuple[str, dict[str, str], float]]] = OrderedDict()
+        self._shown_until: dict[str, float] = {}
         self._series = 0
 
     def __call__(self, push) -> None:
@@ -66,17 +73,24 @@ class PrometheusTelemetryExporter:
                 labels.update(client_instance_id=instance, client_id=push.client_id)
                 samples.append((family, labels, value))
         self._forget(instance)
-        if push.terminating:
-            return
+        self._expire()
         while self.latest and self._series + len(samples) > self.max_series:
             self._forget(next(iter(self.latest)))
         self.latest[instance] = samples
+        self._shown_until[instance] = self.clock_ms() + max(CACHE_EXPIRY_MS, 3 * push.push_interval_ms)
         self._series += len(samples)
 
     def _forget(self, instance: str) -> None:
         self._series -= len(self.latest.pop(instance, ()))
+        self._shown_until.pop(instance, None)
+
+    def _expire(self) -> None:
+        now = self.clock_ms()
+        for instance in [i for i, until in self._shown_until.items() if until <= now]:
+            self._forget(instance)
 
     def families(self) -> Iterator[Family]:
+        self._expire()
         by_name: dict[str, Family] = {}
         for samples in self.latest.values():
             for name, labels, value in samples:

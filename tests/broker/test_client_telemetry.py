@@ -80,7 +80,7 @@ class Node:
         self.clock = Clock()
         self.apis = TelemetryApis(lambda: self.image, max_bytes=max_bytes, enabled=True, clock_ms=self.clock)
         self.exported = []
-        self.prometheus = PrometheusTelemetryExporter(max_series=50)
+        self.prometheus = PrometheusTelemetryExporter(max_series=50, clock_ms=self.clock)
         self.apis.exporters += [self.exported.append, self.prometheus]
         self.subscribe(**subscriptions)
 
@@ -190,7 +190,7 @@ def test_a_terminating_push_is_taken_early_and_nothing_after_it():
     node.clock.now += 1
     assert node.push(iid, sid, PAYLOAD, terminating=True) == 0                # not throttled: it terminates
     assert node.exported[-1].terminating
-    assert node.prometheus.latest == {}                                      # a terminated client is forgotten
+    assert list(node.prometheus.latest) == [uuid_to_kafka_string(iid)]      # its final push is still shown
     node.clock.now += 5000
     assert node.push(iid, sid, PAYLOAD, terminating=True) == Errors.INVALID_REQUEST
     assert node.push(iid, sid, PAYLOAD) == Errors.INVALID_REQUEST
@@ -317,3 +317,13 @@ def test_pushed_names_never_clash_with_the_nodes_families_nor_break_the_expositi
     assert "\nkafka_server_kafkaserver_brokerstate" not in text and "client_kafka_server_kafkaserver_brokerstate{" in text
     assert 'name__="x"' in text and 'attribute_="y"' in text and 'attribute_9a="z"' in text
     assert 'client_7_up{' in text and 'ok_key="v\\n\\"w"' in text
+
+
+def test_a_clients_samples_are_shown_until_three_push_intervals_or_a_minute_after_its_last_push():
+    node = Node(slow={"metrics": "*", "interval.ms": "30000"})
+    answer = node.get()
+    assert node.push(answer.client_instance_id, answer.subscription_id, PAYLOAD, terminating=True) == 0
+    node.clock.now += 89_999
+    assert len(list(node.prometheus.families())) == 2
+    node.clock.now += 1
+    assert list(node.prometheus.families()) == [] and node.prometheus.latest == {}
