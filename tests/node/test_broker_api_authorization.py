@@ -65,6 +65,7 @@ from kafkawire.messages.describe_transactions_request import DescribeTransaction
 from kafkawire.messages.end_txn_request import EndTxnRequest
 from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic
 from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
+from kafkawire.messages.get_telemetry_subscriptions_request import GetTelemetrySubscriptionsRequest
 from kafkawire.messages.heartbeat_request import HeartbeatRequest
 from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
 from kafkawire.messages.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
@@ -410,6 +411,7 @@ offsets.topic.replication.factor=1
 transaction.state.log.num.partitions=1
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
+metric.reporters=kafkawire.metrics.ClientTelemetryExporter
 """)
 
 
@@ -592,6 +594,13 @@ def test_every_api_the_broker_serves_has_kafkas_rule_or_is_forwarded_to_the_cont
     from kafkawire.broker.authorization import FORWARDED_UNCHECKED, KAFKA_BROKER_API_RULES, SASL_UNCHECKED
     served = set(node.broker._handlers())
     assert not served - set(KAFKA_BROKER_API_RULES) - FORWARDED_UNCHECKED - SASL_UNCHECKED
+
+
+def test_client_telemetry_needs_no_acl_only_authentication(node):
+    """GetTelemetrySubscriptions and PushTelemetry (served: the node takes client telemetry) ask
+    the authorizer nothing, as KafkaApis' handlers: a principal with no ACL gets its subscription."""
+    answer = node.call(node.send("alice", "a-secret", GetTelemetrySubscriptionsRequest(), 0))
+    assert answer.error_code == 0 and answer.client_instance_id.int != 0
 
 
 def test_an_incremental_fetch_refuses_a_session_partition_whose_read_acl_was_removed(node):
