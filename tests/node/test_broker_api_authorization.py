@@ -599,8 +599,21 @@ def test_every_api_the_broker_serves_has_kafkas_rule_or_is_forwarded_to_the_cont
 def test_client_telemetry_needs_no_acl_only_authentication(node):
     """GetTelemetrySubscriptions and PushTelemetry (served: the node takes client telemetry) ask
     the authorizer nothing, as KafkaApis' handlers: a principal with no ACL gets its subscription."""
-    answer = node.call(node.send("alice", "a-secret", GetTelemetrySubscriptionsRequest(), 0))
+    manager = node.broker.telemetry.manager
+
+    async def subscribed():
+        """The answer and the instance's attributes, read while its connection is open."""
+        async with NetworkClient(request_timeout_ms=15_000, sasl=lambda: SaslClient("PLAIN", "alice", "a-secret")) \
+                as client:
+            answer = await client.send(("127.0.0.1", node.broker_port), GetTelemetrySubscriptionsRequest(),
+                                       api_version=0)
+            return answer, dict(manager.instances[answer.client_instance_id].attributes)
+    answer, attributes = node.call(subscribed())
     assert answer.error_code == 0 and answer.client_instance_id.int != 0
+    # made from its connection's ApiVersions (KIP-511's software name, NetworkClient's)
+    assert (attributes["client_software_name"], attributes["client_software_version"]) == ("kafkawire", "0.1.0")
+    # and gone when that connection closed (Kafka's ConnectionDisconnectListener)
+    node.call(wait_for(lambda: answer.client_instance_id not in manager.instances, "the instance gone with its connection"))
 
 
 def test_an_incremental_fetch_refuses_a_session_partition_whose_read_acl_was_removed(node):
