@@ -20,6 +20,7 @@ these two): only the listener's authentication.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from dataclasses import dataclass, field
@@ -109,12 +110,12 @@ class TelemetryApis:
 
     async def push(self, ctx, request) -> PushTelemetryResponse:
         try:
-            return PushTelemetryResponse(error_code=self._push(ctx, request))
+            return PushTelemetryResponse(error_code=await self._push(ctx, request))
         except Exception:                   # KafkaApis' catch-all
             log.exception("PushTelemetry from %s failed", ctx.connection_id)
             return PushTelemetryResponse(error_code=Errors.INVALID_REQUEST)
 
-    def _push(self, ctx, request) -> int:
+    async def _push(self, ctx, request) -> int:
         if request.client_instance_id in RESERVED_IDS:
             return Errors.INVALID_REQUEST
         instance = self.manager.instance(request.client_instance_id, ctx)
@@ -128,7 +129,7 @@ class TelemetryApis:
             instance.terminating = request.terminating
         if len(request.metrics) > 0:
             try:
-                self._export(ctx, request, instance)
+                await self._export(ctx, request, instance)
             except Exception as exc:        # ClientMetricsManager catches the plugin's Throwable
                 log.warning("client telemetry of instance %s not exported: %s", request.client_instance_id, exc)
                 instance.last_error = Errors.INVALID_RECORD
@@ -154,11 +155,20 @@ class TelemetryApis:
             raise TelemetryRefusal(Errors.TELEMETRY_TOO_LARGE, f"Telemetry request from [{who}] is larger than the "
                                    f"maximum allowed size [{self.max_bytes}]")
 
-    def _export(self, ctx, request, instance: ClientInstance) -> None:
-        push = TelemetryPush(request.client_instance_id, request.terminating,
-                             metrics_data(request.compression_type, request.metrics, self.max_bytes),
-                             instance.push_interval_ms, ctx.client_id, ctx.principal, instance.attributes)
-        push.decoded()           # a payload that is not MetricsData is refused before any exporter sees it
+    async def _export(self, ctx, request, instance: ClientInstance) -> None:
+        push = TelemetryPush(request.client_instance_id, request.terminating, b"", instance.push_interval_ms,
+                             ctx.client_id, ctx.principal, dict(instance.attributes))
+        # Decompressed and decoded (refused before any exporter sees it if it is not MetricsData)
+        # in a worker thread: a payload of telemetry.max.bytes takes a few hundred ms of Python,
+        # which would otherwise stall every other connection of the event loop.
+        push.data = await asyncio.to_thread(self._decoded_data, request.compression_type, request.metrics, push)
+        for exporter in self.exporters:
+            exporter(push)
+
+    def _decoded_data(self, compression_type: int, metrics, push: TelemetryPush) -> bytes:
+        data = push.data = metrics_data(compression_type, metrics, self.max_bytes)
+        push.decoded()
+        return data
         for exporter in self.exporters:
             exporter(push)
 

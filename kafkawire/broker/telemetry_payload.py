@@ -85,30 +85,36 @@ def _point(view: memoryview, count_field: int | None) -> tuple[dict[str, str], f
     """A data point's attributes and value: a number point's as_double or as_int (both fixed64
     on the wire), or a histogram's or summary's count."""
     value = 0.0
+    attributes: dict[str, str] = {}
     for number, raw in _fields(view):
-        if count_field is None and number == 4 and isinstance(raw, bytes):
+        if number == 7 and isinstance(raw, memoryview):
+            _add_attribute(attributes, raw)
+        elif count_field is None and number == 4 and isinstance(raw, bytes):
             value = _DOUBLE.unpack(raw)[0]
         elif count_field is None and number == 6 and isinstance(raw, bytes):
             value = float(_SIGNED64.unpack(raw)[0])
         elif number == count_field and isinstance(raw, bytes):
             value = float(_UNSIGNED64.unpack(raw)[0])
-    return _attributes(view, 7), value
+    return attributes, value
 
 
 def _attributes(view: memoryview, number: int) -> dict[str, str]:
     """The KeyValue fields numbered ``number`` of ``view``, their values as text."""
-    out = {}
+    out: dict[str, str] = {}
     for n, kv in _fields(view):
-        if n != number or not isinstance(kv, memoryview):
-            continue
-        key, text = "", ""
-        for inner, part in _fields(kv):
-            if inner == 1 and isinstance(part, memoryview):
-                key = _text(part)
-            elif inner == 2 and isinstance(part, memoryview):
-                text = _any_value(part)
-        out[key] = text
+        if n == number and isinstance(kv, memoryview):
+            _add_attribute(out, kv)
     return out
+
+
+def _add_attribute(out: dict[str, str], kv: memoryview) -> None:
+    key, text = "", ""
+    for inner, part in _fields(kv):
+        if inner == 1 and isinstance(part, memoryview):
+            key = _text(part)
+        elif inner == 2 and isinstance(part, memoryview):
+            text = _any_value(part)
+    out[key] = text
 
 
 def _any_value(view: memoryview) -> str:
@@ -134,14 +140,21 @@ def _fields(view: memoryview):
     length-delimited field as a memoryview of ``view``, a fixed64/fixed32 as its 8/4 bytes."""
     pos, end = 0, len(view)
     while pos < end:
-        key, pos = _varint(view, pos)
+        key = view[pos]
+        if key < 0x80:                  # one-byte keys and lengths (nearly all): no call
+            pos += 1
+        else:
+            key, pos = _varint(view, pos)
         number, wire_type = key >> 3, key & 7
         if number == 0:
             raise PayloadError(f"field number 0 at byte {pos}")
         if wire_type == VARINT:
             value, pos = _varint(view, pos)
         elif wire_type == LENGTH:
-            size, pos = _varint(view, pos)
+            if pos < end and view[pos] < 0x80:
+                size, pos = view[pos], pos + 1
+            else:
+                size, pos = _varint(view, pos)
             if size > end - pos:
                 raise PayloadError(f"a field of {size} bytes at byte {pos} runs past the end ({end})")
             value, pos = view[pos:pos + size], pos + size
