@@ -165,9 +165,11 @@ class ClientMetricsManager:
     # -- instances --
 
     def new_instance_id(self) -> uuid.UUID:
+        """Uuid.randomUuid (never a reserved id, nor one whose text starts with "-"), not cached yet."""
         while True:
             candidate = uuid.uuid4()
-            if candidate not in self.instances and candidate.int != 0 and candidate.int != 1:
+            if (candidate not in self.instances and candidate.int not in (0, 1)
+                    and not uuid_to_kafka_string(candidate).startswith("-")):
                 return candidate
 
     def instance(self, instance_id: uuid.UUID, ctx) -> ClientInstance:
