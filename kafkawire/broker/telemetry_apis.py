@@ -1,10 +1,11 @@
 """GetTelemetrySubscriptions (71) and PushTelemetry (72): client telemetry (KIP-714) as Kafka
 4.3.1's broker serves it (KafkaApis' handlers, ClientMetricsManager's checks).
 
-The broker serves and advertises them only when a telemetry exporter is configured, as Kafka's
+The broker lists them in ApiVersions only when a telemetry exporter is configured, as Kafka's
 DefaultApiVersionManager lists them only when a metrics reporter takes client telemetry:
 ``metric.reporters`` naming ``kafkawire.metrics.ClientTelemetryExporter`` (docs/broker.md,
-"Client telemetry"). Pushed metrics go to each exporter in ``exporters``: the built-in one
+"Client telemetry"). Like Kafka's broker (whose isApiEnabled does not look at telemetry), it
+answers them either way; without an exporter a push is checked and decompressed, and goes nowhere. Pushed metrics go to each exporter in ``exporters``: the built-in one
 (kafkawire.broker.telemetry_exporter, shown on the node's Prometheus endpoint) and any callable
 a library user adds (``broker.telemetry.exporters.append(fn)``; ``fn(push)`` gets a TelemetryPush).
 
@@ -82,10 +83,10 @@ class TelemetryApis:
         self.exporters: list[Callable[[TelemetryPush], None]] = []
 
     def handlers(self) -> dict[int, ApiHandler]:
-        if not self.enabled:
-            return {}
-        return {GET_TELEMETRY_SUBSCRIPTIONS: ApiHandler(self.get_subscriptions),
-                PUSH_TELEMETRY: ApiHandler(self.push)}
+        """Both, always served; listed in ApiVersions only when enabled (Kafka's broker answers
+        them either way, and advertises them only with a reporter that takes telemetry)."""
+        return {GET_TELEMETRY_SUBSCRIPTIONS: ApiHandler(self.get_subscriptions, advertised=self.enabled),
+                PUSH_TELEMETRY: ApiHandler(self.push, advertised=self.enabled)}
 
     async def get_subscriptions(self, ctx, request) -> GetTelemetrySubscriptionsResponse:
         try:
@@ -167,7 +168,8 @@ class TelemetryApis:
 
     def _decoded_data(self, compression_type: int, metrics, push: TelemetryPush) -> bytes:
         data = push.data = metrics_data(compression_type, metrics, self.max_bytes)
-        push.decoded()
+        if self.exporters:       # without an exporter Kafka only decompresses (its plugin holds no receiver)
+            push.decoded()
         return data
         for exporter in self.exporters:
             exporter(push)

@@ -71,6 +71,9 @@ class ApiHandler:
     # Kafka's broker lists Produce from v0 though it serves v3 up (KAFKA-18659, for librdkafka).
     advertised_min_version: int | None = None
     error_response: Callable[[RequestContext, Any, int], Any] | None = None   # (ctx, request, error code)
+    # False: served but left out of ApiVersions, as Kafka's broker serves the client telemetry pair
+    # without listing it when no reporter takes telemetry (DefaultApiVersionManager vs isApiEnabled).
+    advertised: bool = True
 
 
 def top_level_error_response(response_cls: Any, version: int, error_code: int) -> Any:

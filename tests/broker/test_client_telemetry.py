@@ -327,3 +327,20 @@ def test_a_clients_samples_are_shown_until_three_push_intervals_or_a_minute_afte
     assert len(list(node.prometheus.families())) == 2
     node.clock.now += 1
     assert list(node.prometheus.families()) == [] and node.prometheus.latest == {}
+
+
+def test_without_an_exporter_the_pair_is_answered_but_not_listed_and_a_push_only_decompressed():
+    """Kafka's broker lists the pair only with a reporter that takes telemetry, but answers it
+    either way (isApiEnabled does not look at telemetry); its empty plugin decodes nothing."""
+    from kafkawire.net.server import KafkaServer
+    node = Node(every=ALL)
+    node.apis.enabled, node.apis.exporters = False, []
+    handlers = node.apis.handlers()
+    assert sorted(handlers) == [71, 72] and not any(h.advertised for h in handlers.values())
+    listed = {key for key, _, _ in KafkaServer(handlers, host="127.0.0.1", port=0).api_versions()}
+    assert not listed & {71, 72}
+    answer = node.get()
+    assert node.push(answer.client_instance_id, answer.subscription_id, compress(GZIP, b"\x0b" * 64), GZIP) == 0
+    node.clock.now += 1000
+    assert node.push(answer.client_instance_id, answer.subscription_id, b"\x1f\x8bnot gzip", GZIP) == \
+        Errors.INVALID_RECORD
