@@ -16,6 +16,8 @@ parsed and compared to that state.
   the end, an internal topic) and kafka-get-offsets for every special time.
 * kafka-broker-api-versions: Kafka 4.3.1's broker range for every API served, the SASL pair on
   a PLAINTEXT listener.
+* client telemetry (KIP-714; the node takes it): a kafka-client-metrics subscription, Kafka's Java
+  producer and librdkafka pushing, their metric names on the node's Prometheus endpoint.
 """
 from __future__ import annotations
 
