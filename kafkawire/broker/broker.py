@@ -80,6 +80,7 @@ from .dir_assignments import DirAssignments
 from .alter_log_dirs import AlterLogDirsApi, retire_partial_copies
 from .state_writes import StateWrites
 from .stray_logs import mark_stray_logs
+from .telemetry_apis import client_telemetry
 from .log_manager import LogManager
 from .metrics import BrokerTopicStats
 from .metadata_apis import MetadataApis
@@ -191,6 +192,8 @@ class Broker:
         # ListConfigResources (the other admin APIs go to the controller, kafkawire.broker.forwarding).
         self.describe_topic_partitions_api = DescribeTopicPartitionsApi(self)
         self.image_admin_apis = ImageAdminApis(self)
+        # Client telemetry (KIP-714), served only with a telemetry exporter (kafkawire.broker.telemetry_apis)
+        self.telemetry = client_telemetry(config, image)
         # The node's StandardAuthorizer (the ACLs of the same image), or None: everything allowed.
         self.authorizer = authorizer
         # Transactions (kafkawire.broker.txn_markers): the markers' entry point for the transaction
@@ -245,6 +248,7 @@ class Broker:
             **self.describe_topic_partitions_api.handlers(),
             **self.image_admin_apis.handlers(),
             **self.delegation_token_apis.handlers(),
+            **self.telemetry.handlers(),
             **forwarded_handlers(self.forwarder, {ALTER_CONFIGS: self.config_apis.alter_configs,
                                                   INCREMENTAL_ALTER_CONFIGS: self.config_apis.incremental_alter_configs}),
         }
@@ -314,6 +318,7 @@ class Broker:
                                  failed_authentication_delay_ms=c.connection_failed_authentication_delay_ms,
                                  admission=quotas.limits, connection_quotas=quotas)
             server.api_versions_features = self._api_versions_features
+            server.connection_closed_listeners.append(self.telemetry.connection_closed)
             if not endpoint.port:
                 await server.bind()
         except ConfigError as exc:

@@ -24,6 +24,8 @@ from typing import Iterator
 
 from kafkawire.net.metrics_http import Family, gauge
 
+from .telemetry_exporter import telemetry_families
+
 REPLICA_MANAGER = "kafka_server_replicamanager_"
 TOPIC_METRICS = "kafka_server_brokertopicmetrics_"
 # The meters, by the name their MBean has without "PerSec", and what each counts (Kafka's descriptions).
@@ -78,6 +80,7 @@ def broker_families(broker) -> Iterator[Family]:
     yield gauge("kafka_server_kafkaserver_brokerstate", "The broker's state (Kafka's BrokerState values)", state)
     yield from replica_manager_families(broker)
     yield from broker.topic_stats.families()
+    yield from telemetry_families(broker.telemetry)      # pushed client metrics (KIP-714), if on
 
 
 def replica_manager_families(broker) -> Iterator[Family]:
