@@ -1,0 +1,132 @@
+"""A follower's install of a snapshot fetched from the leader (FetchSnapshot), in one process:
+two drivers on real disks, the follower's requests handed straight to the leader's handler.
+The install's disk work (the file's fsync, its rename, the log emptied) runs on the follower's
+disk thread, not on the loop, and nothing that follows from it (the snapshot loaded, the next
+Fetch) happens before it is done."""
+import asyncio
+import os
+import threading
+
+from kafkawire.protocol.apis import api_table
+from kafkawire.raft.config import RaftConfig
+from kafkawire.raft.node.disk_store import DiskLogStore
+from kafkawire.raft.node.driver import RaftDriver
+from kafkawire.raft.types import Endpoints
+from kafkawire.raft.voters import VoterSet
+from kafkawire.storage.snapshot import PART_SUFFIX
+
+LEADER = Endpoints((("CONTROLLER", "127.0.0.1", 1),))
+VOTERS = VoterSet.static({1: LEADER})
+
+
+class Machine:
+    """A state machine whose snapshot is every value it applied."""
+    in_transaction = False
+
+    def __init__(self):
+        self.values, self.snapshots = [], []
+
+    def on_committed(self, base_offset, epoch, append_time_ms, records):
+        self.values += records
+
+    def on_snapshot_loaded(self, snapshot_id, records):
+        self.snapshots.append(snapshot_id)
+        self.values = list(records)
+
+    def on_leader_change(self, leader_id, epoch):
+        pass
+
+    def snapshot_records(self):
+        return list(self.values)
+
+
+class _Ctx:
+    peer = ("127.0.0.1", 2)
+
+    def __init__(self, api_version):
+        self.api_version = api_version
+
+
+class ToLeader:
+    """A NetworkClient whose every request goes to the leader driver's handler; it counts them."""
+
+    def __init__(self, leader):
+        self.leader, self.sent = leader, []
+
+    async def connect(self, address, timeout_ms):
+        return {key: (api.min_version, api.max_version) for key, api in api_table().items()}
+
+    async def send(self, address, body, *, api_version, timeout_ms):
+        self.sent.append(type(body).__name__)
+        return await self.leader.handle_request(_Ctx(api_version), body)
+
+
+async def _until(predicate, what):
+    async def poll():
+        while not predicate():
+            await asyncio.sleep(0.01)
+    try:
+        await asyncio.wait_for(poll(), 10)
+    except asyncio.TimeoutError:
+        raise AssertionError(f"timed out waiting for {what}") from None
+
+
+def test_a_snapshot_install_runs_on_the_disk_thread_and_its_effects_wait_until_it_is_durable(tmp_path):
+    async def run():
+        leader = RaftDriver(RaftConfig(node_id=1, cluster_id="c", endpoints=LEADER, static_voters=VOTERS,
+                                       election_timeout_ms=50),
+                            DiskLogStore(tmp_path / "leader", segment_bytes=256), client=None, seed=1,
+                            state_machine=Machine(), snapshot_min_bytes=1, retention_bytes=0)
+        leader.start()
+        follower = machine = None
+        release, started, threads = threading.Event(), threading.Event(), []
+        try:
+            await _until(leader.is_leader, "leadership")
+            for i in range(10):
+                await leader.append([f"v{i}".encode() * 20])
+            await _until(lambda: leader.store.start_offset() > 0, "the leader's log cleaned after a snapshot")
+
+            machine = Machine()
+            store = DiskLogStore(tmp_path / "follower")
+            prepare = store.prepare_install
+
+            def held_prepare(snapshot_id):
+                install = prepare(snapshot_id)
+
+                def held_install():
+                    threads.append(threading.get_ident())
+                    started.set()
+                    if not release.wait(10):
+                        raise TimeoutError("the test never released the install")
+                    install()
+                return held_install
+            store.prepare_install = held_prepare
+            client = ToLeader(leader)
+            follower = RaftDriver(RaftConfig(node_id=2, cluster_id="c", endpoints=Endpoints((("CONTROLLER", "127.0.0.1", 2),)),
+                                             static_voters=VOTERS, election_timeout_ms=50),
+                                  store, client=client, seed=2, state_machine=machine)
+            follower.start()
+            await _until(started.is_set, "the follower's install")
+            sent_at_install = len(client.sent)
+            for _ in range(20):                 # many loop turns while the install waits
+                await asyncio.sleep(0.001)
+            directory = os.listdir(tmp_path / "follower")
+            during = (list(machine.snapshots), len(client.sent) - sent_at_install, store.start_offset(),
+                      [n for n in directory if n.endswith(".checkpoint")], [n for n in directory if n.endswith(PART_SUFFIX)])
+            release.set()
+            await _until(lambda: machine.values == leader.state_machine.values, "the follower to catch up")
+            return during, machine.snapshots, leader.store.snapshot_ids(), threads, client.sent, store.snapshot_ids()
+        finally:
+            release.set()
+            if follower is not None:
+                await follower.close()
+            await leader.close()
+
+    during, snapshots, leader_snapshots, threads, sent, follower_snapshots = asyncio.run(run())
+    loaded_during, sent_during, start_during, final_files, part_files = during
+    assert loaded_during == [] and sent_during == 0      # held while not durable: not loaded, no next Fetch
+    assert start_during > 0                              # the core already read an installed store
+    assert final_files == [] and len(part_files) == 1    # not renamed before its fsync
+    assert snapshots and snapshots[0] in leader_snapshots and snapshots[0] in follower_snapshots
+    assert any("FetchSnapshot" in name for name in sent)
+    assert threads and threading.get_ident() not in threads   # not the loop's thread
