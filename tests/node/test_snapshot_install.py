@@ -1,7 +1,7 @@
 """A follower's install of a snapshot fetched from the leader (FetchSnapshot), in one process:
 two drivers on real disks, the follower's requests handed straight to the leader's handler.
-The install's disk work (the file's fsync, its rename, the log emptied) runs on the follower's
-disk thread, not on the loop, and nothing that follows from it (the snapshot loaded, the next
+The install's disk work (the chunks' writes, the file's fsync, its rename, the log emptied) runs
+on the follower's disk thread, not on the loop, and nothing that follows from it (the snapshot loaded, the next
 Fetch) happens before it is done."""
 import asyncio
 import os
@@ -79,7 +79,7 @@ def test_a_snapshot_install_runs_on_the_disk_thread_and_its_effects_wait_until_i
                             state_machine=Machine(), snapshot_min_bytes=1, retention_bytes=0)
         leader.start()
         follower = machine = None
-        release, started, threads = threading.Event(), threading.Event(), []
+        release, started, threads, chunk_threads = threading.Event(), threading.Event(), [], []
         try:
             await _until(leader.is_leader, "leadership")
             for i in range(10):
@@ -101,6 +101,16 @@ def test_a_snapshot_install_runs_on_the_disk_thread_and_its_effects_wait_until_i
                     install()
                 return held_install
             store.prepare_install = held_prepare
+            prepare_chunk = store.prepare_chunk
+
+            def recorded_chunk(op):
+                write = prepare_chunk(op)
+
+                def recorded_write():
+                    chunk_threads.append(threading.get_ident())
+                    write()
+                return recorded_write
+            store.prepare_chunk = recorded_chunk
             client = ToLeader(leader)
             follower = RaftDriver(RaftConfig(node_id=2, cluster_id="c", endpoints=Endpoints((("CONTROLLER", "127.0.0.1", 2),)),
                                              static_voters=VOTERS, election_timeout_ms=50),
@@ -115,7 +125,8 @@ def test_a_snapshot_install_runs_on_the_disk_thread_and_its_effects_wait_until_i
                       [n for n in directory if n.endswith(".checkpoint")], [n for n in directory if n.endswith(PART_SUFFIX)])
             release.set()
             await _until(lambda: machine.values == leader.state_machine.values, "the follower to catch up")
-            return during, machine.snapshots, leader.store.snapshot_ids(), threads, client.sent, store.snapshot_ids()
+            return (during, machine.snapshots, leader.store.snapshot_ids(), threads + chunk_threads, client.sent,
+                    store.snapshot_ids())
         finally:
             release.set()
             if follower is not None:
@@ -129,4 +140,4 @@ def test_a_snapshot_install_runs_on_the_disk_thread_and_its_effects_wait_until_i
     assert final_files == [] and len(part_files) == 1    # not renamed before its fsync
     assert snapshots and snapshots[0] in leader_snapshots and snapshots[0] in follower_snapshots
     assert any("FetchSnapshot" in name for name in sent)
-    assert threads and threading.get_ident() not in threads   # not the loop's thread
+    assert len(threads) >= 2 and threading.get_ident() not in threads   # install and chunks: not on the loop's thread

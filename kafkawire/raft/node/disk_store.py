@@ -74,7 +74,8 @@ class DiskLogStore:
             write_partition_metadata(os.path.join(self.directory, PARTITION_METADATA_FILE), METADATA_TOPIC_ID,
                                      fsync=fsync)
         self._partial: dict[OffsetAndEpoch, BinaryIO] = {}
-        self._installing: tuple[OffsetAndEpoch, BinaryIO] | None = None   # prepare_install ran, finish_install not yet
+        self._partial_sizes: dict[OffsetAndEpoch, int] = {}   # the bytes its chunks brought
+        self._installing: tuple[OffsetAndEpoch, BinaryIO, int] | None = None   # prepare_install ran, finish_install not yet
 
     def _remove_partial_snapshots(self) -> None:
         for name in os.listdir(self.directory):
@@ -139,7 +140,7 @@ class DiskLogStore:
 
     def snapshot_size(self, snapshot_id: OffsetAndEpoch) -> int:
         if self._installing is not None and self._installing[0] == snapshot_id:
-            return os.fstat(self._installing[1].fileno()).st_size    # maybe not renamed yet
+            return self._installing[2]      # maybe not renamed yet
         return os.path.getsize(self.snapshot_path(snapshot_id))
 
     def read_snapshot(self, snapshot_id: OffsetAndEpoch, position: int, max_bytes: int) -> bytes:
@@ -181,18 +182,7 @@ class DiskLogStore:
                 self.log.truncate_to(op.offset)
                 self._epochs = [(e, s) for e, s in self._epochs if s < op.offset]
             case WriteSnapshotChunk():
-                f = self._partial.get(op.snapshot_id)
-                if f is None:
-                    path = self.snapshot_path(op.snapshot_id) + PART_SUFFIX
-                    f = self._partial[op.snapshot_id] = open(path, "wb")
-                elif op.position == 0:
-                    # The core starts a snapshot over (it refused the copy it had fetched).
-                    f.seek(0)
-                    f.truncate()
-                if f.tell() != op.position:
-                    raise StoreError(f"snapshot {op.snapshot_id} chunk at byte {op.position}, "
-                                     f"but {f.tell()} bytes are written")
-                f.write(op.data)
+                self.prepare_chunk(op)()
             case InstallSnapshot():
                 self.prepare_install(op.snapshot_id)()
                 self.finish_install()
@@ -213,6 +203,33 @@ class DiskLogStore:
         if self.fsync:
             fsync_dir(self.directory)
 
+    def prepare_chunk(self, op: WriteSnapshotChunk):
+        """A fetched snapshot's chunk split for the driver's disk thread: this half, on the loop,
+        opens the file and checks the chunk's position against the bytes the chunks before it
+        brought (a wrong one stops the node in the core's step, as before); the function it
+        returns writes it, after the chunks before it (one disk thread: in order)."""
+        f = self._partial.get(op.snapshot_id)
+        if f is None:
+            path = self.snapshot_path(op.snapshot_id) + PART_SUFFIX
+            f = self._partial[op.snapshot_id] = open(path, "w+b", buffering=0)   # read while installed, before its rename
+        size = self._partial_sizes.get(op.snapshot_id, 0)
+        restart = op.position == 0 and size > 0     # the core starts over (it refused the copy it fetched)
+        if restart:
+            size = 0
+        if size != op.position:
+            raise StoreError(f"snapshot {op.snapshot_id} chunk at byte {op.position}, but {size} bytes are written")
+        self._partial_sizes[op.snapshot_id] = size + len(op.data)
+        data = memoryview(op.data)
+
+        def write() -> None:
+            if restart:
+                f.seek(0)
+                f.truncate()
+            rest = data
+            while rest:
+                rest = rest[f.write(rest):]
+        return write
+
     def prepare_install(self, snapshot_id: OffsetAndEpoch):
         """A fetched snapshot's install split for the driver's disk thread, as prepare_flush is.
         This half, on the event loop, makes the store say "installed" to its readers (the
@@ -223,14 +240,14 @@ class DiskLogStore:
         Until finish_install (on the loop, once that function returned) the log is not the
         loop's: apply refuses log operations and prepare_flush leaves the log to the install."""
         f = self._partial.pop(snapshot_id)
-        f.flush()        # the last chunk reaches the file before the thread reads its size
+        size = self._partial_sizes.pop(snapshot_id, 0)
         offset, directory, fsync = snapshot_id.offset, self.directory, self.fsync
         final = self.snapshot_path(snapshot_id)
         older = [self.snapshot_path(s) for s in self._snapshots if s.offset < offset]
         self._snapshots = [s for s in self._snapshots if s.offset >= offset]
         self.add_snapshot(snapshot_id)
         self._epochs = []
-        self._installing = (snapshot_id, f)
+        self._installing = (snapshot_id, f, size)
 
         def install() -> None:
             if fsync:
@@ -251,9 +268,9 @@ class DiskLogStore:
 
     def finish_install(self) -> None:
         """On the loop, once the function prepare_install returned has run: the log is the loop's again."""
-        snapshot_id, f = self._installing
-        self._installing = None
-        f.close()
+        if self._installing is not None:
+            self._installing[1].close()
+            self._installing = None
 
     def install_pending(self) -> bool:
         return self._installing is not None
@@ -301,6 +318,7 @@ class DiskLogStore:
         for f in self._partial.values():
             f.close()
         self._partial.clear()
+        self._partial_sizes.clear()
         self.log.close()
 
     # --- for the state machine and the tools -------------------------------------------------
