@@ -275,6 +275,11 @@ class DiskLogStore:
     def install_pending(self) -> bool:
         return self._installing is not None
 
+    def installing_at(self) -> int | None:
+        """The offset the log restarts at while an install's disk half may be cutting it, else
+        None: what readers of ``self.log`` beside the core (MetadataTopic) must show meanwhile."""
+        return None if self._installing is None else self._installing[0].offset
+
     def _delete_snapshots_before(self, offset: int) -> None:
         for sid in [s for s in self._snapshots if s.offset < offset]:
             self._snapshots.remove(sid)

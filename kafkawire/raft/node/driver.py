@@ -22,10 +22,14 @@ the same disk thread (some 8 ms on the project machine, on the loop before), and
 held likewise until that is done: a vote leaves only once it is durable, and the Readys after
 it wait behind it, in order. A fetched snapshot's chunks are written there as they arrive, and
 its install (the file's fsync, its rename, then the log emptied; 12-68 ms for 12-62 MB, on the
-loop before) after them: the store tells the
-core "installed" at once (DiskLogStore.prepare_install) and the Ready waits likewise; a log
-operation that comes before it is done waits for it on the loop. Segment rolls still fsync
-on the loop.
+loop before) after them: the store tells the core "installed" at once
+(DiskLogStore.prepare_install) and the Ready waits likewise; a log operation that comes before
+it is done waits for it on the loop, and the clients reading the log beside the core
+(MetadataTopic) see the log the install makes meanwhile (net/install_aware_log.py). The core
+checks each chunk as it comes and keeps none of the snapshot (raft/snapshot_check.py), so no
+step of the fetch or the install grows with the snapshot's size. Left on the loop and growing
+with it: the state machine's load of the installed snapshot (_load_snapshot decodes every
+record for the listeners). Segment rolls still fsync on the loop.
 
 Time given to the core is wall-clock milliseconds (DescribeQuorum reports fetch timestamps
 as Kafka does, in epoch ms), held monotonic: a clock step backwards is absorbed.
