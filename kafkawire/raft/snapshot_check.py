@@ -40,12 +40,15 @@ class FetchedSnapshotCheck:
     """Feed it the chunks in order (``feed``), then ``finish``: each returns why the snapshot
     cannot be installed, or None. A refusal is final: later feeds return it again."""
 
-    __slots__ = ("_carried", "_needed", "_read", "_first", "_last", "control_records", "problem")
+    __slots__ = ("_carried", "_needed", "_carried_at", "_fed", "_first", "_last", "control_records", "problem")
 
     def __init__(self) -> None:
-        self._carried = b""         # the start of a batch the next chunk completes
+        # The start of a batch the next chunks complete, grown in place (a leader may send small
+        # chunks: each appended once, never the whole copied again).
+        self._carried = bytearray()
         self._needed = 0            # the bytes that batch declares (or a header needs)
-        self._read = 0              # the snapshot's bytes before _carried
+        self._carried_at = 0        # where it starts in the snapshot
+        self._fed = 0               # the snapshot's bytes fed so far
         self._first: tuple[bool, int | None] | None = None     # (control?, control type) of the first record
         self._last: tuple[bool, int | None] | None = None      # ... and of the last so far
         self.control_records: list[tuple[int, object]] = []    # (type, value) of KRaftVersion and Voters records
@@ -57,28 +60,44 @@ class FetchedSnapshotCheck:
         return len(self._carried)
 
     def feed(self, chunk: bytes) -> str | None:
-        """Check the batches ``chunk`` completes; work linear in its size and the carried start."""
+        """Check the batches ``chunk`` completes: the carried batch first, from the chunk's head
+        (copying only what it lacks), then the chunk's own batches where they lie; each byte is
+        read once, and none of the chunk is copied but the start of a batch it leaves."""
         if self.problem is not None:
             return self.problem
-        buffer = self._carried + chunk if self._carried else chunk
-        batches = iter_batches(buffer)
+        origin, self._fed = self._fed, self._fed + len(chunk)
+        used = 0
+        while self._carried:
+            take = min(self._needed - len(self._carried), len(chunk) - used)
+            self._carried += chunk[used:used + take]
+            used += take
+            if len(self._carried) < self._needed:
+                return None     # the chunk ends inside the carried batch still
+            carried, self._carried = self._carried, bytearray()
+            problem = self._check(carried, 0, self._carried_at)     # a batch, or a header whose batch is longer
+            if problem is not None:
+                return problem
+        return self._check(chunk, used, origin) if used < len(chunk) else None
+
+    def _check(self, buffer: bytes | bytearray, start: int, origin: int) -> str | None:
+        """The whole batches of ``buffer`` from ``start`` (at byte ``origin`` of the snapshot),
+        and the start of the one it ends inside carried over."""
+        batches = iter_batches(buffer, start)
         try:
             for batch in batches:
                 if not isinstance(batch, RecordBatch):
-                    return self._refuse(f"the batch at byte {self._read + batch.position} is not a v2 record batch")
+                    return self._refuse(f"the batch at byte {origin + batch.position} is not a v2 record batch")
                 self._note(batch)
         except (CorruptRecordError, ValueError, IndexError) as e:
-            return self._refuse(f"corrupt records in the batches from byte {self._read}: {e}")
+            return self._refuse(f"corrupt records in the batches from byte {origin + start}: {e}")
         tail = batches.tail
         if tail is None:
-            self._read += len(buffer)
-            self._carried, self._needed = b"", 0
             return None
         if tail.needed > MAX_SNAPSHOT_BATCH_BYTES:
-            return self._refuse(f"the batch at byte {self._read + tail.position} declares {tail.needed} bytes, "
+            return self._refuse(f"the batch at byte {origin + tail.position} declares {tail.needed} bytes, "
                                 f"over the {MAX_SNAPSHOT_BATCH_BYTES} a snapshot's batch may have")
-        self._read += tail.position
-        self._carried, self._needed = bytes(buffer[tail.position:]), tail.needed
+        self._carried = bytearray(memoryview(buffer)[tail.position:])
+        self._needed, self._carried_at = tail.needed, origin + tail.position
         return None
 
     def finish(self) -> str | None:
@@ -108,7 +127,7 @@ class FetchedSnapshotCheck:
 
     def _refuse(self, problem: str) -> str:
         self.problem = problem
-        self._carried = b""
+        self._carried = bytearray()
         return problem
 
 

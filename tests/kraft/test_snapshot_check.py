@@ -33,7 +33,7 @@ def _chunks(data: bytes, size: int):
     return [data[i:i + size] for i in range(0, len(data), size)]
 
 
-@pytest.mark.parametrize("chunk_size", [13, 1000, 4096, 1 << 20])
+@pytest.mark.parametrize("chunk_size", [1, 13, 1000, 4096, 1 << 20])
 def test_chunks_split_anywhere_give_the_verdict_and_control_records_of_the_whole(snapshot, chunk_size):
     largest_batch = max(batch.size_in_bytes for batch in iter_batches(snapshot))
     check = FetchedSnapshotCheck()
