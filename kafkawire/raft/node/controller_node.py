@@ -40,6 +40,7 @@ from kafkawire.net.authorizer import (CONTROLLER_API_OPERATIONS, StandardAuthori
 from kafkawire.net.client import NetworkClient
 from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.envelope import ENVELOPE, envelope_handler
+from kafkawire.net.install_aware_log import InstallAwareLog
 from kafkawire.net.metadata_topic import MetadataTopic, NodeEndpoint
 from kafkawire.net.metrics_http import EndpointStartError, start_metrics_endpoint
 from kafkawire.net.sasl import SCRAM_MECHANISM_TYPES
@@ -229,7 +230,9 @@ class ControllerNode:
             self.state_machine = self.state_machine_factory(driver, c, meta)
             driver.state_machine = self.state_machine
         advertised = raft_config.endpoints.address(raft_config.listener) or ("127.0.0.1", 0)
-        self.topic = MetadataTopic(store.log, cluster_id=cluster_id,
+        # Clients read the log through the install's view: a follower's install cuts it on the
+        # driver's disk thread while the loop serves them.
+        self.topic = MetadataTopic(InstallAwareLog(store.log, store.installing_at), cluster_id=cluster_id,
                                    node=NodeEndpoint(c.node_id, advertised[0], advertised[1]),
                                    high_watermark=driver.high_watermark,
                                    leader_epoch=lambda: max(driver.running.epoch, 0),
