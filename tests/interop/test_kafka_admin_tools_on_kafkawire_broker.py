@@ -49,7 +49,7 @@ API_VERSIONS = "org.apache.kafka.tools.BrokerApiVersionsCommand"
 CLIENT_METRICS = "org.apache.kafka.tools.ClientMetricsCommand"
 # Kafka 4.3.1 broker APIs kafkawire's broker does not serve yet (docs/broker.md, "What is not done
 # yet"): ACLs, share groups, streams groups.
-NOT_SERVED_YET = {29, 30, 31, 83, 84, 85, 86, 87}
+NOT_SERVED_YET = {29, 30, 31}
 # Kafka's broker lists these only when a client telemetry reporter is configured (none by default).
 TELEMETRY = {71, 72}
 # Kafka's broker leaves out an unstable last version (unstable.api.versions.enable=false).
