@@ -116,6 +116,7 @@ class GroupApis:
 
     def close(self) -> None:
         self.share_apis.save()            # the share-partitions' start offsets, for the next start
+        self.share_apis.keeper.close()
         self.timer.close()
         self.store.close()
 

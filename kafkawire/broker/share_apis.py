@@ -52,6 +52,7 @@ from .consumer_coordinator import GroupError
 from .share_groups import ShareGroups, validate_heartbeat
 from .share_partition import SharePartition, ShareSettings
 from .share_sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSessionError, ShareSessions
+from .share_state_keeper import ShareStateKeeper
 
 __all__ = ["ShareApis", "SHARE_VERSION"]
 
@@ -86,6 +87,7 @@ class ShareApis:
         self._starts: ShareStarts | None = None       # read at the first share fetch
         self._save_scheduled = False
         self.offsets = ShareOffsets(self)
+        self.keeper = ShareStateKeeper(self)          # the state read from / written to the share coordinator
 
     def handlers(self) -> dict[int, ApiHandler]:
         return {SHARE_GROUP_HEARTBEAT: ApiHandler(self.heartbeat, min_version=1, max_version=1),
@@ -152,6 +154,7 @@ class ShareApis:
         for (group, _, _), sp in self.partitions.items():
             if group == group_id:
                 sp.release_member(member_id, settings)
+        self.keeper.write_soon([key for key in self.partitions if key[0] == group_id])
 
     # -- ShareGroupHeartbeat, ShareGroupDescribe --
 
@@ -234,15 +237,22 @@ class ShareApis:
         hints = LeaderHints(self.broker, self.broker.image(), ctx.listener_name)
         may_read = topic_reader(self.broker, ctx)
         answers: dict[tuple, PartitionData] = {}
+        failed = await self._load(group_id, session.partitions, settings, may_read)
         for topic_id, index, batches in acks:
             answer = answers.setdefault((topic_id, index), PartitionData(partition_index=index, records=b""))
             answer.acknowledge_error_code = self._acknowledge(group_id, member_id, topic_id, index, batches,
                                                               settings, v, v >= RENEW_VERSION and request.is_renew_ack,
                                                               may_read)
+        # acknowledgements are answered once written to the share coordinator (Kafka's SharePartition)
+        written = await self.keeper.write_dirty([(group_id, t, i) for t, i, _ in acks])
+        for (_, topic_id, index), code in written.items():
+            if code != Errors.NONE and answers[(topic_id, index)].acknowledge_error_code == Errors.NONE:
+                answers[(topic_id, index)].acknowledge_error_code = code
         if epoch == FINAL_EPOCH:
             self._close(group_id, member_id, settings)
         elif not (v >= RENEW_VERSION and request.is_renew_ack):
-            await self._fetch_into(answers, session, request, settings, may_read)
+            await self._fetch_into(answers, session, request, settings, may_read, failed)
+            self.keeper.write_soon([(group_id, t, i) for t, i in session.partitions])
         full = epoch == INITIAL_EPOCH
         acked = {(t, i) for t, i, _ in acks}
         responses: dict = {}
@@ -285,21 +295,37 @@ class ShareApis:
             sp = self.partitions.get((group_id, topic_id, index))
             if sp is not None:
                 sp.release_member(member_id, settings)
+        self.keeper.write_soon([(group_id, topic_id, index) for topic_id, index in session.partitions])
 
-    async def _fetch_into(self, answers: dict, session, request, settings: ShareSettings, may_read) -> None:
+    async def _load(self, group_id: str, partitions, settings: ShareSettings, may_read) -> dict:
+        """Read the state of the share-partitions led here that this broker has none of (or
+        from an older leader epoch) from the share coordinator: {(topic id, index): error} of
+        those that failed (their fetch answers that error)."""
+        failed = {}
+        for topic_id, index in list(partitions):
+            code, partition = self._led(topic_id, index, may_read)
+            key = (group_id, topic_id, index)
+            if code == Errors.NONE and self.keeper.needs_load(key, partition):
+                code = await self.keeper.load(key, partition, settings)
+                if code != Errors.NONE:
+                    failed[(topic_id, index)] = code
+        return failed
+
+    async def _fetch_into(self, answers: dict, session, request, settings: ShareSettings, may_read,
+                          failed: dict) -> None:
         """Acquire records in the session's partitions, waiting for appends while none is found."""
         deadline = time.monotonic() + min(max(request.max_wait_ms, 0), MAX_WAIT_CAP_MS) / 1000
         max_records = request.max_records if request.max_records > 0 else 500
         while True:
             seen = self.broker.appends
-            found = self._fetch_once(answers, session, request, max_records, settings, may_read)
+            found = self._fetch_once(answers, session, request, max_records, settings, may_read, failed)
             remaining = deadline - time.monotonic()
             if found or remaining <= 0 or not session.partitions:
                 return
             await self.broker.wait_for_appends(seen, remaining)
 
     def _fetch_once(self, answers: dict, session, request, max_records: int, settings: ShareSettings,
-                    may_read) -> bool:
+                    may_read, failed: dict) -> bool:
         budget = max(request.max_bytes, 0) if request.max_bytes else self.broker.config.fetch_max_bytes
         budget = min(budget, self.broker.config.fetch_max_bytes)
         found = False
@@ -308,8 +334,8 @@ class ShareApis:
         for topic_id, index in session.partitions:
             answer = answers.setdefault((topic_id, index), PartitionData(partition_index=index, records=b""))
             code, partition = self._led(topic_id, index, may_read)
-            answer.error_code = code
-            if code != Errors.NONE or max_records <= 0 or budget <= 0 or answer.acquired_records:
+            answer.error_code = failed.get((topic_id, index), code)
+            if answer.error_code != Errors.NONE or max_records <= 0 or budget <= 0 or answer.acquired_records:
                 continue                  # (the first partition with records may pass max_bytes by a batch)
             records, acquired = self._acquire(session, partition, topic_id, index, budget, max_records, now, settings,
                                               strict)
@@ -338,26 +364,29 @@ class ShareApis:
             return Errors.NOT_LEADER_OR_FOLLOWER, None
         return Errors.NONE, partition
 
-    def _share_partition(self, group_id: str, topic_id, index: int, partition) -> SharePartition:
-        key = (group_id, topic_id, index)
-        sp = self.partitions.get(key)
+    def initial_start(self, key, partition) -> int:
+        """Where a share-partition without a start offset at the share coordinator starts: its
+        start checkpointed by an older kafkawire (read once), else share.auto.offset.reset."""
+        start = self.starts.get(key)
+        if start is None:
+            reset = self._configs(key[0]).get("share.auto.offset.reset") or "latest"
+            start = partition.high_watermark() if reset == "latest" else partition.log.log_start_offset
+        return start
+
+    def _share_partition(self, group_id: str, topic_id, index: int, partition) -> SharePartition | None:
+        """The share-partition as read from the share coordinator (None: not read, or of an older
+        leader epoch: ``_load`` failed for it)."""
+        sp = self.partitions.get((group_id, topic_id, index))
         if sp is None or sp.leader_epoch != partition.leader_epoch:
-            # new, or led again after another leader served it: what this replica knew is stale;
-            # its last checkpointed start offset, else share.auto.offset.reset
-            start = self.starts.get(key)
-            if start is None:
-                reset = self._configs(group_id).get("share.auto.offset.reset") or "latest"
-                start = partition.high_watermark() if reset == "latest" else partition.log.log_start_offset
-            sp = self.partitions[key] = SharePartition(min(start, partition.log.log_end_offset),
-                                                       partition.leader_epoch)
-            self.starts.update({key: sp.start_offset})
-            self.changed()
+            return None
         sp.move_start(partition.log.log_start_offset)
         return sp
 
     def _acquire(self, session, partition, topic_id, index: int, budget: int, max_records: int, now: int,
                  settings: ShareSettings, strict: bool):
         sp = self._share_partition(session.group_id, topic_id, index, partition)
+        if sp is None:
+            return b"", []
         first = sp.first_available(now, settings)
         committed = self._configs(session.group_id).get("share.isolation.level") == "read_committed"
         if first >= (partition.last_stable_offset() if committed else partition.high_watermark()):
@@ -410,12 +439,18 @@ class ShareApis:
         hints = LeaderHints(self.broker, self.broker.image(), ctx.listener_name)
         renew = v >= RENEW_VERSION and request.is_renew_ack
         may_read = topic_reader(self.broker, ctx)
+        codes = {(t.topic_id, p.partition_index): self._acknowledge(
+            group_id, member_id, t.topic_id, p.partition_index, p.acknowledgement_batches, settings, v, renew, may_read)
+            for t in request.topics for p in t.partitions}
+        # answered once written to the share coordinator (Kafka's SharePartition)
+        for (_, topic_id, index), code in (await self.keeper.write_dirty([(group_id, *k) for k in codes])).items():
+            if code != Errors.NONE and codes[(topic_id, index)] == Errors.NONE:
+                codes[(topic_id, index)] = code
         responses = []
         for topic in request.topics:
             partitions = []
             for p in topic.partitions:
-                code = self._acknowledge(group_id, member_id, topic.topic_id, p.partition_index,
-                                         p.acknowledgement_batches, settings, v, renew, may_read)
+                code = codes[(topic.topic_id, p.partition_index)]
                 answer = AckPartition(partition_index=p.partition_index, error_code=code)
                 if code == Errors.NOT_LEADER_OR_FOLLOWER:
                     leader, leader_epoch = hints.current_leader(self._name(topic.topic_id), p.partition_index)
