@@ -115,7 +115,7 @@ class GroupApis:
             self._schedule_expiry()
 
     def close(self) -> None:
-        self.share_apis.save()            # the share-partitions' start offsets, for the next start
+        self.share_apis.save()            # what is left of an old share start-offset checkpoint
         self.share_apis.keeper.close()
         self.timer.close()
         self.store.close()

@@ -16,11 +16,12 @@ default) or the log start (``earliest``; ``by_duration:`` is taken as ``earliest
 below the high watermark, or with ``share.isolation.level=read_committed`` below the last stable
 offset with the aborted transactions' batches archived (kafkawire.broker.share_batches).
 
-Differences from Kafka kept here (docs/differences.md): the share-partitions' state lives in the
-leader's memory (Kafka persists it through the share coordinator in ``__share_group_state``),
-only their start offsets checkpointed in the log directory (kafkawire.broker.share_checkpoint): a
-restarted leader resumes there (records delivered again, none skipped); a new leader without a
-checkpoint starts at ``share.auto.offset.reset``.
+A share-partition's durable state (start offset, records' states and delivery counts) is read
+from the share coordinator when this leader first serves it and written after each change,
+acknowledgements answered once written (kafkawire.broker.share_state_keeper), so a restarted or
+new leader resumes where the last one was. Where the coordinator has no start offset yet, an old
+kafkawire checkpoint (kafkawire.broker.share_checkpoint, read once), else
+``share.auto.offset.reset``, says where to start.
 """
 from __future__ import annotations
 
@@ -125,7 +126,7 @@ class ShareApis:
         return self._starts
 
     def changed(self) -> None:
-        """Share-partitions moved: their start offsets are checkpointed within a second."""
+        """An old checkpoint's entries were taken: what is left is written within a second."""
         if not self._save_scheduled:
             self._save_scheduled = True
             self.apis.timer.schedule(SAVE_KEY, SAVE_INTERVAL_MS, self.save)
@@ -134,14 +135,15 @@ class ShareApis:
         self._save_scheduled = False
         if self._starts is None:             # no share fetch served: nothing to keep
             return
-        self.starts.update({key: sp.start_offset for key, sp in self.partitions.items()})
-        self.starts.save()
+        self.starts.save()          # what is left of an old checkpoint (the share coordinator keeps the rest)
 
     def forget_group(self, group_id: str) -> None:
         """A deleted group's share-partitions here, and their checkpointed starts, are dropped:
         the group made again under that id starts at share.auto.offset.reset."""
+        keys = {k for k in self.partitions if k[0] == group_id} | {k for k in self.starts.starts if k[0] == group_id}
         for key in [k for k in self.partitions if k[0] == group_id]:
             del self.partitions[key]
+        self.keeper.delete_soon(sorted(keys, key=str))        # the share coordinator's state goes too
         for key in [k for k in self.sessions.sessions if k[0] == group_id]:
             del self.sessions.sessions[key]
         self.starts.forget(group_id)
@@ -196,7 +198,7 @@ class ShareApis:
             elif group.topics is not None and not group.topics:
                 groups.append(DescribedOffsets(group_id=group.group_id))
             else:
-                groups.append(self.offsets.describe_group(group.group_id, None if group.topics is None else [
+                groups.append(await self.offsets.describe_group(group.group_id, None if group.topics is None else [
                     (t.topic_name, t.partitions) for t in group.topics]))
         return DescribeShareGroupOffsetsResponse(groups=groups)
 
@@ -204,13 +206,13 @@ class ShareApis:
         if not self.enabled():
             return AlterShareGroupOffsetsResponse(error_code=Errors.UNSUPPORTED_VERSION,
                                                   error_message=Errors.UNSUPPORTED_VERSION.message)
-        return self.offsets.alter(request.group_id, request.topics)
+        return await self.offsets.alter(request.group_id, request.topics)
 
     async def delete_offsets(self, ctx, request):
         if not self.enabled():
             return DeleteShareGroupOffsetsResponse(error_code=Errors.UNSUPPORTED_VERSION,
                                                    error_message=Errors.UNSUPPORTED_VERSION.message)
-        return self.offsets.delete(request.group_id, [t.topic_name for t in request.topics])
+        return await self.offsets.delete(request.group_id, [t.topic_name for t in request.topics])
 
     # -- ShareFetch --
 
@@ -367,8 +369,10 @@ class ShareApis:
     def initial_start(self, key, partition) -> int:
         """Where a share-partition without a start offset at the share coordinator starts: its
         start checkpointed by an older kafkawire (read once), else share.auto.offset.reset."""
-        start = self.starts.get(key)
-        if start is None:
+        start = self.starts.take(key)
+        if start is not None:
+            self.changed()
+        else:
             reset = self._configs(key[0]).get("share.auto.offset.reset") or "latest"
             start = partition.high_watermark() if reset == "latest" else partition.log.log_start_offset
         return start
@@ -421,7 +425,6 @@ class ShareApis:
                                   now_ms=now, settings=settings, renew_allowed=version >= RENEW_VERSION and renew)
             if code != Errors.NONE:
                 return code
-        self.changed()
         return Errors.NONE
 
     async def share_acknowledge(self, ctx, request):

@@ -21,12 +21,14 @@ import logging
 from kafkawire.messages import read_share_group_state_request as rsq
 from kafkawire.messages import write_share_group_state_request as wsq
 from kafkawire.messages import initialize_share_group_state_request as isq
+from kafkawire.messages import delete_share_group_state_request as dsq
+from kafkawire.messages import read_share_group_state_summary_request as ssq
 from kafkawire.net.client import TransportError
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import RequestContext
 
 from .inter_broker_client import InterBrokerClient
-from .share_coordinator_apis import INITIALIZE, READ, WRITE
+from .share_coordinator_apis import DELETE, INITIALIZE, READ, READ_SUMMARY, WRITE
 from .share_state_records import coordinator_key
 
 __all__ = ["SharePersister"]
@@ -113,6 +115,19 @@ class SharePersister:
                 delivery_complete_count=delivery_complete_count, state_batches=[wsq.StateBatch(
                     first_offset=f, last_offset=la, delivery_state=s, delivery_count=c) for f, la, s, c in batches])])])
         return (await self._send(WRITE, group_id, topic_id, partition, request)).error_code
+
+    async def summary(self, group_id, topic_id, partition: int):
+        """(error code, the ReadShareGroupStateSummary partition result: state and leader
+        epochs, start offset (-1: no state), delivery-complete count)."""
+        request = ssq.ReadShareGroupStateSummaryRequest(group_id=group_id, topics=[ssq.ReadStateSummaryData(
+            topic_id=topic_id, partitions=[ssq.PartitionData(partition=partition, leader_epoch=-1)])])
+        result = await self._send(READ_SUMMARY, group_id, topic_id, partition, request)
+        return result.error_code, (result if result.error_code == Errors.NONE else None)
+
+    async def delete(self, group_id, topic_id, partition: int) -> int:
+        request = dsq.DeleteShareGroupStateRequest(group_id=group_id, topics=[dsq.DeleteStateData(
+            topic_id=topic_id, partitions=[dsq.PartitionData(partition=partition)])])
+        return (await self._send(DELETE, group_id, topic_id, partition, request)).error_code
 
     def close_soon(self) -> None:
         self.peers.close_soon()

@@ -24,7 +24,7 @@ import logging
 
 from kafkawire.protocol.error_codes import Errors
 
-from .share_partition import SharePartition
+from .share_partition import ACKNOWLEDGED, ARCHIVED, SharePartition
 from .share_persister import SharePersister
 
 __all__ = ["ShareStateKeeper"]
@@ -39,6 +39,7 @@ class ShareStateKeeper:
         self.share = share                       # kafkawire.broker.share_apis.ShareApis
         self.persister = SharePersister(share.broker)
         self.state_epochs: dict[tuple, int] = {}
+        self.known: set = set()                  # the share-partitions with state this broker read or set
         self._loading: dict[tuple, asyncio.Future] = {}
         self._locks: dict[tuple, asyncio.Lock] = {}
         self._background: set = set()
@@ -74,6 +75,7 @@ class ShareStateKeeper:
         sp.dirty = resolved
         self.share.partitions[key] = sp
         self.state_epochs[key] = state_epoch
+        self.known.add(key)
         if resolved:
             self.write_soon([key])
         return Errors.NONE
@@ -86,8 +88,11 @@ class ShareStateKeeper:
                 return Errors.NONE
             sp.dirty = False
             group_id, topic_id, index = key
+            # the delivery-complete count: records acknowledged or archived above the start offset
+            complete = sum(1 for e in sp.entries.values() if e.state in (ACKNOWLEDGED, ARCHIVED))
             code = await self.persister.write(group_id, topic_id, index, sp.leader_epoch,
-                                              self.state_epochs.get(key, 0), sp.start_offset, sp.durable_batches())
+                                              self.state_epochs.get(key, 0), sp.start_offset, sp.durable_batches(),
+                                              complete)
         if code in FENCED and self.share.partitions.get(key) is sp:
             del self.share.partitions[key]            # another leader or state epoch moved on: read again
         elif code != Errors.NONE:
@@ -110,8 +115,14 @@ class ShareStateKeeper:
                 self._background.add(task)
                 task.add_done_callback(self._background.discard)
 
-    def forget(self, key) -> None:
-        self.state_epochs.pop(key, None)
+    def delete_soon(self, keys) -> None:
+        """DeleteShareGroupState for ``keys`` (a deleted group's), in the background."""
+        for key in keys:
+            self.state_epochs.pop(key, None)
+            self.known.discard(key)
+            task = asyncio.ensure_future(self.persister.delete(*key))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
     def close(self) -> None:
         for task in list(self._background) + list(self._loading.values()):
