@@ -25,6 +25,7 @@ kafkawire checkpoint (kafkawire.broker.share_checkpoint, read once), else
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 
@@ -303,15 +304,14 @@ class ShareApis:
         """Read the state of the share-partitions led here that this broker has none of (or
         from an older leader epoch) from the share coordinator: {(topic id, index): error} of
         those that failed (their fetch answers that error)."""
-        failed = {}
+        loads = {}
         for topic_id, index in list(partitions):
             code, partition = self._led(topic_id, index, may_read)
             key = (group_id, topic_id, index)
             if code == Errors.NONE and self.keeper.needs_load(key, partition):
-                code = await self.keeper.load(key, partition, settings)
-                if code != Errors.NONE:
-                    failed[(topic_id, index)] = code
-        return failed
+                loads[(topic_id, index)] = self.keeper.load(key, partition, settings)
+        codes = await asyncio.gather(*loads.values())          # the share-partitions read together
+        return {where: code for where, code in zip(loads, codes) if code != Errors.NONE}
 
     async def _fetch_into(self, answers: dict, session, request, settings: ShareSettings, may_read,
                           failed: dict) -> None:

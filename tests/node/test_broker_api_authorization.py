@@ -447,6 +447,9 @@ offsets.topic.replication.factor=1
 transaction.state.log.num.partitions=1
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
+share.coordinator.state.topic.num.partitions=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
 """)
 
 
