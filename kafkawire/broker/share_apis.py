@@ -139,8 +139,9 @@ class ShareApis:
         self.starts.save()          # what is left of an old checkpoint (the share coordinator keeps the rest)
 
     def forget_group(self, group_id: str) -> None:
-        """A deleted group's share-partitions here, and their checkpointed starts, are dropped:
-        the group made again under that id starts at share.auto.offset.reset."""
+        """A deleted group's share-partitions seen here are dropped, their state deleted at the
+        share coordinator (and an old checkpoint's starts): the group made again under that id
+        starts at share.auto.offset.reset."""
         keys = {k for k in self.partitions if k[0] == group_id} | {k for k in self.starts.starts if k[0] == group_id}
         for key in [k for k in self.partitions if k[0] == group_id]:
             del self.partitions[key]
