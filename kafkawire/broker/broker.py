@@ -94,6 +94,7 @@ from .replication_quotas import FOLLOWER, LEADER, ReplicationQuota
 from .replication import Replication
 from .txn_markers import MIN_VERSION as WRITE_TXN_MARKERS_MIN_VERSION, WRITE_TXN_MARKERS, TxnMarkersApi
 from .txn_apis import TxnApis
+from .share_coordinator_apis import ShareCoordinatorApis
 
 __all__ = ["Broker", "BrokerStartError"]
 
@@ -206,6 +207,8 @@ class Broker:
         # of transactional produce batches) and adds its listener to txn_marker_listeners.
         self.txn_apis = TxnApis(self)
         self.txn_apis.install()
+        # The share coordinator (__share_group_state): the share-partitions' delivery state.
+        self.share_coordinator_apis = ShareCoordinatorApis(self)
         # The partitions followed here and their replica fetchers (kafkawire.broker.replica_roles).
         self.replica_roles = ReplicaRoles(self)
         # Where each replica's log is, told to the controller (KIP-858), and AlterReplicaLogDirs.
@@ -243,6 +246,7 @@ class Broker:
             WRITE_TXN_MARKERS: ApiHandler(self.txn_markers.handle, min_version=WRITE_TXN_MARKERS_MIN_VERSION),
             **self.group_apis.handlers(),
             **self.txn_apis.handlers(),
+            **self.share_coordinator_apis.handlers(),
             **self.log_dir_apis.handlers(),
             **self.alter_log_dirs.handlers(),
             **self.describe_topic_partitions_api.handlers(),
@@ -425,6 +429,7 @@ class Broker:
         self.replication.on_metadata(image)
         self.group_apis.on_metadata()
         self.txn_apis.on_metadata()
+        self.share_coordinator_apis.on_metadata()
 
     def _offline_replica(self, key, topic_id, registration) -> bool:
         """A replica whose log was in a failed directory, or that the metadata assigns to one, is
@@ -554,6 +559,7 @@ class Broker:
         self.metadata_apis.close()
         self.group_apis.close()
         self.txn_apis.close()
+        self.share_coordinator_apis.close()
         self.producer_ids.close()
         self.dir_assignments.close()
         self.replication.close()             # waiting acks=all answers go out before the listeners close

@@ -30,6 +30,7 @@ from kafkawire.protocol.handler import NO_RESPONSE
 from kafkawire.protocol.message import Struct
 
 from .produce import isr_and_min_isr
+from .share_state_records import SHARE_STATE_TOPIC
 from .txn_records import TRANSACTION_STATE_TOPIC
 
 __all__ = ["note_append", "not_enough_replicas", "replicated_handlers", "set_errors"]
@@ -84,6 +85,8 @@ async def _wait(broker, appended: list, timeout_ms: int, errors: dict) -> int:
 def _rules(broker, topic: str) -> tuple[int, dict]:
     if topic == TRANSACTION_STATE_TOPIC:
         return broker.config.request_timeout_ms, TXN_ERRORS
+    if topic == SHARE_STATE_TOPIC:            # the share coordinator's runtime: the group coordinator's rules
+        return broker.config.share_coordinator_write_timeout_ms, GROUP_ERRORS
     return broker.config.offsets_commit_timeout_ms, GROUP_ERRORS
 
 

@@ -38,6 +38,7 @@ from .group_log import LoopTimer, OffsetsTopic
 from .group_offsets import GroupOffsets
 from .group_records import OFFSETS_TOPIC
 from .share_apis import ShareApis
+from .share_coordinator_apis import SHARE_KEY_TYPE
 
 __all__ = ["GroupApis"]
 
@@ -114,7 +115,8 @@ class GroupApis:
             self._schedule_expiry()
 
     def close(self) -> None:
-        self.share_apis.save()            # the share-partitions' start offsets, for the next start
+        self.share_apis.save()            # what is left of an old share start-offset checkpoint
+        self.share_apis.keeper.close()
         self.timer.close()
         self.store.close()
 
@@ -139,9 +141,10 @@ class GroupApis:
         node_id = -1
         if key_type == TRANSACTION_KEY_TYPE:
             code, node_id = self.broker.txn_apis.find(key)
+        elif key_type == SHARE_KEY_TYPE:
+            code, node_id = self.broker.share_coordinator_apis.find(key, ctx.api_version)
         elif key_type != GROUP_KEY_TYPE:
-            # Share groups (2) have no coordinator here yet.
-            code = Errors.INVALID_REQUEST if key_type != 2 else Errors.COORDINATOR_NOT_AVAILABLE
+            code = Errors.INVALID_REQUEST
         else:
             code, node_id = self.store.find(key)
         endpoint = None

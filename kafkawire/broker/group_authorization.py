@@ -43,7 +43,7 @@ __all__ = ["group_checks"]
 GROUP_AUTH = int(Errors.GROUP_AUTHORIZATION_FAILED)
 TXN_AUTH = int(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
 CLUSTER_AUTH = int(Errors.CLUSTER_AUTHORIZATION_FAILED)
-GROUP_KEY, TRANSACTION_KEY = 0, 1
+GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
 INT32_MIN = -2**31
 
 
@@ -211,6 +211,13 @@ def _coordinator_refusal(key_type: int):
 
 
 async def _find_coordinator(ctx, request, may, handle):
+    if request.key_type == SHARE_KEY and ctx.api_version >= 6 and \
+            not may(Op.CLUSTER_ACTION, RESOURCE_CLUSTER, CLUSTER_NAME):
+        # KafkaApis' authorizeClusterOperation throws: the whole request is refused
+        error = Errors.CLUSTER_AUTHORIZATION_FAILED
+        return FindCoordinatorResponse(coordinators=[Coordinator(
+            key=key, node_id=-1, host="", port=-1, error_code=int(error), error_message=error.message)
+            for key in request.coordinator_keys])
     resource, error = _coordinator_refusal(request.key_type)
     if resource is None:
         return await handle(ctx, request)

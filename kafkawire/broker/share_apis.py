@@ -16,14 +16,16 @@ default) or the log start (``earliest``; ``by_duration:`` is taken as ``earliest
 below the high watermark, or with ``share.isolation.level=read_committed`` below the last stable
 offset with the aborted transactions' batches archived (kafkawire.broker.share_batches).
 
-Differences from Kafka kept here (docs/differences.md): the share-partitions' state lives in the
-leader's memory (Kafka persists it through the share coordinator in ``__share_group_state``),
-only their start offsets checkpointed in the log directory (kafkawire.broker.share_checkpoint): a
-restarted leader resumes there (records delivered again, none skipped); a new leader without a
-checkpoint starts at ``share.auto.offset.reset``.
+A share-partition's durable state (start offset, records' states and delivery counts) is read
+from the share coordinator when this leader first serves it and written after each change,
+acknowledgements answered once written (kafkawire.broker.share_state_keeper), so a restarted or
+new leader resumes where the last one was. Where the coordinator has no start offset yet, an old
+kafkawire checkpoint (kafkawire.broker.share_checkpoint, read once), else
+``share.auto.offset.reset``, says where to start.
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 
@@ -52,6 +54,7 @@ from .consumer_coordinator import GroupError
 from .share_groups import ShareGroups, validate_heartbeat
 from .share_partition import SharePartition, ShareSettings
 from .share_sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSessionError, ShareSessions
+from .share_state_keeper import ShareStateKeeper
 
 __all__ = ["ShareApis", "SHARE_VERSION"]
 
@@ -86,6 +89,7 @@ class ShareApis:
         self._starts: ShareStarts | None = None       # read at the first share fetch
         self._save_scheduled = False
         self.offsets = ShareOffsets(self)
+        self.keeper = ShareStateKeeper(self)          # the state read from / written to the share coordinator
 
     def handlers(self) -> dict[int, ApiHandler]:
         return {SHARE_GROUP_HEARTBEAT: ApiHandler(self.heartbeat, min_version=1, max_version=1),
@@ -123,7 +127,7 @@ class ShareApis:
         return self._starts
 
     def changed(self) -> None:
-        """Share-partitions moved: their start offsets are checkpointed within a second."""
+        """An old checkpoint's entries were taken: what is left is written within a second."""
         if not self._save_scheduled:
             self._save_scheduled = True
             self.apis.timer.schedule(SAVE_KEY, SAVE_INTERVAL_MS, self.save)
@@ -132,14 +136,16 @@ class ShareApis:
         self._save_scheduled = False
         if self._starts is None:             # no share fetch served: nothing to keep
             return
-        self.starts.update({key: sp.start_offset for key, sp in self.partitions.items()})
-        self.starts.save()
+        self.starts.save()          # what is left of an old checkpoint (the share coordinator keeps the rest)
 
     def forget_group(self, group_id: str) -> None:
-        """A deleted group's share-partitions here, and their checkpointed starts, are dropped:
-        the group made again under that id starts at share.auto.offset.reset."""
+        """A deleted group's share-partitions seen here are dropped, their state deleted at the
+        share coordinator (and an old checkpoint's starts): the group made again under that id
+        starts at share.auto.offset.reset."""
+        keys = {k for k in self.partitions if k[0] == group_id} | {k for k in self.starts.starts if k[0] == group_id}
         for key in [k for k in self.partitions if k[0] == group_id]:
             del self.partitions[key]
+        self.keeper.delete_soon(sorted(keys, key=str))        # the share coordinator's state goes too
         for key in [k for k in self.sessions.sessions if k[0] == group_id]:
             del self.sessions.sessions[key]
         self.starts.forget(group_id)
@@ -152,6 +158,7 @@ class ShareApis:
         for (group, _, _), sp in self.partitions.items():
             if group == group_id:
                 sp.release_member(member_id, settings)
+        self.keeper.write_soon([key for key in self.partitions if key[0] == group_id])
 
     # -- ShareGroupHeartbeat, ShareGroupDescribe --
 
@@ -193,7 +200,7 @@ class ShareApis:
             elif group.topics is not None and not group.topics:
                 groups.append(DescribedOffsets(group_id=group.group_id))
             else:
-                groups.append(self.offsets.describe_group(group.group_id, None if group.topics is None else [
+                groups.append(await self.offsets.describe_group(group.group_id, None if group.topics is None else [
                     (t.topic_name, t.partitions) for t in group.topics]))
         return DescribeShareGroupOffsetsResponse(groups=groups)
 
@@ -201,13 +208,13 @@ class ShareApis:
         if not self.enabled():
             return AlterShareGroupOffsetsResponse(error_code=Errors.UNSUPPORTED_VERSION,
                                                   error_message=Errors.UNSUPPORTED_VERSION.message)
-        return self.offsets.alter(request.group_id, request.topics)
+        return await self.offsets.alter(request.group_id, request.topics)
 
     async def delete_offsets(self, ctx, request):
         if not self.enabled():
             return DeleteShareGroupOffsetsResponse(error_code=Errors.UNSUPPORTED_VERSION,
                                                    error_message=Errors.UNSUPPORTED_VERSION.message)
-        return self.offsets.delete(request.group_id, [t.topic_name for t in request.topics])
+        return await self.offsets.delete(request.group_id, [t.topic_name for t in request.topics])
 
     # -- ShareFetch --
 
@@ -234,15 +241,22 @@ class ShareApis:
         hints = LeaderHints(self.broker, self.broker.image(), ctx.listener_name)
         may_read = topic_reader(self.broker, ctx)
         answers: dict[tuple, PartitionData] = {}
+        failed = await self._load(group_id, session.partitions, settings, may_read)
         for topic_id, index, batches in acks:
             answer = answers.setdefault((topic_id, index), PartitionData(partition_index=index, records=b""))
             answer.acknowledge_error_code = self._acknowledge(group_id, member_id, topic_id, index, batches,
                                                               settings, v, v >= RENEW_VERSION and request.is_renew_ack,
                                                               may_read)
+        # acknowledgements are answered once written to the share coordinator (Kafka's SharePartition)
+        written = await self.keeper.write_dirty([(group_id, t, i) for t, i, _ in acks])
+        for (_, topic_id, index), code in written.items():
+            if code != Errors.NONE and answers[(topic_id, index)].acknowledge_error_code == Errors.NONE:
+                answers[(topic_id, index)].acknowledge_error_code = code
         if epoch == FINAL_EPOCH:
             self._close(group_id, member_id, settings)
         elif not (v >= RENEW_VERSION and request.is_renew_ack):
-            await self._fetch_into(answers, session, request, settings, may_read)
+            await self._fetch_into(answers, session, request, settings, may_read, failed)
+            self.keeper.write_soon([(group_id, t, i) for t, i in session.partitions])
         full = epoch == INITIAL_EPOCH
         acked = {(t, i) for t, i, _ in acks}
         responses: dict = {}
@@ -285,21 +299,36 @@ class ShareApis:
             sp = self.partitions.get((group_id, topic_id, index))
             if sp is not None:
                 sp.release_member(member_id, settings)
+        self.keeper.write_soon([(group_id, topic_id, index) for topic_id, index in session.partitions])
 
-    async def _fetch_into(self, answers: dict, session, request, settings: ShareSettings, may_read) -> None:
+    async def _load(self, group_id: str, partitions, settings: ShareSettings, may_read) -> dict:
+        """Read the state of the share-partitions led here that this broker has none of (or
+        from an older leader epoch) from the share coordinator: {(topic id, index): error} of
+        those that failed (their fetch answers that error)."""
+        loads = {}
+        for topic_id, index in list(partitions):
+            code, partition = self._led(topic_id, index, may_read)
+            key = (group_id, topic_id, index)
+            if code == Errors.NONE and self.keeper.needs_load(key, partition):
+                loads[(topic_id, index)] = self.keeper.load(key, partition, settings)
+        codes = await asyncio.gather(*loads.values())          # the share-partitions read together
+        return {where: code for where, code in zip(loads, codes) if code != Errors.NONE}
+
+    async def _fetch_into(self, answers: dict, session, request, settings: ShareSettings, may_read,
+                          failed: dict) -> None:
         """Acquire records in the session's partitions, waiting for appends while none is found."""
         deadline = time.monotonic() + min(max(request.max_wait_ms, 0), MAX_WAIT_CAP_MS) / 1000
         max_records = request.max_records if request.max_records > 0 else 500
         while True:
             seen = self.broker.appends
-            found = self._fetch_once(answers, session, request, max_records, settings, may_read)
+            found = self._fetch_once(answers, session, request, max_records, settings, may_read, failed)
             remaining = deadline - time.monotonic()
             if found or remaining <= 0 or not session.partitions:
                 return
             await self.broker.wait_for_appends(seen, remaining)
 
     def _fetch_once(self, answers: dict, session, request, max_records: int, settings: ShareSettings,
-                    may_read) -> bool:
+                    may_read, failed: dict) -> bool:
         budget = max(request.max_bytes, 0) if request.max_bytes else self.broker.config.fetch_max_bytes
         budget = min(budget, self.broker.config.fetch_max_bytes)
         found = False
@@ -308,8 +337,8 @@ class ShareApis:
         for topic_id, index in session.partitions:
             answer = answers.setdefault((topic_id, index), PartitionData(partition_index=index, records=b""))
             code, partition = self._led(topic_id, index, may_read)
-            answer.error_code = code
-            if code != Errors.NONE or max_records <= 0 or budget <= 0 or answer.acquired_records:
+            answer.error_code = failed.get((topic_id, index), code)
+            if answer.error_code != Errors.NONE or max_records <= 0 or budget <= 0 or answer.acquired_records:
                 continue                  # (the first partition with records may pass max_bytes by a batch)
             records, acquired = self._acquire(session, partition, topic_id, index, budget, max_records, now, settings,
                                               strict)
@@ -338,26 +367,31 @@ class ShareApis:
             return Errors.NOT_LEADER_OR_FOLLOWER, None
         return Errors.NONE, partition
 
-    def _share_partition(self, group_id: str, topic_id, index: int, partition) -> SharePartition:
-        key = (group_id, topic_id, index)
-        sp = self.partitions.get(key)
-        if sp is None or sp.leader_epoch != partition.leader_epoch:
-            # new, or led again after another leader served it: what this replica knew is stale;
-            # its last checkpointed start offset, else share.auto.offset.reset
-            start = self.starts.get(key)
-            if start is None:
-                reset = self._configs(group_id).get("share.auto.offset.reset") or "latest"
-                start = partition.high_watermark() if reset == "latest" else partition.log.log_start_offset
-            sp = self.partitions[key] = SharePartition(min(start, partition.log.log_end_offset),
-                                                       partition.leader_epoch)
-            self.starts.update({key: sp.start_offset})
+    def initial_start(self, key, partition) -> int:
+        """Where a share-partition without a start offset at the share coordinator starts: its
+        start checkpointed by an older kafkawire (read once), else share.auto.offset.reset."""
+        start = self.starts.take(key)
+        if start is not None:
             self.changed()
+        else:
+            reset = self._configs(key[0]).get("share.auto.offset.reset") or "latest"
+            start = partition.high_watermark() if reset == "latest" else partition.log.log_start_offset
+        return start
+
+    def _share_partition(self, group_id: str, topic_id, index: int, partition) -> SharePartition | None:
+        """The share-partition as read from the share coordinator (None: not read, or of an older
+        leader epoch: ``_load`` failed for it)."""
+        sp = self.partitions.get((group_id, topic_id, index))
+        if sp is None or sp.leader_epoch != partition.leader_epoch:
+            return None
         sp.move_start(partition.log.log_start_offset)
         return sp
 
     def _acquire(self, session, partition, topic_id, index: int, budget: int, max_records: int, now: int,
                  settings: ShareSettings, strict: bool):
         sp = self._share_partition(session.group_id, topic_id, index, partition)
+        if sp is None:
+            return b"", []
         first = sp.first_available(now, settings)
         committed = self._configs(session.group_id).get("share.isolation.level") == "read_committed"
         if first >= (partition.last_stable_offset() if committed else partition.high_watermark()):
@@ -392,7 +426,6 @@ class ShareApis:
                                   now_ms=now, settings=settings, renew_allowed=version >= RENEW_VERSION and renew)
             if code != Errors.NONE:
                 return code
-        self.changed()
         return Errors.NONE
 
     async def share_acknowledge(self, ctx, request):
@@ -410,12 +443,18 @@ class ShareApis:
         hints = LeaderHints(self.broker, self.broker.image(), ctx.listener_name)
         renew = v >= RENEW_VERSION and request.is_renew_ack
         may_read = topic_reader(self.broker, ctx)
+        codes = {(t.topic_id, p.partition_index): self._acknowledge(
+            group_id, member_id, t.topic_id, p.partition_index, p.acknowledgement_batches, settings, v, renew, may_read)
+            for t in request.topics for p in t.partitions}
+        # answered once written to the share coordinator (Kafka's SharePartition)
+        for (_, topic_id, index), code in (await self.keeper.write_dirty([(group_id, *k) for k in codes])).items():
+            if code != Errors.NONE and codes[(topic_id, index)] == Errors.NONE:
+                codes[(topic_id, index)] = code
         responses = []
         for topic in request.topics:
             partitions = []
             for p in topic.partitions:
-                code = self._acknowledge(group_id, member_id, topic.topic_id, p.partition_index,
-                                         p.acknowledgement_batches, settings, v, renew, may_read)
+                code = codes[(topic.topic_id, p.partition_index)]
                 answer = AckPartition(partition_index=p.partition_index, error_code=code)
                 if code == Errors.NOT_LEADER_OR_FOLLOWER:
                     leader, leader_epoch = hints.current_leader(self._name(topic.topic_id), p.partition_index)

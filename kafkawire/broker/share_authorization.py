@@ -10,6 +10,9 @@ request), and READ on each topic, checked by the handler for every partition of 
 session (``topic_reader``), as SharePartitionManager's partitions are.
 DescribeShareGroupOffsets: DESCRIBE on each group and each topic; AlterShareGroupOffsets: READ on
 the group and each topic; DeleteShareGroupOffsets: DELETE on the group, READ on each topic.
+The share coordinator's inter-broker APIs (83-87): CLUSTER_ACTION on the cluster, else every
+share-partition CLUSTER_AUTHORIZATION_FAILED (their toGlobalErrorResponse); they are not gated by
+``share.version`` (KafkaApis leaves that to ShareFetch and ShareAcknowledge).
 """
 from __future__ import annotations
 
@@ -17,10 +20,15 @@ from kafkawire.messages import alter_share_group_offsets_response as asgo
 from kafkawire.messages import delete_share_group_offsets_response as dlgo
 from kafkawire.messages import describe_share_group_offsets_response as dsgo
 from kafkawire.messages import share_group_describe_response as sgd
+from kafkawire.messages import delete_share_group_state_response as dsr
+from kafkawire.messages import initialize_share_group_state_response as isr
+from kafkawire.messages import read_share_group_state_response as rsr
+from kafkawire.messages import read_share_group_state_summary_response as rssr
+from kafkawire.messages import write_share_group_state_response as wsr
 from kafkawire.messages.share_acknowledge_response import ShareAcknowledgeResponse
 from kafkawire.messages.share_fetch_response import ShareFetchResponse
 from kafkawire.messages.share_group_heartbeat_response import ShareGroupHeartbeatResponse
-from kafkawire.net.authorizer import RESOURCE_TOPIC, Op
+from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, RESOURCE_TOPIC, Op
 from kafkawire.protocol.error_codes import Errors
 
 from .authorization import INT32_MIN, RESOURCE_GROUP, TOPIC_AUTH, _audited_decisions, _split, _with, \
@@ -146,8 +154,26 @@ async def _delete_offsets(ctx, request, may, handle):
     return response
 
 
+def _cluster_action(module, response_cls, result_cls):
+    """A share-state API: CLUSTER_ACTION on the cluster, else each share-partition refused."""
+    refused = int(Errors.CLUSTER_AUTHORIZATION_FAILED)
+
+    async def check(ctx, request, may, handle):
+        if may(Op.CLUSTER_ACTION, RESOURCE_CLUSTER, CLUSTER_NAME):
+            return await handle(ctx, request)
+        return response_cls(results=[result_cls(topic_id=t.topic_id, partitions=[module.PartitionResult(
+            partition=p.partition, error_code=refused, error_message=Errors.CLUSTER_AUTHORIZATION_FAILED.message)
+            for p in t.partitions]) for t in request.topics])
+    return check
+
+
 def share_checks(broker) -> dict:
     return {
+        83: _cluster_action(isr, isr.InitializeShareGroupStateResponse, isr.InitializeStateResult),
+        84: _cluster_action(rsr, rsr.ReadShareGroupStateResponse, rsr.ReadStateResult),
+        85: _cluster_action(wsr, wsr.WriteShareGroupStateResponse, wsr.WriteStateResult),
+        86: _cluster_action(dsr, dsr.DeleteShareGroupStateResponse, dsr.DeleteStateResult),
+        87: _cluster_action(rssr, rssr.ReadShareGroupStateSummaryResponse, rssr.ReadStateSummaryResult),
         76: _gated(broker, _heartbeat),
         77: _gated(broker, _describe),
         78: _gated(broker, _group_read(lambda: ShareFetchResponse(error_code=GROUP_AUTH, responses=[]))),

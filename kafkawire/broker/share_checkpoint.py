@@ -1,16 +1,12 @@
-"""The start offsets of the share-partitions a broker leads, checkpointed in its first log
-directory (``kafkawire-share-partition-starts.json``), so that a restarted leader resumes each
-share-partition where it was instead of at ``share.auto.offset.reset`` (kafkawire's stand-in for
-the share coordinator's ``__share_group_state``, which it does not have: docs/differences.md).
-
-Every record below a share-partition's start offset is acknowledged or archived, so resuming at
-a checkpointed start offset that is older than the last one only delivers records again: the
-checkpoint is written at most once a second while something changed (and when the broker
-stops), atomically (the old file or the new one after a crash).
+"""The start offsets of share-partitions that kafkawire brokers before the share coordinator
+checkpointed in their first log directory (``kafkawire-share-partition-starts.json``). The
+share coordinator (``__share_group_state``) now keeps them; an old file is read once, each entry
+taken (``take``) when the coordinator has no start offset for its share-partition yet, and the
+rest written back (the file removed when none is left), atomically.
 
     starts = ShareStarts(path)
-    starts.get(("group", topic_id, 0))          # None: never checkpointed here
-    starts.update({("group", topic_id, 0): 42}); starts.save()
+    starts.take(("group", topic_id, 0))          # None: never checkpointed here; else taken
+    starts.save()
 """
 from __future__ import annotations
 
@@ -49,6 +45,13 @@ class ShareStarts:
     def get(self, key: tuple) -> int | None:
         return self.starts.get(key)
 
+    def take(self, key: tuple) -> int | None:
+        """The entry of ``key``, gone from the checkpoint (saved at the next ``save``)."""
+        start = self.starts.pop(key, None)
+        if start is not None:
+            self.dirty = True
+        return start
+
     def update(self, starts: dict) -> None:
         for key, start in starts.items():
             if self.starts.get(key) != start:
@@ -65,8 +68,12 @@ class ShareStarts:
             return
         entries = [[group, str(topic), partition, start] for (group, topic, partition), start in self.starts.items()]
         try:
-            os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-            atomic_write(self.path, json.dumps(entries))
+            if not entries:                     # every entry taken: the old checkpoint is retired
+                if os.path.exists(self.path):
+                    os.remove(self.path)
+            else:
+                os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+                atomic_write(self.path, json.dumps(entries))
             self.dirty = False
         except OSError as exc:                  # tried again at the next change
             log.error("writing %s failed: %s", self.path, exc)

@@ -3,23 +3,23 @@ on the group coordinator, as Kafka 4.3.1's KafkaApis and GroupCoordinatorService
 (``kafka-share-groups --describe``, ``--reset-offsets``, ``--delete-offsets``); their ACL checks
 are in kafkawire.broker.share_authorization.
 
-Kafka reads and writes a share-partition's start offset through the share coordinator
-(``__share_group_state``), which kafkawire does not have: its share-partitions live in their
-leader's memory, their start offsets checkpointed in the leader's log directory
-(kafkawire.broker.share_apis, share_checkpoint). So the coordinator's broker answers for the
-share-partitions it leads (docs/differences.md):
+As Kafka's group coordinator, it reads and writes a share-partition's start offset through the
+share coordinator (kafkawire.broker.share_persister), wherever the partition is led:
 
-- Describe: the start offset of the share-partition in memory, else the checkpointed one, with
-  its leader epoch and lag (high watermark - start offset - records acknowledged or archived
-  above it, Kafka's formula); -1 (Kafka's "uninitialized") for a partition led by another broker
-  or never fetched by the group. Without topics: every share-partition of the group known here.
+- Describe: ReadShareGroupStateSummary's start offset and leader epoch, -1 (Kafka's
+  "uninitialized") for a share-partition without state; the lag (high watermark - start offset
+  - records acknowledged or archived above it, Kafka's formula) for a partition led here only
+  (-1 elsewhere: kafkawire's group coordinator does not ask the leader for its high watermark).
+  Without topics: the share-partitions of the group known on this broker (kafkawire writes no
+  ShareGroupStatePartitionMetadata naming them all).
 - Alter: the group must be Empty (NON_EMPTY_GROUP, as throwIfShareGroupIsNotEmpty); each
-  share-partition led here starts again at the given offset (its in-flight state dropped; the
-  group has no members); one led elsewhere is answered NOT_LEADER_OR_FOLLOWER.
+  share-partition is initialized again at the given offset with the next state epoch
+  (InitializeShareGroupState), which fences its leader's older state (FENCED_STATE_EPOCH at its
+  next write: it reads the new state).
 - Delete: the group must exist (GROUP_ID_NOT_FOUND) and be Empty (NON_EMPTY_GROUP, as
-  validateDeleteGroup); the topic's share-partitions known here are forgotten (the next fetch
-  starts at ``share.auto.offset.reset``); a topic without any is UNKNOWN_TOPIC_OR_PARTITION
-  ("There is no offset information to delete.").
+  validateDeleteGroup); each partition of the topic with state has it deleted
+  (DeleteShareGroupState: the next fetch starts at ``share.auto.offset.reset``); a topic without
+  any is UNKNOWN_TOPIC_OR_PARTITION ("There is no offset information to delete.").
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from kafkawire.messages import describe_share_group_offsets_response as describe
 from kafkawire.protocol.error_codes import Errors
 
 from .consumer_coordinator import GroupError
-from .share_partition import ACKNOWLEDGED, ARCHIVED, SharePartition
+from .share_partition import ACKNOWLEDGED, ARCHIVED
 
 __all__ = ["ShareOffsets", "UNINITIALIZED"]
 
@@ -72,7 +72,7 @@ class ShareOffsets:
 
     # -- DescribeShareGroupOffsets --
 
-    def describe_group(self, group_id: str, topics) -> describe.DescribeShareGroupOffsetsResponseGroup:
+    async def describe_group(self, group_id: str, topics) -> describe.DescribeShareGroupOffsetsResponseGroup:
         """``topics``: [(name, [partition])], or None for every share-partition of the group known here."""
         image = self.broker.image()
         if image is None:
@@ -95,11 +95,12 @@ class ShareOffsets:
                 continue
             answered.append(describe.DescribeShareGroupOffsetsResponseTopic(
                 topic_name=name, topic_id=topic.id,
-                partitions=[self._describe_partition(group_id, topic, p) for p in partitions]))
+                partitions=[await self._describe_partition(group_id, topic, p) for p in partitions]))
         return describe.DescribeShareGroupOffsetsResponseGroup(group_id=group_id, topics=answered)
 
     def _known(self, group_id: str, image) -> list:
         keys = {k for k in self.share.partitions if k[0] == group_id}
+        keys.update(k for k in self.share.keeper.known if k[0] == group_id)
         keys.update(k for k in self.share.starts.starts if k[0] == group_id)
         by_topic: dict[str, list] = {}
         for _, topic_id, index in keys:
@@ -108,28 +109,29 @@ class ShareOffsets:
                 by_topic.setdefault(topic.name, []).append(index)
         return [(name, sorted(ps)) for name, ps in sorted(by_topic.items())]
 
-    def _describe_partition(self, group_id: str, topic, index: int):
+    async def _describe_partition(self, group_id: str, topic, index: int):
         answer = describe.DescribeShareGroupOffsetsResponsePartition(
             partition_index=index, start_offset=UNINITIALIZED, leader_epoch=0, lag=UNINITIALIZED)
-        partition = self._local(topic, index)
-        if partition is None:
+        if index not in topic.partitions:
             return answer
-        key = (group_id, topic.id, index)
-        sp = self.share.partitions.get(key)
-        if sp is not None and sp.leader_epoch == partition.leader_epoch:
-            start, epoch = sp.start_offset, sp.leader_epoch
-            complete = sum(1 for e in sp.entries.values() if e.state in (ACKNOWLEDGED, ARCHIVED))
-        else:
-            start, epoch, complete = self.share.starts.get(key), partition.leader_epoch, 0
-            if start is None:
-                return answer
-        answer.start_offset, answer.leader_epoch = start, epoch
-        answer.lag = max(partition.high_watermark() - start - complete, 0)
+        code, summary = await self.share.keeper.persister.summary(group_id, topic.id, index)
+        if code != Errors.NONE:
+            answer.error_code, answer.error_message = code, Errors.for_code(code).message
+            return answer
+        if summary.start_offset == UNINITIALIZED:
+            return answer
+        answer.start_offset, answer.leader_epoch = summary.start_offset, summary.leader_epoch
+        partition = self._local(topic, index)
+        if partition is not None:
+            sp = self.share.partitions.get((group_id, topic.id, index))
+            complete = 0 if sp is None or sp.start_offset != summary.start_offset else \
+                sum(1 for e in sp.entries.values() if e.state in (ACKNOWLEDGED, ARCHIVED))
+            answer.lag = max(partition.high_watermark() - summary.start_offset - complete, 0)
         return answer
 
     # -- AlterShareGroupOffsets --
 
-    def alter(self, group_id: str, topics) -> alter.AlterShareGroupOffsetsResponse:
+    async def alter(self, group_id: str, topics) -> alter.AlterShareGroupOffsetsResponse:
         """``topics``: the request's AlterShareGroupOffsetsRequestTopic list (those authorized)."""
         image = self.broker.image()
         if image is None:
@@ -146,31 +148,34 @@ class ShareOffsets:
             if topic is not None:
                 answer.topic_id = topic.id
             for p in request_topic.partitions:
-                code, message = self._alter_partition(group_id, topic, p.partition_index, p.start_offset)
+                code, message = await self._alter_partition(group_id, topic, p.partition_index, p.start_offset)
                 answer.partitions.append(alter.AlterShareGroupOffsetsResponsePartition(
                     partition_index=p.partition_index, error_code=code, error_message=message))
             responses.append(answer)
         self.share.changed()
         return alter.AlterShareGroupOffsetsResponse(responses=responses)
 
-    def _alter_partition(self, group_id: str, topic, index: int, start: int):
+    async def _alter_partition(self, group_id: str, topic, index: int, start: int):
         if topic is None or index not in topic.partitions:
             return Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.UNKNOWN_TOPIC_OR_PARTITION.message
         if start < 0:
             return Errors.INVALID_REQUEST, f"The start offset {start} of partition {index} is negative."
         partition = self._local(topic, index)
-        if partition is None:
-            return (Errors.NOT_LEADER_OR_FOLLOWER, f"kafkawire keeps the share-partition's state on its leader "
-                    f"(broker {topic.partitions[index].leader}), not on the group coordinator.")
-        key = (group_id, topic.id, index)
-        start = min(max(start, partition.log.log_start_offset), partition.log.log_end_offset)
-        self.share.partitions[key] = SharePartition(start, partition.leader_epoch)
-        self.share.starts.update({key: start})
+        if partition is not None:
+            start = min(max(start, partition.log.log_start_offset), partition.log.log_end_offset)
+        persister = self.share.keeper.persister
+        code, summary = await persister.summary(group_id, topic.id, index)
+        if code == Errors.NONE:
+            code = await persister.initialize(group_id, topic.id, index, summary.state_epoch + 1, start)
+        if code != Errors.NONE:
+            return code, Errors.for_code(code).message
+        self.share.partitions.pop((group_id, topic.id, index), None)        # read again at the next fetch
+        self.share.keeper.known.add((group_id, topic.id, index))
         return Errors.NONE, None
 
     # -- DeleteShareGroupOffsets --
 
-    def delete(self, group_id: str, topic_names: list) -> delete.DeleteShareGroupOffsetsResponse:
+    async def delete(self, group_id: str, topic_names: list) -> delete.DeleteShareGroupOffsetsResponse:
         image = self.broker.image()
         if image is None:
             return _delete_error(Errors.COORDINATOR_NOT_AVAILABLE)
@@ -187,7 +192,7 @@ class ShareOffsets:
                     topic_name=name, error_code=Errors.UNKNOWN_TOPIC_OR_PARTITION,
                     error_message=Errors.UNKNOWN_TOPIC_OR_PARTITION.message))
                 continue
-            if not self._forget(group_id, topic.id):
+            if not await self._forget(group_id, topic):
                 responses.append(delete.DeleteShareGroupOffsetsResponseTopic(
                     topic_name=name, error_code=Errors.UNKNOWN_TOPIC_OR_PARTITION, error_message=NO_OFFSETS))
                 continue
@@ -195,17 +200,23 @@ class ShareOffsets:
         self.share.changed()
         return delete.DeleteShareGroupOffsetsResponse(responses=responses)
 
-    def _forget(self, group_id: str, topic_id) -> bool:
-        """Drop the group's share-partitions of the topic known here: whether there were any."""
-        starts = self.share.starts
-        keys = [k for k in self.share.partitions if k[0] == group_id and k[1] == topic_id]
-        kept = [k for k in starts.starts if k[0] == group_id and k[1] == topic_id]
-        for key in keys:
-            del self.share.partitions[key]
-        for key in kept:
-            del starts.starts[key]
-            starts.dirty = True
-        return bool(keys or kept)
+    async def _forget(self, group_id: str, topic) -> bool:
+        """Delete the group's share-partition state of each partition of the topic: whether there
+        was any (the share coordinator's, or an old checkpoint's)."""
+        persister, starts, found = self.share.keeper.persister, self.share.starts, False
+        for index in sorted(topic.partitions):
+            key = (group_id, topic.id, index)
+            code, summary = await persister.summary(group_id, topic.id, index)
+            if code == Errors.NONE and summary.start_offset != UNINITIALIZED:
+                found = True
+                await persister.delete(group_id, topic.id, index)
+            self.share.partitions.pop(key, None)
+            self.share.keeper.known.discard(key)
+            if key in starts.starts:
+                found = True
+                del starts.starts[key]
+                starts.dirty = True
+        return found
 
 
 def _alter_error(code: int, message: str | None = None) -> alter.AlterShareGroupOffsetsResponse:

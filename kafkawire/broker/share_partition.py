@@ -19,9 +19,9 @@ The window holds at most ``max_record_locks`` offsets (``share.partition.max.rec
 no new records are acquired beyond it, so every call's work is bounded by that limit and the
 size of the request.
 
-The state lives in memory (kafkawire's difference, docs/differences.md): Kafka persists it
-through the share coordinator (__share_group_state); kafkawire checkpoints only the start offset
-(kafkawire.broker.share_checkpoint), where a restarted leader resumes.
+The durable part (start offset, each record's state and delivery count; not who holds it) is
+read from and written to the share coordinator by kafkawire.broker.share_apis
+(``restored``, ``durable_batches``, ``dirty``: a change not written yet).
 """
 from __future__ import annotations
 
@@ -62,6 +62,7 @@ class SharePartition:
         self.next_offset = start_offset
         self.entries: dict[int, _Entry] = {}       # offset -> entry, for start <= offset < next
         self.acquired_count = 0                    # entries ACQUIRED, for a cheap "anything to expire?"
+        self.dirty = False                         # a durable change not yet written (share_persister)
 
     # -- the window --
 
@@ -75,6 +76,7 @@ class SharePartition:
                 self.acquired_count -= 1
         self.start_offset = log_start_offset
         self.next_offset = max(self.next_offset, log_start_offset)
+        self.dirty = True
         self._advance_start()
 
     def _advance_start(self) -> None:
@@ -108,6 +110,7 @@ class SharePartition:
 
     def _release(self, entry: _Entry, settings: ShareSettings) -> None:
         self.acquired_count -= 1
+        self.dirty = True
         entry.member_id = None
         entry.state = ARCHIVED if entry.delivery_count >= settings.delivery_count_limit else AVAILABLE
 
@@ -196,6 +199,7 @@ class SharePartition:
             self.acquired_count -= 1
             entry.member_id = None
             entry.state = ACKNOWLEDGED if kind == ACCEPT else ARCHIVED
+            self.dirty = True
         self._advance_start()
         return Errors.NONE
 
@@ -211,6 +215,43 @@ class SharePartition:
                 released += 1
         self._advance_start()
         return released
+
+
+    # -- the durable state (kafkawire.broker.share_persister) --
+
+    def durable_batches(self) -> list[tuple[int, int, int, int]]:
+        """The window as the share coordinator keeps it: (first, last, state, delivery count)
+        runs; an acquired record is written AVAILABLE with its delivery count (an acquisition is
+        not durable: after a restart the record is delivered again, counted), as Kafka writes it."""
+        runs: list[list[int]] = []
+        for offset in range(self.start_offset, self.next_offset):
+            entry = self.entries[offset]
+            state = AVAILABLE if entry.state == ACQUIRED else entry.state
+            if runs and runs[-1][1] == offset - 1 and runs[-1][2:] == [state, entry.delivery_count]:
+                runs[-1][1] = offset
+            else:
+                runs.append([offset, offset, state, entry.delivery_count])
+        return [tuple(r) for r in runs]
+
+    @classmethod
+    def restored(cls, start_offset: int, batches, leader_epoch: int, max_record_locks: int) -> "SharePartition":
+        """The state read from the share coordinator: its start offset, and its batches as the
+        window (offsets between them never delivered: available, count 0), at most
+        ``max_record_locks`` offsets of it (the rest are delivered again as new, none lost)."""
+        sp = cls(start_offset, leader_epoch)
+        limit = start_offset + max_record_locks
+        for first, last, state, count in sorted(batches):
+            first, last = max(first, sp.next_offset), min(last, limit - 1)
+            if first > last:
+                continue
+            for offset in range(sp.next_offset, last + 1):
+                entry = sp.entries[offset] = _Entry()
+                if offset >= first:
+                    entry.state = state if state in (ACKNOWLEDGED, ARCHIVED) else AVAILABLE
+                    entry.delivery_count = count
+            sp.next_offset = last + 1
+        sp._advance_start()
+        return sp
 
 
 def _append(ranges: list, offset: int, delivery_count: int) -> None:

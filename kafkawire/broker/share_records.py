@@ -7,8 +7,9 @@ runtime applies its records: the state rebuilt at load is the state served.
     ShareGroupTargetAssignmentMetadata (12) the assignment epoch
     ShareGroupTargetAssignmentMember (13)   a member's target partitions
     ShareGroupCurrentMemberAssignment (14)  a member's epochs, state and assigned partitions
-    ShareGroupStatePartitionMetadata (15)   not written: kafkawire has no share coordinator, whose
-                                            initialized partitions it records (docs/differences.md)
+    ShareGroupStatePartitionMetadata (15)   not written: it records the share-partitions the group
+                                            coordinator initialized at the share coordinator, and
+                                            kafkawire's leaders initialize them (docs/differences.md)
 
 Each record is ``(record type, key message, value message | None)``, None a tombstone; partitions
 are ``{topic id: frozenset(partitions)}``.

@@ -134,6 +134,12 @@ class ServerConfig:
     transaction_state_log_segment_bytes: int = 100 * 1024 * 1024
     transaction_state_log_min_isr: int = 2
     transactional_id_expiration_ms: int = 7 * 24 * 3600 * 1000
+    share_coordinator_state_topic_num_partitions: int = 50
+    share_coordinator_state_topic_replication_factor: int = 3
+    share_coordinator_state_topic_min_isr: int = 2
+    share_coordinator_state_topic_segment_bytes: int = 100 * 1024 * 1024
+    share_coordinator_snapshot_update_records_per_snapshot: int = 500
+    share_coordinator_write_timeout_ms: int = 5000
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10_000
     transaction_remove_expired_transaction_cleanup_interval_ms: int = 3_600_000
     kafkawire_gc_freeze_after_ms: int = 500          # 0: never (kafkawire.raft.node.gc_pauses)

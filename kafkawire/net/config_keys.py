@@ -202,6 +202,17 @@ _KEYS = (
          "TransactionStateManagerConfig"),
     _Key("transaction.remove.expired.transaction.cleanup.interval.ms", lambda k, v: _int(k, v, 1), "3600000",
          "TransactionStateManagerConfig"),
+    # The share coordinator (ShareCoordinatorConfig): INT 50, SHORT 3, SHORT 2, INT 100 MiB (all
+    # atLeast(1)); INT 500 between(0, 500); INT 5 s atLeast(1)
+    _Key("share.coordinator.state.topic.num.partitions", lambda k, v: _int(k, v, 1), "50", "ShareCoordinatorConfig"),
+    _Key("share.coordinator.state.topic.replication.factor", lambda k, v: _short(k, v), "3",
+         "ShareCoordinatorConfig"),
+    _Key("share.coordinator.state.topic.min.isr", lambda k, v: _short(k, v), "2", "ShareCoordinatorConfig"),
+    _Key("share.coordinator.state.topic.segment.bytes", lambda k, v: _int(k, v, 1), str(100 * 1024 * 1024),
+         "ShareCoordinatorConfig"),
+    _Key("share.coordinator.snapshot.update.records.per.snapshot", lambda k, v: _int_between(k, v, 0, 500), "500",
+         "ShareCoordinatorConfig"),
+    _Key("share.coordinator.write.timeout.ms", lambda k, v: _int(k, v, 1), "5000", "ShareCoordinatorConfig"),
     # SocketServerConfigs: INT 100 MiB atLeast(1); LONG 10 minutes
     _Key("socket.request.max.bytes", lambda k, v: _int(k, v, 1), str(100 * 1024 * 1024), "SocketServerConfigs"),
     _Key("connections.max.idle.ms", _long, str(10 * 60 * 1000), "SocketServerConfigs"),

@@ -38,7 +38,7 @@ __all__ = ["EmbeddedBroker", "EmbeddedBrokerError", "DEFAULT_PROPERTIES"]
 # idle session node costs little); a user's ``properties`` win. A single node cannot hold
 # Kafka's default 3 replicas of __consumer_offsets (FindCoordinator would answer
 # COORDINATOR_NOT_AVAILABLE for ever), and tests want a group at once rather than after the
-# 3 s initial rebalance delay; __transaction_state likewise: the settings single-broker test
+# 3 s initial rebalance delay; __transaction_state and __share_group_state likewise: the settings single-broker test
 # setups of Kafka use.
 DEFAULT_PROPERTIES = {
     "process.roles": "broker,controller",
@@ -51,6 +51,9 @@ DEFAULT_PROPERTIES = {
     "transaction.state.log.replication.factor": "1",
     "transaction.state.log.num.partitions": "1",
     "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.num.partitions": "1",
+    "share.coordinator.state.topic.min.isr": "1",
 }
 POLL_S = 0.01              # how often start-up asks the broker whether it is unfenced
 

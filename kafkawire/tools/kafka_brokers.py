@@ -118,7 +118,9 @@ class KafkaBroker:
             "num.network.threads": 1, "num.io.threads": 2, "background.threads": 2,
             "offsets.topic.replication.factor": replication, "offsets.topic.num.partitions": 3,
             "transaction.state.log.replication.factor": replication,
-            "transaction.state.log.min.isr": min(replication, 2), "group.initial.rebalance.delay.ms": 0,
+            "transaction.state.log.min.isr": min(replication, 2),
+            "share.coordinator.state.topic.replication.factor": replication,
+            "share.coordinator.state.topic.min.isr": min(replication, 2), "group.initial.rebalance.delay.ms": 0,
         }
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         self.log4j_path.write_text(_LOG4J)

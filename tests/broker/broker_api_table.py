@@ -35,13 +35,10 @@ KAFKA_BROKER_SUPPORTED_FEATURES = {
 # refuses Produce v0-2 (KIP-896) though it lists v0 (KAFKA-18659), and so does ours.
 SERVED_FROM = {0: 3}
 
-_SHARE_STATE = "the share coordinator's state APIs (KIP-932; inter-broker) are not served yet"
-
 # The deliberate gaps: API key -> why kafkawire's broker does not advertise it. Every other
-# difference from KAFKA_BROKER_APIS is a bug.
-NOT_SERVED: dict[int, str] = {
-    83: _SHARE_STATE, 84: _SHARE_STATE, 85: _SHARE_STATE, 86: _SHARE_STATE, 87: _SHARE_STATE,
-}
+# difference from KAFKA_BROKER_APIS is a bug. (None now: the share coordinator's state APIs,
+# 83-87, are served since issue 29's share coordinator.)
+NOT_SERVED: dict[int, str] = {}
 
 
 def expected_kafkawire_apis() -> dict[int, tuple[int, int]]:

@@ -43,8 +43,11 @@ def node(tmp_path_factory):
     # waits about this long (from the controller's activation) for the controller to let the
     # killed one go, the fenced window under test (probed every 20 ms).
     # One broker: __consumer_offsets (the share-group test's coordinator) of one replica, one partition.
+    # __share_group_state (the share-group test's share coordinator) likewise.
     with combined_node(tmp_path_factory.mktemp("restart"), broker_session_timeout_ms=2500,
-                       offsets_topic_replication_factor=1, offsets_topic_num_partitions=1) as n:
+                       offsets_topic_replication_factor=1, offsets_topic_num_partitions=1,
+                       share_coordinator_state_topic_replication_factor=1, share_coordinator_state_topic_min_isr=1,
+                       share_coordinator_state_topic_num_partitions=1) as n:
         yield n
 
 
@@ -132,12 +135,11 @@ def test_a_broker_restarted_after_kill_9_accepts_no_connection_until_it_is_unfen
     assert "(previous broker epoch -1)" in this_run()             # an unclean stop registers no epoch
 
 
-def test_a_restarted_leader_resumes_each_share_partition_at_its_checkpointed_start(node):
-    """Share groups (KIP-932) keep their share-partitions' state on the leader, with their start
-    offsets checkpointed in the log directory (kafkawire.broker.share_checkpoint): after kill -9
-    the records acknowledged before the checkpoint are not delivered again, the others are, none
-    is lost."""
-    from kafkawire.broker.share_checkpoint import FILE_NAME, ShareStarts
+def test_a_restarted_leader_delivers_no_acknowledged_record_again_and_keeps_delivery_counts(node):
+    """Share groups (KIP-932): the leader writes each share-partition's state to the share
+    coordinator (``__share_group_state``) before it answers an acknowledgement, and reads it back
+    when it serves the share-partition again: after kill -9 the acknowledged records are not
+    delivered again, and the ones in flight are, their delivery counts kept (2: the second time)."""
     from kafkawire.broker.share_partition import ACCEPT
     from kafkawire.messages.share_fetch_request import AcknowledgementBatch
     from .test_share_groups_wire import GROUP, delivered, heartbeat, share_fetch, wait_for_coordinator
@@ -152,13 +154,7 @@ def test_a_restarted_leader_resumes_each_share_partition_at_its_checkpointed_sta
     assert delivered(share_fetch(broker, member, 1, topic_id, [], wait_ms=5_000))[0][1] == [(0, 4, 1)]
     acked = share_fetch(broker, member, 2, topic_id, [0], acks={0: [
         AcknowledgementBatch(first_offset=0, last_offset=2, acknowledge_types=[ACCEPT])]})
-    assert acked.responses[0].partitions[0].acknowledge_error_code == Errors.NONE
-    checkpoint = ShareStarts(os.path.join(node.data_dir, FILE_NAME))
-    deadline = time.monotonic() + WAIT_S
-    while checkpoint.get((GROUP, topic_id, 0)) != 3:          # written within a second
-        assert time.monotonic() < deadline, "the start offset 3 was not checkpointed"
-        time.sleep(0.05)
-        checkpoint = ShareStarts(checkpoint.path)
+    assert acked.responses[0].partitions[0].acknowledge_error_code == Errors.NONE      # written: no wait
     node.quorum.kill(1)
     node.quorum.start(1)
     deadline = time.monotonic() + WAIT_S
@@ -168,4 +164,4 @@ def test_a_restarted_leader_resumes_each_share_partition_at_its_checkpointed_sta
     wait_for_coordinator(broker)
     assert heartbeat(broker, member, 0, ["shared"]).error_code == Errors.NONE      # the member rejoins
     resumed = share_fetch(broker, member, 0, topic_id, [0], wait_ms=5_000)
-    assert delivered(resumed)[0] == ([b"v3", b"v4"], [(3, 4, 1)])
+    assert delivered(resumed)[0] == ([b"v3", b"v4"], [(3, 4, 2)])

@@ -162,8 +162,30 @@ def test_the_start_offsets_checkpoint_round_trips_and_an_unreadable_one_is_ignor
     starts.update({key: 42})
     starts.save()
     assert ShareStarts(path).get(key) == 42
+    old = ShareStarts(path)              # an old checkpoint's entry is taken once, then the file retired
+    assert (old.take(key), old.take(key)) == (42, None)
+    old.save()
+    assert not (tmp_path / "starts.json").exists()
     (tmp_path / "starts.json").write_text("[[\"g\", \"not-a-uuid\", 3, 1]]")
     assert ShareStarts(path).starts == {} and "cannot be read" in caplog.text
+
+
+def test_the_durable_state_read_back_keeps_acknowledgements_and_delivery_counts():
+    """What the leader writes to the share coordinator (acquired records as available, their
+    delivery counts kept) and the share-partition a new leader makes of it."""
+    settings = ShareSettings()
+    sp = SharePartition(0)
+    assert sp.acquire("m", [(0, 9, False)], max_records=500, now_ms=0, settings=settings) == [(0, 9, 1)]
+    assert sp.acknowledge("m", 0, 2, [ACCEPT], now_ms=0, settings=settings) == Errors.NONE
+    assert sp.acknowledge("m", 5, 5, [REJECT], now_ms=0, settings=settings) == Errors.NONE
+    assert sp.dirty
+    durable = sp.durable_batches()
+    assert (sp.start_offset, durable) == (3, [(3, 4, AVAILABLE, 1), (5, 5, ARCHIVED, 1), (6, 9, AVAILABLE, 1)])
+    again = SharePartition.restored(3, durable + [(12, 12, ACKNOWLEDGED, 1)], 1, settings.max_record_locks)
+    assert again.acquire("n", [(0, 14, False)], max_records=500, now_ms=0, settings=settings) == [
+        (3, 4, 2), (6, 9, 2), (10, 11, 1), (13, 14, 1)]      # 10-11: between the batches, never delivered
+    small = SharePartition.restored(3, durable, 1, max_record_locks=2)     # at most the window's limit
+    assert (small.start_offset, small.next_offset) == (3, 5)
 
 
 def test_read_committed_skips_the_batches_of_aborted_transactions_and_the_markers():

@@ -52,7 +52,7 @@ API_VERSIONS = "org.apache.kafka.tools.BrokerApiVersionsCommand"
 CLIENT_METRICS = "org.apache.kafka.tools.ClientMetricsCommand"
 # Kafka 4.3.1 broker APIs kafkawire's broker does not serve yet (docs/broker.md, "What is not done
 # yet"): ACLs, share groups, streams groups.
-NOT_SERVED_YET = {29, 30, 31, 83, 84, 85, 86, 87}
+NOT_SERVED_YET = {29, 30, 31}
 # The module's node takes client telemetry (KIP-714), so it serves GetTelemetrySubscriptions and
 # PushTelemetry (71, 72) as a Kafka broker with a telemetry-capable reporter does, and its
 # Prometheus endpoint shows the pushed metrics.

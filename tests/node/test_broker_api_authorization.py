@@ -30,6 +30,18 @@ from kafkawire.messages.delete_share_group_offsets_request import (DeleteShareGr
 from kafkawire.messages.describe_share_group_offsets_request import (DescribeShareGroupOffsetsRequest,
                                                                      DescribeShareGroupOffsetsRequestGroup,
                                                                      DescribeShareGroupOffsetsRequestTopic)
+from kafkawire.messages.delete_share_group_state_request import (DeleteShareGroupStateRequest, DeleteStateData,
+                                                                 PartitionData as DeletePartition)
+from kafkawire.messages.initialize_share_group_state_request import (InitializeShareGroupStateRequest,
+                                                                     InitializeStateData,
+                                                                     PartitionData as InitializePartition)
+from kafkawire.messages.read_share_group_state_request import (PartitionData as ReadPartition,
+                                                               ReadShareGroupStateRequest, ReadStateData)
+from kafkawire.messages.read_share_group_state_summary_request import (PartitionData as SummaryPartition,
+                                                                       ReadShareGroupStateSummaryRequest,
+                                                                       ReadStateSummaryData)
+from kafkawire.messages.write_share_group_state_request import (PartitionData as WritePartition,
+                                                                WriteShareGroupStateRequest, WriteStateData)
 from kafkawire.messages.share_acknowledge_request import ShareAcknowledgeRequest
 from kafkawire.messages.share_fetch_request import ShareFetchRequest
 from kafkawire.messages.share_group_describe_request import ShareGroupDescribeRequest
@@ -111,7 +123,7 @@ CLUSTER_AUTH, TXN_AUTH = int(Errors.CLUSTER_AUTHORIZATION_FAILED), int(Errors.TR
 TOKEN_AUTH = int(Errors.DELEGATION_TOKEN_AUTHORIZATION_FAILED)
 AUTH_ERRORS = {TOPIC_AUTH, GROUP_AUTH, CLUSTER_AUTH, TXN_AUTH, TOKEN_AUTH}
 USER_RESOURCE, CREATE_TOKENS = 7, 13
-USERS = 80                        # user0..: one per rule, each with only its rule's ACLs, and a few more
+USERS = 86                        # user0..: one per rule, each with only its rule's ACLs, and a few more
 
 
 def _records(**fields) -> bytes:
@@ -166,6 +178,26 @@ def describe_share_offsets(group):
 def alter_share_offsets(group):
     return AlterShareGroupOffsetsRequest(group_id=group, topics=[AlterShareGroupOffsetsRequestTopic(
         topic_name="t-commit", partitions=[AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=0)])])
+
+
+SHARE_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"         # a topic id (Kafka's base64 form) no topic has
+
+
+def share_state_requests():
+    """The five share-state APIs (InitializeShareGroupState ... ReadShareGroupStateSummary), each
+    for one share-partition of an unknown topic."""
+    topic_id = uuid.UUID(int=1)
+    return [InitializeShareGroupStateRequest(group_id="g-share", topics=[InitializeStateData(
+                topic_id=topic_id, partitions=[InitializePartition(partition=0, state_epoch=0, start_offset=-1)])]),
+            ReadShareGroupStateRequest(group_id="g-share", topics=[ReadStateData(
+                topic_id=topic_id, partitions=[ReadPartition(partition=0, leader_epoch=0)])]),
+            WriteShareGroupStateRequest(group_id="g-share", topics=[WriteStateData(
+                topic_id=topic_id, partitions=[WritePartition(partition=0, state_epoch=0, leader_epoch=0,
+                                                              start_offset=0, state_batches=[])])]),
+            DeleteShareGroupStateRequest(group_id="g-share", topics=[DeleteStateData(
+                topic_id=topic_id, partitions=[DeletePartition(partition=0)])]),
+            ReadShareGroupStateSummaryRequest(group_id="g-share", topics=[ReadStateSummaryData(
+                topic_id=topic_id, partitions=[SummaryPartition(partition=0, leader_epoch=0)])])]
 
 
 def acl(resource_type, name, operation):
@@ -338,6 +370,11 @@ RULES = [
         WritableTxnMarker(producer_id=1, producer_epoch=0, transaction_result=False, coordinator_epoch=0,
                           topics=[WritableTxnMarkerTopic(name="t-txn", partition_indexes=[0])])]), 1,
      [acl(CLUSTER, CLUSTER_NAME, Op.CLUSTER_ACTION)], CLUSTER_AUTH),
+    *[(f"{request.NAME} needs CLUSTER_ACTION on the cluster (a share coordinator API)", request, 0,
+       [acl(CLUSTER, CLUSTER_NAME, Op.CLUSTER_ACTION)], CLUSTER_AUTH) for request in share_state_requests()],
+    ("FindCoordinator of a share-partition key needs CLUSTER_ACTION on the cluster", FindCoordinatorRequest(
+        key_type=2, coordinator_keys=[f"g-share:{SHARE_TOPIC_ID}:0"]), 6,
+     [acl(CLUSTER, CLUSTER_NAME, Op.CLUSTER_ACTION)], CLUSTER_AUTH),
     ("DescribeTransactions needs DESCRIBE on the transactional id",
      DescribeTransactionsRequest(transactional_ids=["tx-desc"]), 0, [acl(TXN, "tx-desc", Op.DESCRIBE)], TXN_AUTH),
     ("DescribeTopicPartitions of a named topic needs DESCRIBE on it", DescribeTopicPartitionsRequest(
@@ -416,6 +453,9 @@ transaction.state.log.num.partitions=1
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
 metric.reporters=kafkawire.metrics.ClientTelemetryExporter
+share.coordinator.state.topic.num.partitions=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
 """)
 
 
