@@ -25,6 +25,7 @@ import time
 from kafkawire.messages import streams_group_describe_response as sgd
 from kafkawire.messages.create_topics_request import CreateTopicsRequest
 from kafkawire.messages.streams_group_heartbeat_response import Status, StreamsGroupHeartbeatResponse
+from kafkawire.metadata.group_configs import GroupBounds
 from kafkawire.metadata.image import GROUP_RESOURCE
 from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, RESOURCE_TOPIC, Op
 from kafkawire.net.client import TransportError
@@ -88,14 +89,17 @@ class StreamsApis:
 
     def __init__(self, apis):
         self.apis = apis
+        self._bounds = GroupBounds.of(apis.broker.config)
         self.coordinator = StreamsCoordinator(apis.coordinator, topics=apis.consumer_apis.topics,
-                                              settings=self.group_settings)
+                                              settings=self.group_settings,
+                                              max_size=apis.broker.config.group_streams_max_size)
         self._creating: dict[str, asyncio.Future] = {}      # topic name -> its CreateTopics in flight
         self.creation_errors = CreationErrors()
 
     def group_settings(self, group_id: str) -> StreamsSettings:
         image = self.apis.broker.image()
-        return StreamsSettings.of(None if image is None else image.configs.get((GROUP_RESOURCE, group_id)))
+        return StreamsSettings.of(group_id, None if image is None else image.configs.get((GROUP_RESOURCE, group_id)),
+                                  self._bounds)
 
     def handlers(self) -> dict[int, ApiHandler]:
         return {STREAMS_GROUP_HEARTBEAT: ApiHandler(self.heartbeat, max_version=0),
