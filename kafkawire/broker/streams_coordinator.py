@@ -13,15 +13,16 @@ target assignment of the active tasks when the group epoch is ahead of the assig
 new ones as their owners release them (UNRELEASED_TASKS). Every change is a record of
 kafkawire.broker.streams_group written through the classic coordinator's ``persist`` and replayed.
 
-The timings, the standby count and the size bound are the broker's ``group.streams.*`` settings,
-each overridden by the group's own ``streams.*`` GROUP config clamped to the broker's bounds
-(StreamsSettings.of, kafkawire.metadata.group_configs.effective_streams_configs). No warm-up task
+The timings and the standby count are the broker's ``group.streams.*`` settings, each overridden
+by the group's own ``streams.*`` GROUP config clamped to the broker's bounds (StreamsSettings.of,
+kafkawire.metadata.group_configs.effective_streams_configs; the dynamic
+``group.streams.assignment.interval.ms`` is StreamsApis'); ``group.streams.max.size`` bounds the
+members of every group (``max_size``). No warm-up task
 is ever assigned, as in Kafka 4.3.1 (its StickyTaskAssignor makes none; reported ones are refused).
 
 Differences from Kafka 4.3.1 (documented in docs/broker.md, "Streams groups"): the assignor
 balances active tasks over members keeping each on its previous owner and puts each standby on
-another process (not Kafka's process- and rack-aware StickyTaskAssignor);
-``group.streams.assignment.interval.ms`` is read at start only (dynamic in Kafka).
+another process (not Kafka's process- and rack-aware StickyTaskAssignor).
 """
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ setting), which is what a Kafka controller with default settings checks too.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from dataclasses import dataclass
@@ -22,7 +23,8 @@ from dataclasses import dataclass
 from .config_def import ConfigKey, ConfigValueError, check_range, parse_type
 
 __all__ = ["GROUP_CONFIG_KEYS", "BROKER_SYNONYMS", "FROM_BROKER_VALUES", "GroupBounds", "GroupNameError",
-           "validate_group_configs", "effective_consumer_timeouts", "effective_streams_configs"]
+           "validate_group_configs", "effective_consumer_timeouts", "effective_streams_configs",
+           "with_dynamic_streams_assignment_interval"]
 
 log = logging.getLogger(__name__)
 
@@ -282,3 +284,23 @@ def effective_streams_configs(group_id: str, configs: dict[str, str] | None, bou
                     "min/max bounds for the session timeout and the heartbeat interval do not overlap",
                     group_id, STREAMS_SESSION, values[STREAMS_SESSION], STREAMS_HEARTBEAT, values[STREAMS_HEARTBEAT])
     return values
+
+
+def with_dynamic_streams_assignment_interval(bounds: GroupBounds, value: str | None) -> GroupBounds:
+    """``bounds`` with a dynamic broker config ``group.streams.assignment.interval.ms`` (``value``:
+    this node's, else the cluster default's, else None) in place of the static one, clamped to the
+    static min/max with a WARN as GroupCoordinatorConfig.clampDynamicConfigs does. A value that is
+    not an int (kafkawire's broker forwards broker configs unchecked) is ignored with a WARN."""
+    if value is None:
+        return bounds
+    try:
+        number = int(value.strip())
+    except ValueError:
+        log.warning("ignoring the dynamic group.streams.assignment.interval.ms %r: not an int", value)
+        return bounds
+    low, high = bounds.streams_min_assignment_interval_ms, bounds.streams_max_assignment_interval_ms
+    clamped = min(max(number, low), high)
+    if clamped != number:
+        log.warning("group.streams.assignment.interval.ms=%d is outside this broker's bounds [%d, %d]; using %d",
+                    number, low, high, clamped)
+    return dataclasses.replace(bounds, streams_assignment_interval_ms=clamped)

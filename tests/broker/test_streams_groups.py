@@ -6,6 +6,7 @@ internal topics), member epochs, the revoke-then-assign steps, the records writt
 """
 from __future__ import annotations
 
+import logging
 import uuid
 from types import SimpleNamespace
 
@@ -20,7 +21,7 @@ from kafkawire.broker.streams_coordinator import StreamsCoordinator, StreamsSett
 from kafkawire.broker.streams_topology import MISSING_INTERNAL_TOPICS, MISSING_SOURCE_TOPICS, STALE_TOPOLOGY
 from kafkawire.messages.streams_group_heartbeat_request import (StreamsGroupHeartbeatRequest, Subtopology, TaskIds,
                                                                 TopicInfo, Topology)
-from kafkawire.metadata.image import GROUP_RESOURCE
+from kafkawire.metadata.image import BROKER_RESOURCE, GROUP_RESOURCE
 from kafkawire.net.config import parse_server_config
 from kafkawire.protocol.error_codes import Errors
 
@@ -574,13 +575,14 @@ NODE = ("process.roles=broker,controller\nnode.id=1\ncontroller.listener.names=C
 
 def broker_harness(settings: str, group_configs: dict | None = None) -> Harness:
     """A Harness whose coordinator is the one StreamsApis builds from a node's server.properties
-    (``settings``) and the image's GROUP configs of the group."""
+    (``settings``) and the image's GROUP configs of the group (``h.image``, ``h.apis``)."""
     h = Harness()
-    image = SimpleNamespace(configs={(GROUP_RESOURCE, GROUP): group_configs} if group_configs else {})
+    h.image = SimpleNamespace(configs={(GROUP_RESOURCE, GROUP): group_configs} if group_configs else {})
     apis = SimpleNamespace(coordinator=h.classic, consumer_apis=SimpleNamespace(topics=lambda: h.view),
-                           broker=SimpleNamespace(config=parse_server_config(NODE + settings), image=lambda: image))
+                           broker=SimpleNamespace(config=parse_server_config(NODE + settings), image=lambda: h.image))
     h.classic.streams_groups = {}
-    h.coordinator = StreamsApis(apis).coordinator
+    h.apis = StreamsApis(apis)
+    h.coordinator = h.apis.coordinator
     return h
 
 
@@ -617,3 +619,20 @@ def test_a_groups_streams_configs_are_bounded_by_the_brokers_settings():
                              {"streams.num.standby.replicas": "2", "streams.heartbeat.interval.ms": "20000"})
     response, _ = clamped.join("a")
     assert (response.heartbeat_interval_ms, clamped.group.standby_replicas) == (15_000, 1)
+
+
+def test_a_dynamic_assignment_interval_applies_clamped_to_the_static_bounds(caplog):
+    """group.streams.assignment.interval.ms is reconfigurable in Kafka: the node's dynamic value,
+    else the cluster default's, clamped to group.streams.{min,max}.assignment.interval.ms with a
+    WARN (clampDynamicConfigs); a group's own streams.assignment.interval.ms still wins."""
+    h = broker_harness("group.streams.assignment.interval.ms=2000\n")
+    assert h.apis.group_settings(GROUP).assignment_interval_ms == 2_000
+    h.image.configs[(BROKER_RESOURCE, "")] = {"group.streams.assignment.interval.ms": "20000"}
+    with caplog.at_level(logging.WARNING, logger="kafkawire.metadata.group_configs"):
+        assert h.apis.group_settings(GROUP).assignment_interval_ms == 15_000
+        assert h.apis.group_settings(GROUP).assignment_interval_ms == 15_000
+    assert caplog.text.count("group.streams.assignment.interval.ms=20000 is outside") == 1    # once a change
+    h.image.configs[(BROKER_RESOURCE, "1")] = {"group.streams.assignment.interval.ms": "300"}
+    assert h.apis.group_settings(GROUP).assignment_interval_ms == 300
+    h.image.configs[(GROUP_RESOURCE, GROUP)] = {"streams.assignment.interval.ms": "0"}
+    assert h.apis.group_settings(GROUP).assignment_interval_ms == 0
