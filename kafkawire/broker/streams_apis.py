@@ -25,7 +25,9 @@ import time
 from kafkawire.messages import streams_group_describe_response as sgd
 from kafkawire.messages.create_topics_request import CreateTopicsRequest
 from kafkawire.messages.streams_group_heartbeat_response import Status, StreamsGroupHeartbeatResponse
+from kafkawire.metadata.group_configs import GroupBounds, with_dynamic_streams_assignment_interval
 from kafkawire.metadata.image import GROUP_RESOURCE
+from kafkawire.metadata.topic_config_synonyms import dynamic_broker_configs
 from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, RESOURCE_TOPIC, Op
 from kafkawire.net.client import TransportError
 from kafkawire.protocol.error_codes import Errors
@@ -41,6 +43,8 @@ from .streams_topology import MISSING_INTERNAL_TOPICS
 __all__ = ["StreamsApis", "streams_checks", "CREATE_CHECK"]
 
 log = logging.getLogger(__name__)
+
+STREAMS_ASSIGNMENT_INTERVAL = "group.streams.assignment.interval.ms"
 
 STREAMS_GROUP_HEARTBEAT, STREAMS_GROUP_DESCRIBE = 88, 89
 STREAMS_VERSION = "streams.version"
@@ -88,14 +92,30 @@ class StreamsApis:
 
     def __init__(self, apis):
         self.apis = apis
+        self._bounds = GroupBounds.of(apis.broker.config)
+        self._dynamic: tuple[str | None, GroupBounds] = (None, self._bounds)    # (dynamic value, bounds)
         self.coordinator = StreamsCoordinator(apis.coordinator, topics=apis.consumer_apis.topics,
-                                              settings=self.group_settings)
+                                              settings=self.group_settings,
+                                              max_size=apis.broker.config.group_streams_max_size)
         self._creating: dict[str, asyncio.Future] = {}      # topic name -> its CreateTopics in flight
         self.creation_errors = CreationErrors()
 
     def group_settings(self, group_id: str) -> StreamsSettings:
         image = self.apis.broker.image()
-        return StreamsSettings.of(None if image is None else image.configs.get((GROUP_RESOURCE, group_id)))
+        if image is None:
+            return StreamsSettings.of(group_id, None, self._bounds)
+        return StreamsSettings.of(group_id, image.configs.get((GROUP_RESOURCE, group_id)), self._dynamic_bounds(image))
+
+    def _dynamic_bounds(self, image) -> GroupBounds:
+        """The bounds with the dynamic ``group.streams.assignment.interval.ms`` (GroupCoordinatorConfig's
+        only reconfigurable streams setting), recomputed (and warned about) only when it changes."""
+        node = str(self.apis.broker.config.node_id)
+        value = dynamic_broker_configs(image, node).get(STREAMS_ASSIGNMENT_INTERVAL)
+        if value is None:
+            value = dynamic_broker_configs(image, "").get(STREAMS_ASSIGNMENT_INTERVAL)
+        if value != self._dynamic[0]:
+            self._dynamic = (value, with_dynamic_streams_assignment_interval(self._bounds, value))
+        return self._dynamic[1]
 
     def handlers(self) -> dict[int, ApiHandler]:
         return {STREAMS_GROUP_HEARTBEAT: ApiHandler(self.heartbeat, max_version=0),

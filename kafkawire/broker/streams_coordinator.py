@@ -13,10 +13,16 @@ target assignment of the active tasks when the group epoch is ahead of the assig
 new ones as their owners release them (UNRELEASED_TASKS). Every change is a record of
 kafkawire.broker.streams_group written through the classic coordinator's ``persist`` and replayed.
 
-Differences from Kafka 4.3.1 (documented in docs/broker.md, "Streams groups"): no warm-up tasks;
-the assignor balances active tasks over members keeping each on its previous owner and puts each
-standby on another process (not Kafka's process- and rack-aware StickyTaskAssignor); the broker's ``group.streams.*`` settings are Kafka's
-defaults (a group's ``streams.*`` configs override them).
+The timings and the standby count are the broker's ``group.streams.*`` settings, each overridden
+by the group's own ``streams.*`` GROUP config clamped to the broker's bounds (StreamsSettings.of,
+kafkawire.metadata.group_configs.effective_streams_configs; the dynamic
+``group.streams.assignment.interval.ms`` is StreamsApis'); ``group.streams.max.size`` bounds the
+members of every group (``max_size``). No warm-up task
+is ever assigned, as in Kafka 4.3.1 (its StickyTaskAssignor makes none; reported ones are refused).
+
+Differences from Kafka 4.3.1 (documented in docs/broker.md, "Streams groups"): the assignor
+balances active tasks over members keeping each on its previous owner and puts each standby on
+another process (not Kafka's process- and rack-aware StickyTaskAssignor).
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ from dataclasses import dataclass
 
 from kafkawire.messages.streams_group_heartbeat_response import (Endpoint, EndpointToPartitions, Status,
                                                                   StreamsGroupHeartbeatResponse, TaskIds, TopicPartition)
+from kafkawire.metadata.group_configs import GroupBounds, effective_streams_configs
 from kafkawire.protocol.error_codes import Errors
 
 from . import streams_group as sg
@@ -37,14 +44,14 @@ __all__ = ["StreamsCoordinator", "StreamsSettings", "validate"]
 
 log = logging.getLogger(__name__)
 
-MAX_SIZE = 2**31 - 1                                            # group.streams.max.size
 ASSIGNMENT_DELAYED = 5                                          # the heartbeat status
 
 
 @dataclass(frozen=True)
 class StreamsSettings:
-    """A streams group's timings: its GROUP configs (``streams.*``) over Kafka's defaults of the
-    broker's ``group.streams.*`` settings."""
+    """A streams group's timings and standby count: its GROUP configs (``streams.*``) clamped to the
+    broker's bounds, else the broker's ``group.streams.*`` settings (GroupMetadataManager's
+    streamsGroup*Ms(groupId) over GroupConfig.evaluate)."""
     session_timeout_ms: int = 45_000              # streams.session.timeout.ms
     heartbeat_interval_ms: int = 5_000            # streams.heartbeat.interval.ms
     initial_rebalance_delay_ms: int = 3_000       # streams.initial.rebalance.delay.ms
@@ -52,19 +59,17 @@ class StreamsSettings:
     num_standby_replicas: int = 0                 # streams.num.standby.replicas
 
     @classmethod
-    def of(cls, configs: dict | None) -> "StreamsSettings":
-        """From a group's configs as the image holds them (validated by the controller)."""
-        names = {"session_timeout_ms": "streams.session.timeout.ms",
-                 "heartbeat_interval_ms": "streams.heartbeat.interval.ms",
-                 "initial_rebalance_delay_ms": "streams.initial.rebalance.delay.ms",
-                 "assignment_interval_ms": "streams.assignment.interval.ms",
-                 "num_standby_replicas": "streams.num.standby.replicas"}
-        values = {}
-        for field_name, key in names.items():
-            value = (configs or {}).get(key)
-            if value is not None and value.strip().lstrip("-").isdigit():
-                values[field_name] = int(value)
-        return cls(**values)
+    def of(cls, group_id: str, configs: dict | None, bounds: GroupBounds = GroupBounds()) -> "StreamsSettings":
+        """From a group's configs as the image holds them (validated by the controller) and this
+        broker's settings."""
+        values = effective_streams_configs(group_id, configs, bounds)
+        return cls(session_timeout_ms=values["streams.session.timeout.ms"],
+                   heartbeat_interval_ms=values["streams.heartbeat.interval.ms"],
+                   initial_rebalance_delay_ms=values["streams.initial.rebalance.delay.ms"],
+                   assignment_interval_ms=values["streams.assignment.interval.ms"],
+                   num_standby_replicas=values["streams.num.standby.replicas"])
+
+
 LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2
 SHUTDOWN_APPLICATION = 4                                        # the heartbeat status
 
@@ -196,11 +201,12 @@ class StreamsCoordinator:
     whose timer, clock and persist it shares); ``topics()`` gives a
     kafkawire.broker.consumer_coordinator.TopicsView of the image."""
 
-    def __init__(self, classic, *, topics, settings=lambda group_id: StreamsSettings()):
-        """``settings(group_id)``: the group's StreamsSettings."""
+    def __init__(self, classic, *, topics, settings=lambda group_id: StreamsSettings(), max_size: int = 2**31 - 1):
+        """``settings(group_id)``: the group's StreamsSettings; ``max_size``: group.streams.max.size."""
         self.classic = classic
         self.topics = topics
         self.settings = settings
+        self.max_size = max_size
         self.groups: dict[str, sg.StreamsGroup] = {}
         self.delayed: set = set()           # groups whose initial rebalance delay runs
         classic.streams_groups = self.groups
@@ -242,9 +248,10 @@ class StreamsCoordinator:
         member_id, epoch = request.member_id, request.member_epoch
         member = group.members.get(member_id)
         if epoch == 0:
-            if member is None and len(group.members) >= MAX_SIZE:
+            # throwIfStreamsGroupIsFull: Kafka checks every joining heartbeat, a known member's too
+            if len(group.members) >= self.max_size:
                 raise GroupError(Errors.GROUP_MAX_SIZE_REACHED, "The streams group has reached its maximum "
-                                                                f"capacity of {MAX_SIZE} members.")
+                                                                f"capacity of {self.max_size} members.")
             return member or sg.StreamsMember(member_id)
         if member is None:
             raise GroupError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}.")

@@ -9,12 +9,13 @@ group), no null values, known names, each value's type and validator, then the b
 group's effective values, clamped to its own bounds as Kafka's GroupConfig.evaluate does
 (``effective_consumer_timeouts``).
 
-kafkawire reads the consumer-group bounds from server.properties (group.consumer.*); the share
-and streams bounds are Kafka's defaults (kafkawire reads no group.share.* or group.streams.*
+kafkawire reads the consumer- and streams-group bounds from server.properties (group.consumer.*,
+group.streams.*); the share bounds are Kafka's defaults (kafkawire reads no group.share.*
 setting), which is what a Kafka controller with default settings checks too.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from dataclasses import dataclass
@@ -22,12 +23,16 @@ from dataclasses import dataclass
 from .config_def import ConfigKey, ConfigValueError, check_range, parse_type
 
 __all__ = ["GROUP_CONFIG_KEYS", "BROKER_SYNONYMS", "FROM_BROKER_VALUES", "GroupBounds", "GroupNameError",
-           "validate_group_configs", "effective_consumer_timeouts"]
+           "validate_group_configs", "effective_consumer_timeouts", "effective_streams_configs",
+           "with_dynamic_streams_assignment_interval"]
 
 log = logging.getLogger(__name__)
 
 CONSUMER_SESSION, CONSUMER_HEARTBEAT = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
 CONSUMER_ASSIGNMENT = "consumer.assignment.interval.ms"
+STREAMS_SESSION, STREAMS_HEARTBEAT = "streams.session.timeout.ms", "streams.heartbeat.interval.ms"
+STREAMS_STANDBYS, STREAMS_INITIAL_DELAY = "streams.num.standby.replicas", "streams.initial.rebalance.delay.ms"
+STREAMS_ASSIGNMENT = "streams.assignment.interval.ms"
 
 
 class GroupNameError(ValueError):
@@ -46,10 +51,22 @@ class GroupBounds:
     consumer_max_heartbeat_interval_ms: int = 15_000
     consumer_min_assignment_interval_ms: int = 0
     consumer_max_assignment_interval_ms: int = 15_000
+    streams_session_timeout_ms: int = 45_000
+    streams_min_session_timeout_ms: int = 45_000
+    streams_max_session_timeout_ms: int = 60_000
+    streams_heartbeat_interval_ms: int = 5_000
+    streams_min_heartbeat_interval_ms: int = 5_000
+    streams_max_heartbeat_interval_ms: int = 15_000
+    streams_num_standby_replicas: int = 0
+    streams_max_standby_replicas: int = 2
+    streams_initial_rebalance_delay_ms: int = 3_000
+    streams_assignment_interval_ms: int = 1_000
+    streams_min_assignment_interval_ms: int = 0
+    streams_max_assignment_interval_ms: int = 15_000
 
     @classmethod
     def of(cls, config) -> GroupBounds:
-        """From a node's ServerConfig (its ``group_consumer_*`` attributes, group.consumer.*)."""
+        """From a node's ServerConfig (its ``group_consumer_*`` and ``group_streams_*`` attributes)."""
         return cls(**{field: getattr(config, "group_" + field) for field in cls.__dataclass_fields__})
 
     def defaults(self) -> dict[str, int]:
@@ -58,8 +75,9 @@ class GroupBounds:
                 "share.session.timeout.ms": 45_000, "share.heartbeat.interval.ms": 5_000,
                 "share.record.lock.duration.ms": 30_000, "share.delivery.count.limit": 5,
                 "share.partition.max.record.locks": 2_000,
-                "streams.session.timeout.ms": 45_000, "streams.heartbeat.interval.ms": 5_000,
-                "streams.num.standby.replicas": 0, "streams.initial.rebalance.delay.ms": 3_000}
+                STREAMS_SESSION: self.streams_session_timeout_ms, STREAMS_HEARTBEAT: self.streams_heartbeat_interval_ms,
+                STREAMS_STANDBYS: self.streams_num_standby_replicas,
+                STREAMS_INITIAL_DELAY: self.streams_initial_rebalance_delay_ms}
 
 
 def _int(default: int, at_least: int) -> ConfigKey:
@@ -96,8 +114,8 @@ BROKER_SYNONYMS: dict[str, str] = {
 FROM_BROKER_VALUES = frozenset(GroupBounds().defaults())
 
 # (config, lowest, highest, the broker settings named in the message): validateValues' order.
-# None: no bound on that side. The share and streams bounds are Kafka's defaults (see above).
-_SHARE_STREAMS_BOUNDS = (
+# None: no bound on that side. The share bounds are Kafka's defaults (see above).
+_SHARE_BOUNDS = (
     ("share.heartbeat.interval.ms", 5_000, 15_000, "group.share.min.heartbeat.interval.ms",
      "group.share.max.heartbeat.interval.ms"),
     ("share.session.timeout.ms", 45_000, 60_000, "group.share.min.session.timeout.ms",
@@ -108,13 +126,6 @@ _SHARE_STREAMS_BOUNDS = (
      "group.share.max.delivery.count.limit"),
     ("share.partition.max.record.locks", 100, 4_000, "group.share.min.partition.max.record.locks",
      "group.share.max.partition.max.record.locks"),
-)
-_STREAMS_BOUNDS = (
-    ("streams.heartbeat.interval.ms", 5_000, 15_000, "group.streams.min.heartbeat.interval.ms",
-     "group.streams.max.heartbeat.interval.ms"),
-    ("streams.session.timeout.ms", 45_000, 60_000, "group.streams.min.session.timeout.ms",
-     "group.streams.max.session.timeout.ms"),
-    ("streams.num.standby.replicas", None, 2, None, "group.streams.max.standby.replicas"),
 )
 # ShareGroupAutoOffsetResetStrategy: earliest, latest, or by_duration:<a java.time.Duration text,
 # not negative>. Duration.parse: letters in either case, a sign before the whole and before each
@@ -190,16 +201,23 @@ def _check_bounds(values: dict, configs: dict, bounds: GroupBounds) -> None:
         _bounded(CONSUMER_ASSIGNMENT, values[CONSUMER_ASSIGNMENT], b.consumer_min_assignment_interval_ms,
                  b.consumer_max_assignment_interval_ms, "group.consumer.min.assignment.interval.ms",
                  "group.consumer.max.assignment.interval.ms")
-    for key, low, high, low_name, high_name in _SHARE_STREAMS_BOUNDS:
+    for key, low, high, low_name, high_name in _SHARE_BOUNDS:
         _bounded(key, values[key], low, high, low_name, high_name)
     if "share.assignment.interval.ms" in configs:
         _bounded("share.assignment.interval.ms", values["share.assignment.interval.ms"], 0, 15_000,
                  "group.share.min.assignment.interval.ms", "group.share.max.assignment.interval.ms")
-    for key, low, high, low_name, high_name in _STREAMS_BOUNDS:
-        _bounded(key, values[key], low, high, low_name, high_name)
-    if "streams.assignment.interval.ms" in configs:
-        _bounded("streams.assignment.interval.ms", values["streams.assignment.interval.ms"], 0, 15_000,
-                 "group.streams.min.assignment.interval.ms", "group.streams.max.assignment.interval.ms")
+    _bounded(STREAMS_HEARTBEAT, values[STREAMS_HEARTBEAT], b.streams_min_heartbeat_interval_ms,
+             b.streams_max_heartbeat_interval_ms, "group.streams.min.heartbeat.interval.ms",
+             "group.streams.max.heartbeat.interval.ms")
+    _bounded(STREAMS_SESSION, values[STREAMS_SESSION], b.streams_min_session_timeout_ms,
+             b.streams_max_session_timeout_ms, "group.streams.min.session.timeout.ms",
+             "group.streams.max.session.timeout.ms")
+    _bounded(STREAMS_STANDBYS, values[STREAMS_STANDBYS], None, b.streams_max_standby_replicas, None,
+             "group.streams.max.standby.replicas")
+    if STREAMS_ASSIGNMENT in configs:
+        _bounded(STREAMS_ASSIGNMENT, values[STREAMS_ASSIGNMENT], b.streams_min_assignment_interval_ms,
+                 b.streams_max_assignment_interval_ms, "group.streams.min.assignment.interval.ms",
+                 "group.streams.max.assignment.interval.ms")
     for kind in ("consumer", "share", "streams"):
         session, heartbeat = f"{kind}.session.timeout.ms", f"{kind}.heartbeat.interval.ms"
         if values[session] <= values[heartbeat]:
@@ -239,3 +257,50 @@ def _clamped(group_id: str, key: str, value: str | None, default: int, low: int,
     log.warning("group %s: %s=%d is outside this broker's bounds [%d, %d]; using %d", group_id, key, number,
                 low, high, clamped)
     return clamped
+
+
+def effective_streams_configs(group_id: str, configs: dict[str, str] | None, bounds: GroupBounds) -> dict[str, int]:
+    """A streams group's session timeout, heartbeat interval, standby count, initial rebalance delay
+    and assignment interval (by their group config names): its own configs, clamped to this
+    broker's bounds as GroupConfig.evaluate does (the standby count to its maximum only; the delay
+    not at all), else the broker's ``group.streams.*`` settings."""
+    b, own = bounds, configs or {}
+    values = {
+        STREAMS_SESSION: _clamped(group_id, STREAMS_SESSION, own.get(STREAMS_SESSION), b.streams_session_timeout_ms,
+                                  b.streams_min_session_timeout_ms, b.streams_max_session_timeout_ms),
+        STREAMS_HEARTBEAT: _clamped(group_id, STREAMS_HEARTBEAT, own.get(STREAMS_HEARTBEAT),
+                                    b.streams_heartbeat_interval_ms, b.streams_min_heartbeat_interval_ms,
+                                    b.streams_max_heartbeat_interval_ms),
+        STREAMS_STANDBYS: _clamped(group_id, STREAMS_STANDBYS, own.get(STREAMS_STANDBYS),
+                                   b.streams_num_standby_replicas, 0, b.streams_max_standby_replicas),
+        STREAMS_INITIAL_DELAY: _clamped(group_id, STREAMS_INITIAL_DELAY, own.get(STREAMS_INITIAL_DELAY),
+                                        b.streams_initial_rebalance_delay_ms, 0, 2**31 - 1),
+        STREAMS_ASSIGNMENT: _clamped(group_id, STREAMS_ASSIGNMENT, own.get(STREAMS_ASSIGNMENT),
+                                     b.streams_assignment_interval_ms, b.streams_min_assignment_interval_ms,
+                                     b.streams_max_assignment_interval_ms),
+    }
+    if (STREAMS_SESSION in own or STREAMS_HEARTBEAT in own) and values[STREAMS_SESSION] <= values[STREAMS_HEARTBEAT]:
+        log.warning("group %s: the effective %s (%d) is not greater than %s (%d): check that this broker's "
+                    "min/max bounds for the session timeout and the heartbeat interval do not overlap",
+                    group_id, STREAMS_SESSION, values[STREAMS_SESSION], STREAMS_HEARTBEAT, values[STREAMS_HEARTBEAT])
+    return values
+
+
+def with_dynamic_streams_assignment_interval(bounds: GroupBounds, value: str | None) -> GroupBounds:
+    """``bounds`` with a dynamic broker config ``group.streams.assignment.interval.ms`` (``value``:
+    this node's, else the cluster default's, else None) in place of the static one, clamped to the
+    static min/max with a WARN as GroupCoordinatorConfig.clampDynamicConfigs does. A value that is
+    not an int (kafkawire's broker forwards broker configs unchecked) is ignored with a WARN."""
+    if value is None:
+        return bounds
+    try:
+        number = int(value.strip())
+    except ValueError:
+        log.warning("ignoring the dynamic group.streams.assignment.interval.ms %r: not an int", value)
+        return bounds
+    low, high = bounds.streams_min_assignment_interval_ms, bounds.streams_max_assignment_interval_ms
+    clamped = min(max(number, low), high)
+    if clamped != number:
+        log.warning("group.streams.assignment.interval.ms=%d is outside this broker's bounds [%d, %d]; using %d",
+                    number, low, high, clamped)
+    return dataclasses.replace(bounds, streams_assignment_interval_ms=clamped)

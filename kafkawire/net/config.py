@@ -126,6 +126,19 @@ class ServerConfig:
     group_consumer_max_heartbeat_interval_ms: int = 15_000
     group_consumer_min_assignment_interval_ms: int = 0
     group_consumer_max_assignment_interval_ms: int = 15_000
+    group_streams_session_timeout_ms: int = 45_000
+    group_streams_min_session_timeout_ms: int = 45_000
+    group_streams_max_session_timeout_ms: int = 60_000
+    group_streams_heartbeat_interval_ms: int = 5000
+    group_streams_min_heartbeat_interval_ms: int = 5000
+    group_streams_max_heartbeat_interval_ms: int = 15_000
+    group_streams_max_size: int = INT_MAX
+    group_streams_num_standby_replicas: int = 0
+    group_streams_max_standby_replicas: int = 2
+    group_streams_initial_rebalance_delay_ms: int = 3000
+    group_streams_assignment_interval_ms: int = 1000
+    group_streams_min_assignment_interval_ms: int = 0
+    group_streams_max_assignment_interval_ms: int = 15_000
     producer_id_expiration_ms: int = 86_400_000
     producer_id_expiration_check_interval_ms: int = 600_000
     transaction_max_timeout_ms: int = 900_000
@@ -355,7 +368,9 @@ def _raise_deferred(value):
     return value
 
 
-_CONSUMER_GROUP_BOUNDS = (      # (key, bound key, "min" or "max"): GroupCoordinatorConfig's requires
+# (key, bound key, side): GroupCoordinatorConfig's requires, in its order. "min": key >= bound;
+# "max": key <= bound; "less": key < bound.
+_GROUP_BOUNDS = (
     ("group.consumer.max.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms", "min"),
     ("group.consumer.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms", "min"),
     ("group.consumer.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms", "max"),
@@ -365,25 +380,36 @@ _CONSUMER_GROUP_BOUNDS = (      # (key, bound key, "min" or "max"): GroupCoordin
     ("group.consumer.max.assignment.interval.ms", "group.consumer.min.assignment.interval.ms", "min"),
     ("group.consumer.assignment.interval.ms", "group.consumer.min.assignment.interval.ms", "min"),
     ("group.consumer.assignment.interval.ms", "group.consumer.max.assignment.interval.ms", "max"),
+    ("group.consumer.heartbeat.interval.ms", "group.consumer.session.timeout.ms", "less"),
+    ("group.streams.max.heartbeat.interval.ms", "group.streams.min.heartbeat.interval.ms", "min"),
+    ("group.streams.heartbeat.interval.ms", "group.streams.min.heartbeat.interval.ms", "min"),
+    ("group.streams.heartbeat.interval.ms", "group.streams.max.heartbeat.interval.ms", "max"),
+    ("group.streams.max.session.timeout.ms", "group.streams.min.session.timeout.ms", "min"),
+    ("group.streams.session.timeout.ms", "group.streams.min.session.timeout.ms", "min"),
+    ("group.streams.session.timeout.ms", "group.streams.max.session.timeout.ms", "max"),
+    ("group.streams.heartbeat.interval.ms", "group.streams.session.timeout.ms", "less"),
+    ("group.streams.max.assignment.interval.ms", "group.streams.min.assignment.interval.ms", "min"),
+    ("group.streams.assignment.interval.ms", "group.streams.min.assignment.interval.ms", "min"),
+    ("group.streams.assignment.interval.ms", "group.streams.max.assignment.interval.ms", "max"),
+    ("group.streams.num.standby.replicas", "group.streams.max.standby.replicas", "max"),
 )
 
 
-def _validate_consumer_groups(c: ServerConfig, raw: dict) -> None:
+def _validate_group_bounds(c: ServerConfig, raw: dict) -> None:
     def value(key):
         return getattr(c, key.replace(".", "_"))
-    for key, bound, side in _CONSUMER_GROUP_BOUNDS:
+    for key, bound, side in _GROUP_BOUNDS:
         if side == "min" and value(key) < value(bound):
             raise ConfigError(key, raw[key], f"must be greater than or equal to {bound}")
         if side == "max" and value(key) > value(bound):
             raise ConfigError(key, raw[key], f"must be less than or equal to {bound}")
-    if c.group_consumer_heartbeat_interval_ms >= c.group_consumer_session_timeout_ms:
-        raise ConfigError("group.consumer.heartbeat.interval.ms", raw["group.consumer.heartbeat.interval.ms"],
-                          "must be less than group.consumer.session.timeout.ms")
+        if side == "less" and value(key) >= value(bound):
+            raise ConfigError(key, raw[key], f"must be less than {bound}")
 
 
 def _validate(c: ServerConfig, raw: dict) -> None:
     """The KRaft rules of KafkaConfig.validateValues that involve more than one key."""
-    _validate_consumer_groups(c, raw)
+    _validate_group_bounds(c, raw)
     if c.log_roll_jitter_ms is not None and c.log_roll_jitter_ms < 0:
         raise ConfigError("log.roll.jitter.ms", raw["log.roll.jitter.ms"], "must be greater than or equal to 0")
     if c.replica_fetch_wait_max_ms > c.replica_socket_timeout_ms:

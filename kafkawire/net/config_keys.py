@@ -184,6 +184,22 @@ _KEYS = (
     _Key("group.consumer.max.heartbeat.interval.ms", lambda k, v: _int(k, v, 1), "15000", "GroupCoordinatorConfig"),
     _Key("group.consumer.min.assignment.interval.ms", lambda k, v: _int(k, v, 0), "0", "GroupCoordinatorConfig"),
     _Key("group.consumer.max.assignment.interval.ms", lambda k, v: _int(k, v, 0), "15000", "GroupCoordinatorConfig"),
+    # KIP-1071 streams groups (GroupCoordinatorConfig), each INT atLeast(1) but the standby counts,
+    # the initial delay and the assignment intervals (atLeast(0)); checked together as
+    # GroupCoordinatorConfig requires them (kafkawire.net.config._GROUP_BOUNDS)
+    _Key("group.streams.session.timeout.ms", lambda k, v: _int(k, v, 1), "45000", "GroupCoordinatorConfig"),
+    _Key("group.streams.min.session.timeout.ms", lambda k, v: _int(k, v, 1), "45000", "GroupCoordinatorConfig"),
+    _Key("group.streams.max.session.timeout.ms", lambda k, v: _int(k, v, 1), "60000", "GroupCoordinatorConfig"),
+    _Key("group.streams.heartbeat.interval.ms", lambda k, v: _int(k, v, 1), "5000", "GroupCoordinatorConfig"),
+    _Key("group.streams.min.heartbeat.interval.ms", lambda k, v: _int(k, v, 1), "5000", "GroupCoordinatorConfig"),
+    _Key("group.streams.max.heartbeat.interval.ms", lambda k, v: _int(k, v, 1), "15000", "GroupCoordinatorConfig"),
+    _Key("group.streams.max.size", lambda k, v: _int(k, v, 1), str(INT_MAX), "GroupCoordinatorConfig"),
+    _Key("group.streams.num.standby.replicas", lambda k, v: _int(k, v, 0), "0", "GroupCoordinatorConfig"),
+    _Key("group.streams.max.standby.replicas", lambda k, v: _int(k, v, 0), "2", "GroupCoordinatorConfig"),
+    _Key("group.streams.initial.rebalance.delay.ms", lambda k, v: _int(k, v, 0), "3000", "GroupCoordinatorConfig"),
+    _Key("group.streams.assignment.interval.ms", lambda k, v: _int(k, v, 0), "1000", "GroupCoordinatorConfig"),
+    _Key("group.streams.min.assignment.interval.ms", lambda k, v: _int(k, v, 0), "0", "GroupCoordinatorConfig"),
+    _Key("group.streams.max.assignment.interval.ms", lambda k, v: _int(k, v, 0), "15000", "GroupCoordinatorConfig"),
     # TransactionLogConfig: INT 1 day atLeast(1); INT 10 minutes atLeast(1) (internal);
     # TransactionStateManagerConfig: INT 15 minutes atLeast(1)
     _Key("producer.id.expiration.ms", lambda k, v: _int(k, v, 1), "86400000", "TransactionLogConfig"),

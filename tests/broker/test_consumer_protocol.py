@@ -16,6 +16,7 @@ from kafkawire.broker.consumer_group import (ASSIGNING, EMPTY, MEMBER_STABLE, RE
 from kafkawire.broker.group_coordinator import GroupCoordinator, GroupSettings
 from kafkawire.broker.group_offsets import CommitRefused, GroupOffsets
 from kafkawire.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest, TopicPartitions
+from kafkawire.metadata.group_configs import GroupBounds
 from kafkawire.protocol.error_codes import Errors
 
 from .test_group_coordinator import ManualTimer
@@ -507,7 +508,9 @@ def test_without_group_version_1_the_apis_are_unsupported_version():
                              group_consumer_regex_refresh_interval_ms=600_000,
                              group_consumer_min_session_timeout_ms=45_000, group_consumer_max_session_timeout_ms=60_000,
                              group_consumer_min_heartbeat_interval_ms=5000, group_consumer_max_heartbeat_interval_ms=15_000,
-                             group_consumer_min_assignment_interval_ms=0, group_consumer_max_assignment_interval_ms=15_000)
+                             group_consumer_min_assignment_interval_ms=0, group_consumer_max_assignment_interval_ms=15_000,
+                             **{"group_" + name: getattr(GroupBounds(), name) for name in GroupBounds.__dataclass_fields__
+                                if name.startswith("streams_")})
     apis = SimpleNamespace(coordinator=h.classic, store=store,
                            broker=SimpleNamespace(config=config, image=lambda: image, authorizer=None))
     consumer_apis = ConsumerApis(apis)

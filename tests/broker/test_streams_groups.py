@@ -6,7 +6,9 @@ internal topics), member epochs, the revoke-then-assign steps, the records writt
 """
 from __future__ import annotations
 
+import logging
 import uuid
+from types import SimpleNamespace
 
 import pytest
 
@@ -14,11 +16,13 @@ from kafkawire.broker import streams_group as sg
 from kafkawire.broker.consumer_coordinator import TopicsView
 from kafkawire.broker.group_coordinator import GroupCoordinator, GroupSettings
 from kafkawire.broker.group_offsets import CommitRefused, GroupOffsets
-from kafkawire.broker.streams_apis import described
+from kafkawire.broker.streams_apis import StreamsApis, described
 from kafkawire.broker.streams_coordinator import StreamsCoordinator, StreamsSettings
 from kafkawire.broker.streams_topology import MISSING_INTERNAL_TOPICS, MISSING_SOURCE_TOPICS, STALE_TOPOLOGY
 from kafkawire.messages.streams_group_heartbeat_request import (StreamsGroupHeartbeatRequest, Subtopology, TaskIds,
                                                                 TopicInfo, Topology)
+from kafkawire.metadata.image import BROKER_RESOURCE, GROUP_RESOURCE
+from kafkawire.net.config import parse_server_config
 from kafkawire.protocol.error_codes import Errors
 
 from .test_group_coordinator import ManualTimer
@@ -94,6 +98,10 @@ def active(response) -> dict:
      "Topology can only be provided when (re-)joining."),
     (dict(member_id="m", member_epoch=-3, topology=None), Errors.INVALID_REQUEST,
      "MemberEpoch is -3, but must be greater than or equal to -2."),
+    # Kafka 4.3.1's StickyTaskAssignor assigns no warm-up task, and its coordinator refuses any a member reports
+    (dict(member_id="m", member_epoch=3, topology=None, active_tasks=[], standby_tasks=[],
+          warmup_tasks=[TaskIds(subtopology_id="0", partitions=[1])]), Errors.INVALID_REQUEST,
+     "WarmupTasks are not supported yet."),
     (dict(member_id="m", member_epoch=0, topology=Topology(epoch=1, subtopologies=[Subtopology(
         subtopology_id="0", source_topics=["in"], state_changelog_topics=[TopicInfo(name="c", partitions=3)])])),
      Errors.STREAMS_INVALID_TOPOLOGY, "Changelog topic c must have an undefined partition count, but it is set to 3."),
@@ -337,7 +345,7 @@ def test_a_new_target_waits_for_the_assignment_interval():
 
 
 def test_the_groups_own_configs_set_its_timings():
-    settings = StreamsSettings.of({"streams.session.timeout.ms": "50000", "streams.heartbeat.interval.ms": "6000",
+    settings = StreamsSettings.of(GROUP, {"streams.session.timeout.ms": "50000", "streams.heartbeat.interval.ms": "6000",
                                    "streams.initial.rebalance.delay.ms": "0"})
     assert settings == StreamsSettings(50_000, 6_000, 0, 1_000)
     h = Harness(session_timeout_ms=50_000, heartbeat_interval_ms=6_000)
@@ -559,3 +567,72 @@ def test_a_streams_group_and_a_share_group_never_share_an_id():
         process_id="p"), client_id="c", client_host="/h")
     assert (response.error_code, response.error_message) == (Errors.GROUP_ID_NOT_FOUND,
                                                              "Group queue is not a streams group.")
+
+
+NODE = ("process.roles=broker,controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
+        "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\ncontroller.quorum.voters=1@127.0.0.1:9093\n")
+
+
+def broker_harness(settings: str, group_configs: dict | None = None) -> Harness:
+    """A Harness whose coordinator is the one StreamsApis builds from a node's server.properties
+    (``settings``) and the image's GROUP configs of the group (``h.image``, ``h.apis``)."""
+    h = Harness()
+    h.image = SimpleNamespace(configs={(GROUP_RESOURCE, GROUP): group_configs} if group_configs else {})
+    apis = SimpleNamespace(coordinator=h.classic, consumer_apis=SimpleNamespace(topics=lambda: h.view),
+                           broker=SimpleNamespace(config=parse_server_config(NODE + settings), image=lambda: h.image))
+    h.classic.streams_groups = {}
+    h.apis = StreamsApis(apis)
+    h.coordinator = h.apis.coordinator
+    return h
+
+
+def test_the_brokers_streams_settings_set_a_groups_timings_and_size():
+    """group.streams.*: the heartbeat interval a member is told, the session timeout that fences
+    it, and group.streams.max.size refusing one member more with Kafka's error and message."""
+    h = broker_harness("group.streams.initial.rebalance.delay.ms=0\ngroup.streams.assignment.interval.ms=0\n"
+                       "group.streams.min.heartbeat.interval.ms=100\ngroup.streams.heartbeat.interval.ms=700\n"
+                       "group.streams.min.session.timeout.ms=1000\ngroup.streams.session.timeout.ms=3000\n"
+                       "group.streams.max.size=2\n")
+    first, _ = h.join("a")
+    assert (first.error_code, first.heartbeat_interval_ms) == (Errors.NONE, 700)
+    h.join("b")
+    refused, _ = h.join("c")
+    assert (refused.error_code, refused.error_message) == (
+        Errors.GROUP_MAX_SIZE_REACHED, "The streams group has reached its maximum capacity of 2 members.")
+    h.timer.advance(2_000)
+    h.beat("b", 3, active={})
+    h.timer.advance(1_000)
+    assert set(h.group.members) == {"b"}        # a's 3 s passed, b heartbeat 1 s ago
+
+
+def test_a_groups_streams_configs_are_bounded_by_the_brokers_settings():
+    """A group's streams.* configs apply within this broker's bounds: the standby count comes from
+    group.streams.num.standby.replicas when the group sets none, and a group's larger count is
+    clamped to group.streams.max.standby.replicas."""
+    node = ("group.streams.initial.rebalance.delay.ms=0\ngroup.streams.assignment.interval.ms=0\n"
+            "group.streams.num.standby.replicas=1\n")
+    h = broker_harness(node)
+    h.join("a")
+    h.join("b")
+    assert h.group.standby_replicas == 1 and h.group.standby_targets["b"]["0"] == h.group.targets["a"]["0"]
+    clamped = broker_harness(node + "group.streams.max.standby.replicas=1\n",
+                             {"streams.num.standby.replicas": "2", "streams.heartbeat.interval.ms": "20000"})
+    response, _ = clamped.join("a")
+    assert (response.heartbeat_interval_ms, clamped.group.standby_replicas) == (15_000, 1)
+
+
+def test_a_dynamic_assignment_interval_applies_clamped_to_the_static_bounds(caplog):
+    """group.streams.assignment.interval.ms is reconfigurable in Kafka: the node's dynamic value,
+    else the cluster default's, clamped to group.streams.{min,max}.assignment.interval.ms with a
+    WARN (clampDynamicConfigs); a group's own streams.assignment.interval.ms still wins."""
+    h = broker_harness("group.streams.assignment.interval.ms=2000\n")
+    assert h.apis.group_settings(GROUP).assignment_interval_ms == 2_000
+    h.image.configs[(BROKER_RESOURCE, "")] = {"group.streams.assignment.interval.ms": "20000"}
+    with caplog.at_level(logging.WARNING, logger="kafkawire.metadata.group_configs"):
+        assert h.apis.group_settings(GROUP).assignment_interval_ms == 15_000
+        assert h.apis.group_settings(GROUP).assignment_interval_ms == 15_000
+    assert caplog.text.count("group.streams.assignment.interval.ms=20000 is outside") == 1    # once a change
+    h.image.configs[(BROKER_RESOURCE, "1")] = {"group.streams.assignment.interval.ms": "300"}
+    assert h.apis.group_settings(GROUP).assignment_interval_ms == 300
+    h.image.configs[(GROUP_RESOURCE, GROUP)] = {"streams.assignment.interval.ms": "0"}
+    assert h.apis.group_settings(GROUP).assignment_interval_ms == 0

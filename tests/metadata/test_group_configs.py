@@ -8,7 +8,8 @@ import pytest
 
 from kafkawire.metadata.config_def import ConfigValueError
 from kafkawire.metadata.group_configs import (GROUP_CONFIG_KEYS, GroupBounds, GroupNameError,
-                                              effective_consumer_timeouts, validate_group_configs)
+                                              effective_consumer_timeouts, effective_streams_configs,
+                                              validate_group_configs)
 from kafkawire.metadata.image import GROUP_RESOURCE, SUPPORTED_CONFIGS
 from kafkawire.net.config import parse_server_config
 
@@ -96,3 +97,40 @@ def test_bounds_come_from_the_nodes_settings():
         "group.consumer.min.session.timeout.ms=10000\ngroup.consumer.session.timeout.ms=20000\n")
     bounds = GroupBounds.of(config)
     assert bounds == GroupBounds(consumer_session_timeout_ms=20_000, consumer_min_session_timeout_ms=10_000)
+
+
+def test_streams_bounds_come_from_the_nodes_settings_and_bound_a_groups_configs():
+    config = parse_server_config(
+        "process.roles=broker,controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
+        "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\ncontroller.quorum.voters=1@127.0.0.1:9093\n"
+        "group.streams.min.session.timeout.ms=10000\ngroup.streams.session.timeout.ms=20000\n"
+        "group.streams.max.standby.replicas=4\ngroup.streams.num.standby.replicas=1\n")
+    bounds = GroupBounds.of(config)
+    assert bounds == GroupBounds(streams_session_timeout_ms=20_000, streams_min_session_timeout_ms=10_000,
+                                 streams_max_standby_replicas=4, streams_num_standby_replicas=1)
+    # what the default bounds refuse, this node's wider ones let in
+    validate_group_configs("g", {"streams.session.timeout.ms": "12000", "streams.num.standby.replicas": "4"}, bounds)
+    with pytest.raises(ConfigValueError, match="^streams.session.timeout.ms must be greater than or equal to "
+                                               "group.streams.min.session.timeout.ms$"):
+        validate_group_configs("g", {"streams.session.timeout.ms": "12000"}, BOUNDS)
+    with pytest.raises(ConfigValueError, match="^streams.assignment.interval.ms must be less than or equal to "
+                                               "group.streams.max.assignment.interval.ms$"):
+        validate_group_configs("g", {"streams.assignment.interval.ms": "16000"}, BOUNDS)
+    # a group without configs takes the broker's values, the standby count among them
+    assert effective_streams_configs("g", None, bounds) == {
+        "streams.session.timeout.ms": 20_000, "streams.heartbeat.interval.ms": 5_000,
+        "streams.num.standby.replicas": 1, "streams.initial.rebalance.delay.ms": 3_000,
+        "streams.assignment.interval.ms": 1_000}
+
+
+def test_a_streams_coordinator_uses_the_groups_values_clamped_to_its_bounds(caplog):
+    own = {"streams.session.timeout.ms": "90000", "streams.heartbeat.interval.ms": "6000",
+           "streams.num.standby.replicas": "5", "streams.initial.rebalance.delay.ms": "0",
+           "streams.assignment.interval.ms": "20000"}
+    with caplog.at_level(logging.WARNING, logger="kafkawire.metadata.group_configs"):
+        # set when the bounds were wider: each clamped to this broker's (the delay has no bound)
+        assert effective_streams_configs("g", own, BOUNDS) == {
+            "streams.session.timeout.ms": 60_000, "streams.heartbeat.interval.ms": 6_000,
+            "streams.num.standby.replicas": 2, "streams.initial.rebalance.delay.ms": 0,
+            "streams.assignment.interval.ms": 15_000}
+    assert "streams.num.standby.replicas=5 is outside this broker's bounds [0, 2]; using 2" in caplog.text

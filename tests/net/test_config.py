@@ -187,6 +187,22 @@ def test_the_high_watermark_checkpoint_interval_has_kafkas_name():
     (dict(group_consumer_heartbeat_interval_ms="15000", group_consumer_session_timeout_ms="15000",
           group_consumer_min_session_timeout_ms="1000"), "group.consumer.heartbeat.interval.ms",
      "must be less than group.consumer.session.timeout.ms"),
+    (dict(group_streams_session_timeout_ms="0"), "group.streams.session.timeout.ms", "at least 1"),
+    (dict(group_streams_max_size="0"), "group.streams.max.size", "at least 1"),
+    (dict(group_streams_num_standby_replicas="-1"), "group.streams.num.standby.replicas", "at least 0"),
+    (dict(group_streams_max_heartbeat_interval_ms="4000"), "group.streams.max.heartbeat.interval.ms",
+     "must be greater than or equal to group.streams.min.heartbeat.interval.ms"),
+    (dict(group_streams_heartbeat_interval_ms="500"), "group.streams.heartbeat.interval.ms",
+     "must be greater than or equal to group.streams.min.heartbeat.interval.ms"),
+    (dict(group_streams_session_timeout_ms="90000"), "group.streams.session.timeout.ms",
+     "must be less than or equal to group.streams.max.session.timeout.ms"),
+    (dict(group_streams_heartbeat_interval_ms="15000", group_streams_session_timeout_ms="15000",
+          group_streams_min_session_timeout_ms="1000"), "group.streams.heartbeat.interval.ms",
+     "must be less than group.streams.session.timeout.ms"),
+    (dict(group_streams_assignment_interval_ms="20000"), "group.streams.assignment.interval.ms",
+     "must be less than or equal to group.streams.max.assignment.interval.ms"),
+    (dict(group_streams_num_standby_replicas="3"), "group.streams.num.standby.replicas",
+     "must be less than or equal to group.streams.max.standby.replicas"),
 ])
 def test_bad_values_are_refused_naming_key_value_and_rule(overrides, key, fragment):
     with pytest.raises(ConfigError) as info:
@@ -194,6 +210,22 @@ def test_bad_values_are_refused_naming_key_value_and_rule(overrides, key, fragme
     assert info.value.key == key
     assert str(info.value).startswith(f"{key}: ")
     assert fragment in str(info.value)
+
+
+def test_streams_group_settings_are_read():
+    c = parse_server_config(props(group_streams_session_timeout_ms="20000", group_streams_min_session_timeout_ms="10000",
+                                  group_streams_heartbeat_interval_ms="1000", group_streams_min_heartbeat_interval_ms="500",
+                                  group_streams_max_size="3", group_streams_num_standby_replicas="3",
+                                  group_streams_max_standby_replicas="4", group_streams_initial_rebalance_delay_ms="0"))
+    assert (c.group_streams_session_timeout_ms, c.group_streams_min_session_timeout_ms,
+            c.group_streams_heartbeat_interval_ms, c.group_streams_min_heartbeat_interval_ms, c.group_streams_max_size,
+            c.group_streams_num_standby_replicas, c.group_streams_max_standby_replicas,
+            c.group_streams_initial_rebalance_delay_ms) == (20_000, 10_000, 1_000, 500, 3, 3, 4, 0)
+    defaults = parse_server_config(props())
+    assert (defaults.group_streams_session_timeout_ms, defaults.group_streams_max_session_timeout_ms,
+            defaults.group_streams_heartbeat_interval_ms, defaults.group_streams_max_heartbeat_interval_ms,
+            defaults.group_streams_max_standby_replicas, defaults.group_streams_assignment_interval_ms) == (
+        45_000, 60_000, 5_000, 15_000, 2, 1_000)
 
 
 def test_the_brief_example_message():
