@@ -39,7 +39,8 @@ TYPED = [
     "kafkawire/raft/simulate/invariants.py", "kafkawire/raft/simulate/kafka_scenarios.py",
     "kafkawire/raft/simulate/membership.py", "kafkawire/raft/simulate/node.py", "kafkawire/raft/simulate/scenario_kit.py",
     "kafkawire/raft/simulate/scenarios.py", "kafkawire/raft/simulate/store.py", "kafkawire/raft/simulate/world.py",
-    "kafkawire/raft/node/driver.py", "kafkawire/raft/node/controller_node.py", "kafkawire/raft/node/prometheus.py",
+    "kafkawire/raft/node/driver.py", "kafkawire/raft/node/driver_appends.py", "kafkawire/raft/node/driver_disk.py",
+    "kafkawire/raft/node/driver_snapshots.py", "kafkawire/raft/node/driver_state.py", "kafkawire/raft/node/controller_node.py", "kafkawire/raft/node/prometheus.py",
     # Two generated modules, for the codegen's annotations (records, nullable, struct, list, lazy defaults):
     "kafkawire/messages/fetch_response.py", "kafkawire/messages/create_topics_request.py",
 ]

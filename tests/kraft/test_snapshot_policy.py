@@ -1,5 +1,5 @@
 """When a node snapshots its metadata: Kafka's SnapshotGenerator rules, without Java."""
-from kafkawire.raft.node.driver import snapshot_due
+from kafkawire.raft.node.driver_snapshots import snapshot_due
 
 
 def test_bytes_or_interval_make_a_snapshot_due():

@@ -6,7 +6,7 @@ import os
 import threading
 
 from kafkawire.raft.config import RaftConfig
-from kafkawire.raft.node import driver as driver_module
+from kafkawire.raft.node import driver_snapshots as driver_module
 from kafkawire.raft.node.disk_store import DiskLogStore
 from kafkawire.raft.node.driver import RaftDriver
 from kafkawire.raft.types import Endpoints

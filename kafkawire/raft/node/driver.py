@@ -31,6 +31,10 @@ step of the fetch or the install grows with the snapshot's size. Left on the loo
 with it: the state machine's load of the installed snapshot (_load_snapshot decodes every
 record for the listeners). Segment rolls still fsync on the loop.
 
+RaftDriver is split in parts, mixins of one class: driver_disk (the disk thread's work and the
+held Readys), driver_snapshots (when a snapshot is due, writing it, cleaning behind it) and
+driver_appends (the append queue and its bounds); driver_state declares what they share.
+
 Time given to the core is wall-clock milliseconds (DescribeQuorum reports fetch timestamps
 as Kafka does, in epoch ms), held monotonic: a clock step backwards is absorbed.
 """
@@ -41,7 +45,6 @@ import collections
 import concurrent.futures
 import dataclasses
 import itertools
-import os
 import logging
 import random
 import time
@@ -53,36 +56,20 @@ from kafkawire.protocol.errors import EncodeError
 from kafkawire.protocol.handler import CloseConnection
 from kafkawire.storage.snapshot import SnapshotReader
 from kafkawire.raft.config import RaftConfig
-from kafkawire.raft.contract import AppendQueueFull, NodeFailed, NoLeader, NotLeader, RaftListener, StateMachine
+from kafkawire.raft.contract import NodeFailed, NoLeader, NotLeader, RaftListener, StateMachine
 from kafkawire.raft.core import RaftCore
-from kafkawire.raft.io import (CleanLog, InstallSnapshot, LogFlushed, OutboundRequest, Propose, Ready, RequestFailed, RequestReceived, ResponseReceived, Shutdown,
-                     SnapshotFrozen, Tick, WriteSnapshotChunk)
+from kafkawire.raft.io import (InstallSnapshot, LogFlushed, OutboundRequest, Propose, Ready, RequestFailed, RequestReceived, ResponseReceived, Shutdown,
+                     Tick, WriteSnapshotChunk)
 from kafkawire.raft.rpc import adapt_request_for_version
 from kafkawire.raft.types import LeaderAndEpoch, OffsetAndEpoch
 
 from .disk_store import DiskLogStore
+from .driver_appends import APPEND_QUEUE_BATCHES, APPEND_UNCOMMITTED_BATCHES, AppendQueueing, _QueuedAppend
+from .driver_disk import DiskWork
+from .driver_snapshots import SnapshotDuties
 from .metrics import RaftMetrics
-from .snapshot_writer import FrozenImage, discard, freeze_image, write_image
 
 log = logging.getLogger(__name__)
-
-# Appends waiting for the core, in batches of max_batch_records: past this many an append is
-# refused (AppendQueueFull), as Kafka's BatchAccumulator refuses one past its ten completed
-# batches or when its memory pool has no buffer left (BufferAllocationException).
-APPEND_QUEUE_BATCHES = 10
-# Appends handed to the core but not committed yet, in batches of max_batch_records: past this
-# many a new append is refused too (AppendQueueFull). Kafka bounds only its accumulator, so a
-# leader offered more than its followers take grows its uncommitted tail, and the commit
-# latency, without limit; this bound keeps that latency to what the quorum commits in about
-# this many batches (ours, documented as a difference).
-APPEND_UNCOMMITTED_BATCHES = 20
-
-
-@dataclasses.dataclass(slots=True)
-class _QueuedAppend:
-    records: tuple
-    future: asyncio.Future | None      # None: scheduled, nobody waits (schedule_append)
-    proposed_ms: int
 
 
 class WallClock:
@@ -96,23 +83,7 @@ class WallClock:
         return self._last
 
 
-def _frozen_records(machine):
-    """The state machine's records as of now: a function of a frozen view, to run on the
-    worker thread, when it can freeze one (``frozen_snapshot``); else the records themselves."""
-    freeze = getattr(machine, "frozen_snapshot", None)
-    return freeze() if freeze is not None else machine.snapshot_records()
-
-
-def snapshot_due(bytes_since: int, max_bytes: int, ms_since: int, max_interval_ms: int) -> bool:
-    """Kafka's SnapshotGenerator: metadata.log.max.record.bytes.between.snapshots replayed, or
-    metadata.log.max.snapshot.interval.ms elapsed, where an interval of 0 turns the time rule
-    off (it used to mean a snapshot on every tick here)."""
-    if bytes_since >= max_bytes:
-        return True
-    return max_interval_ms != 0 and ms_since >= max_interval_ms
-
-
-class RaftDriver:
+class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing):
     def __init__(self, config: RaftConfig, store: DiskLogStore, client: NetworkClient, *,
                  state_machine: StateMachine | None = None, seed: int | None = None, clock=None,
                  snapshot_min_bytes: int = 20 * 1024 * 1024, snapshot_interval_ms: int = 3_600_000,
@@ -316,122 +287,6 @@ class RaftDriver:
         # 5: the next tick.
         self._schedule(ready.wake_at_ms)
 
-    def _start_flush(self) -> None:
-        """Group commit on the disk thread: one fsync at a time; the flushes asked for while
-        it runs are done together by the next one."""
-        if self._flushing or self._flush_requested == self._flush_done or self.failure is not None:
-            return
-        target = self._flush_requested
-        sync = self.store.prepare_flush()
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:      # started outside a loop (tools): no loop to keep free
-            sync()
-            self._flush_done = self._unreported_flush = target
-            return
-        self._flushing = loop.run_in_executor(self._disk_thread, sync)
-        self._flushing.add_done_callback(lambda done: self._on_flushed(target, done))
-
-    def _on_flushed(self, target: int, done: asyncio.Future) -> None:
-        self._flushing = None
-        if not self._disk_work_succeeded(done):
-            return
-        self._flush_done = target
-        if not self._release_held():
-            return
-        self._step(LogFlushed(self.clock(), target))     # a leader's own log end now counts
-        if self._drain_after_flush:
-            self._drain_appends()      # before any other flush starts: the appends waited for this one
-        self._start_flush()
-
-    def _disk_work_succeeded(self, done: asyncio.Future) -> bool:
-        """Whether work done on the disk thread finished and the node still runs; a disk that
-        refused it (an fsync or a write failed) stops the node, as Kafka halts."""
-        if done.cancelled() or self.failure is not None or self._closing:
-            return False
-        error = done.exception()
-        if isinstance(error, Exception):
-            self._stop_on_failure(error)
-            return False
-        return True
-
-    def _write_election(self, election, kraft_version: int) -> None:
-        """Write and fsync the quorum-state file on the disk thread, after the fsyncs handed to
-        it before (one thread: in order); the Ready is held until it is done (_apply)."""
-        self._disk_writes += 1
-        number = self._disk_writes
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:      # started outside a loop (tools): no loop to keep free
-            self.store.write_election(election, kraft_version)
-            self._disk_writes_done = number
-            return
-        written = loop.run_in_executor(self._disk_thread, self.store.write_election, election, kraft_version)
-        written.add_done_callback(lambda done: self._on_disk_write_done(number, done))
-
-    def _write_chunk(self, op: WriteSnapshotChunk) -> None:
-        """A fetched snapshot's chunk is written on the disk thread, before the install that
-        makes it durable (one thread: in order); nothing waits for it but that install."""
-        write = self.store.prepare_chunk(op)
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:      # started outside a loop (tools): no loop to keep free
-            write()
-            return
-        written = loop.run_in_executor(self._disk_thread, write)
-        written.add_done_callback(lambda done: self._on_disk_write_done(0, done))
-
-    def _start_install(self, op: InstallSnapshot) -> None:
-        """A fetched snapshot's install: the store says "installed" to the core at once
-        (prepare_install), its fsync, rename and the log's truncation, in that order, run on the
-        disk thread after what was handed to it before, and the Ready is held until they are
-        done (_apply), so nothing that follows from the install (the next Fetch, the snapshot
-        loaded) happens before the snapshot is durable and the log cut."""
-        install = self.store.prepare_install(op.snapshot_id)
-        self._disk_writes += 1
-        number = self._disk_writes
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:      # started outside a loop (tools): no loop to keep free
-            install()
-            self.store.finish_install()
-            self._disk_writes_done = number
-            return
-        self._installing = installing = self._disk_thread.submit(install)
-
-        def installed(done: asyncio.Future) -> None:
-            if self._installing is installing and not done.cancelled() and done.exception() is None:
-                self._finish_install()
-            self._on_disk_write_done(number, done)
-        asyncio.wrap_future(installing, loop=loop).add_done_callback(installed)
-
-    def _finish_install(self) -> None:
-        """Hand the log back to the loop once the install in flight is done, waiting for it if
-        it is not (on the loop: only when a log operation or a reader of the log comes before the
-        install is done, which its held Ready, whose Fetch has not left, makes rare)."""
-        installing, self._installing = self._installing, None
-        if installing is not None:
-            installing.result()     # the disk's error, if any, stops the node (_step)
-            self.store.finish_install()
-
-    def _on_disk_write_done(self, number: int, done: asyncio.Future) -> None:
-        if not self._disk_work_succeeded(done):
-            return
-        self._disk_writes_done = max(self._disk_writes_done, number)
-        self._release_held()
-
-    def _release_held(self) -> bool:
-        """The effects of the held Readys whose writes are now durable, in order; False if that
-        stopped the node."""
-        try:
-            while (self._held and self._held[0][0] <= self._flush_done and self._held[0][1] <= self._disk_writes_done
-                   and self.failure is None):
-                self._apply_effects(self._held.popleft()[2])
-        except Exception as exc:     # the state machine or the log broke a rule: stop, as in _step
-            self._stop_on_failure(exc)
-            return False
-        return True
-
     def _apply_effects(self, ready: Ready) -> None:
         """Steps 3 and 4 of a Ready whose writes are durable."""
         core = self.running
@@ -548,91 +403,6 @@ class RaftDriver:
             if not batch.is_control:
                 yield batch
 
-    def _schedule_snapshot_check(self) -> None:
-        """After a Ready that committed records: whether to snapshot is decided in a loop step
-        of its own, never inside _apply (writing one steps the core: SnapshotFrozen, CleanLog)."""
-        if self._snapshot_check_scheduled or self._snapshot_task is not None:
-            return
-        self._snapshot_check_scheduled = True
-        asyncio.get_running_loop().call_soon(self._maybe_snapshot)
-
-    def _maybe_snapshot(self) -> None:
-        """Kafka's SnapshotGenerator: after enough bytes or enough time since the last one."""
-        self._snapshot_check_scheduled = False
-        if self.failure is not None or self._closing or self._snapshot_task is not None:
-            return
-        now = self.clock()
-        if self.state_machine is None or self.applied_offset <= self.store.start_offset():
-            return
-        if self.state_machine.in_transaction:
-            return      # an open metadata transaction is not in the image yet: snapshot after it
-        if not snapshot_due(self._bytes_since_snapshot, self.snapshot_min_bytes,
-                            now - self._last_snapshot_ms, self.snapshot_interval_ms):
-            return
-        snapshots = self.store.snapshot_ids()
-        if snapshots and snapshots[-1].offset >= self.applied_offset:
-            return
-        self._snapshot_task = asyncio.ensure_future(self.write_snapshot(now))
-
-    async def write_snapshot(self, now: int | None = None) -> OffsetAndEpoch | None:
-        """Snapshot the state machine at the applied offset; returns its id once it is durable
-        and the core knows it. The image is frozen here, on the loop (in O(1) per partition when
-        the state machine has ``frozen_snapshot``); a worker thread encodes and writes it."""
-        now = self.clock() if now is None else now
-        core, machine = self.running, self.state_machine
-        if machine is None:
-            raise RuntimeError(f"node {self.node_id} has no state machine to snapshot")
-        try:
-            snapshot_id = core.snapshot_id_for(self.applied_offset)
-            if snapshot_id in self.store.snapshot_ids():
-                return None
-            version, voters = core.snapshot_control_records(snapshot_id)
-            image = freeze_image(snapshot_id, version, voters, _frozen_records(machine), now)
-            self._bytes_since_snapshot = 0
-            self._last_snapshot_ms = now
-            path = await asyncio.get_running_loop().run_in_executor(None, write_image, self.store.directory, image)
-        except Exception as exc:     # the disk refused the snapshot: stop, as a failed write in a step did
-            self._stop_on_failure(exc)
-            return None
-        finally:
-            self._snapshot_task = None
-        return self._publish_snapshot(image, path)
-
-    def _publish_snapshot(self, image: FrozenImage, path: str) -> OffsetAndEpoch | None:
-        """Back on the loop: the store and the core learn of the written snapshot, then
-        retention may clean the log below it."""
-        snapshot_id = image.snapshot_id
-        if self.failure is not None or self._closing:
-            return None
-        if snapshot_id.offset < self.store.start_offset():
-            discard(path)     # a newer snapshot was installed while this one was written
-            return None
-        self.store.add_snapshot(snapshot_id)
-        log.info("node %d: wrote snapshot %s (%d records)", self.config.node_id, snapshot_id, len(image.values))
-        self._step(SnapshotFrozen(self.clock(), snapshot_id))
-        self._maybe_clean()
-        self._schedule_snapshot_check()     # commits that came while it was written may call for the next
-        return snapshot_id
-
-    def _maybe_clean(self) -> None:
-        """Kafka's metadata log retention: once the log is over metadata.max.retention.bytes, or
-        its oldest segment over metadata.max.retention.ms, what the latest snapshot covers goes."""
-        if self.store.install_pending():
-            return      # the install empties the log anyway; it is the disk thread's meanwhile
-        log_ = self.store.log
-        over_size = self.retention_bytes >= 0 and log_.size > self.retention_bytes
-        oldest = log_.segments[0]
-        try:
-            age_ms = (time.time() - os.path.getmtime(oldest.log_path)) * 1000
-        except OSError:
-            age_ms = 0
-        over_age = self.retention_ms >= 0 and age_ms > self.retention_ms and len(log_.segments) > 1
-        if over_size or over_age:
-            before = self.store.start_offset()
-            self._step(CleanLog(self.clock()))
-            if self.store.start_offset() != before:
-                log.info("node %d: log start moved from %d to %d (retention: %d bytes, oldest segment %d ms)",
-                         self.config.node_id, before, self.store.start_offset(), log_.size, age_ms)
 
     # --- inbound requests (KafkaServer handlers) ------------------------------------------------
     async def handle_request(self, ctx, request):
@@ -731,110 +501,6 @@ class RaftDriver:
         """The high watermark as far as the driver has exposed it (the last committed_through
         applied): the core's may be ahead while its fsync runs."""
         return max(self.metrics.high_watermark, 0)
-
-    async def append(self, records: list[bytes]) -> int:
-        """Append as the leader; resolves with the last offset once committed. The records
-        stay together in one batch. Raises AppendQueueFull at once when appends already wait
-        for append_queue_limit records' room, or append_uncommitted_limit records appended
-        wait for their commit (an overloaded leader pushes back rather than let its queue,
-        and the wait for its answers, grow without bound)."""
-        return await self.prepare_append(records)
-
-    def prepare_append(self, records: list[bytes]) -> asyncio.Future:
-        """``append`` without waiting (RaftHandle.prepare_append): the records are queued, or
-        AppendQueueFull or NodeFailed raised, at once; they reach the core on a later loop
-        turn (_drain_appends), so the offsets next_offset() gave just before are theirs."""
-        future = asyncio.get_running_loop().create_future()
-        self._enqueue(records, future)
-        return future
-
-    def schedule_append(self, records: list[bytes]) -> None:
-        """``append`` without waiting for the commit (Kafka's RaftClient.scheduleAppend, which
-        TestRaftServer uses): the records are queued or AppendQueueFull is raised at once;
-        the commit shows in the commit-latency metric and the listeners, a lost leadership
-        drops them."""
-        self._enqueue(records, None)
-
-    def _enqueue(self, records, future: asyncio.Future | None) -> None:
-        if self.failure is not None:
-            raise NodeFailed(str(self.failure))
-        if self._queued_records >= self.append_queue_limit:
-            self.metrics.appends_refused += 1
-            raise AppendQueueFull(f"node {self.node_id}: {self._queued_records} records wait to be appended "
-                                  f"(limit {self.append_queue_limit}): appends arrive faster than the log "
-                                  f"takes them; retry later")
-        if self._uncommitted_records >= self.append_uncommitted_limit:
-            self.metrics.appends_refused += 1
-            raise AppendQueueFull(f"node {self.node_id}: {self._uncommitted_records} appended records wait for "
-                                  f"their commit (limit {self.append_uncommitted_limit}): appends arrive faster "
-                                  f"than the quorum commits them; retry later")
-        entry = _QueuedAppend(tuple(records), future, self.clock())
-        self._append_queue.append(entry)
-        self._queued_records += len(entry.records)
-        if not self._drain_scheduled:
-            self._drain_scheduled = True
-            asyncio.get_running_loop().call_soon(self._drain_appends)
-
-    def _drain_appends(self) -> None:
-        """Once per loop turn: one Propose of queued appends; the rest wait for the next turn,
-        so requests that arrived meanwhile are answered in between. While the disk thread
-        flushes, appends wait here and go together once it is done (as Kafka's accumulator
-        fills while its raft thread flushes): at linger 0 an fsync covers every append that
-        came during the one before, in batches as full as max_batch_records allows, rather
-        than a batch of a record or two per loop turn (proposing each turn cost so many
-        batches that a leader at 20,000/s spent its loop on them: p50 commit 235-979 ms
-        against 28-64). They do not wait for the fsync when a follower asks: any input, its
-        Fetch among them, first hands the queue to the core (_step), so the answer carries them."""
-        if self._flushing is not None and self.failure is None:
-            self._drain_after_flush = True      # _on_flushed drains; _drain_scheduled stays set
-            return
-        self._drain_scheduled = False
-        if not self._append_queue or self.failure is not None:
-            return
-        if self._drain_after_flush:
-            self._drain_after_flush = False
-            while len(self._append_queue) > 1 and self.failure is None:
-                self._propose_queued_batch(self.clock())
-        if self._append_queue and self.failure is None:
-            self._propose_queued_batch(self.clock())
-        if self._append_queue:
-            self._drain_scheduled = True
-            asyncio.get_running_loop().call_soon(self._drain_appends)
-
-    def _propose_queued_batch(self, now_ms: int) -> None:
-        """Hand the oldest queued appends to the core as one Propose of at most
-        max_batch_records records (an append bigger than that goes alone)."""
-        group = [self._append_queue.popleft()]
-        count = len(group[0].records)
-        limit = self.config.max_batch_records
-        while self._append_queue and count + len(self._append_queue[0].records) <= limit:
-            group.append(self._append_queue.popleft())
-            count += len(group[-1].records)
-        self._queued_records -= count
-        self._uncommitted_records += count
-        token = next(self._tokens)
-        self._appends[token] = group
-        self._step(Propose(now_ms, token, tuple(r for entry in group for r in entry.records)))
-
-    def _settled(self, token) -> list[_QueuedAppend]:
-        """The appends of a Propose the core committed or failed: no longer uncommitted."""
-        group = self._appends.pop(token, [])
-        self._uncommitted_records -= sum(len(entry.records) for entry in group)
-        return group
-
-    def _complete_appends(self, group, last_offset: int, now: int) -> None:
-        """The appends of one committed Propose, in order: each resolves with its own last offset."""
-        for entry in reversed(group):
-            self.metrics.commit_latency.record(now - entry.proposed_ms)
-            if entry.future is not None and not entry.future.done():
-                entry.future.set_result(last_offset)
-            last_offset -= len(entry.records)
-
-    @staticmethod
-    def _fail_appends(group, error: Exception) -> None:
-        for entry in group:
-            if entry.future is not None and not entry.future.done():
-                entry.future.set_exception(error)
 
     async def send_to_leader(self, request, timeout_ms: int = 5000):
         leader = self.leader()
