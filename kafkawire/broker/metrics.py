@@ -24,6 +24,8 @@ from typing import Iterator
 
 from kafkawire.net.metrics_http import Family, gauge
 
+from .replica_state import EXPAND, SHRINK
+
 REPLICA_MANAGER = "kafka_server_replicamanager_"
 TOPIC_METRICS = "kafka_server_brokertopicmetrics_"
 # The meters, by the name their MBean has without "PerSec", and what each counts (Kafka's descriptions).
@@ -37,6 +39,29 @@ ALL_TOPICS_ONLY = {REPLICATION_BYTES_IN: "bytes", REPLICATION_BYTES_OUT: "bytes"
 # Kafka's BrokerState values (org.apache.kafka.metadata.BrokerState), by the lifecycle's state names.
 BROKER_STATES = {"STARTING": 1, "RECOVERY": 2, "RUNNING": 3, "PENDING_CONTROLLED_SHUTDOWN": 6, "SHUTTING_DOWN": 7}
 NOT_RUNNING = 0
+
+
+class IsrUpdateMeters:
+    """ReplicaManager's IsrExpandsPerSec, IsrShrinksPerSec and FailedIsrUpdatesPerSec as counts,
+    marked where Kafka's Partition marks them (kafkawire.broker.replication, at an AlterPartition's answer)."""
+    __slots__ = ("expands", "shrinks", "failed")
+
+    def __init__(self):
+        self.expands = self.shrinks = self.failed = 0
+
+    def committed(self, pending: str | None) -> None:
+        """The controller committed a change the leader made: ``pending`` is its kind ("expand" or "shrink")."""
+        if pending == EXPAND:
+            self.expands += 1
+        elif pending == SHRINK:
+            self.shrinks += 1
+
+    def families(self) -> Iterator[Family]:
+        for name, what, count in (("isrexpands", "IsrExpandsPerSec: ISR expansions committed", self.expands),
+                                  ("isrshrinks", "IsrShrinksPerSec: ISR shrinks committed", self.shrinks),
+                                  ("failedisrupdates", "FailedIsrUpdatesPerSec: ISR changes the controller "
+                                   "refused or that failed", self.failed)):
+            yield Family(REPLICA_MANAGER + name, what, [({}, float(count))], kind="counter")
 
 
 class BrokerTopicStats:
@@ -108,6 +133,7 @@ def replica_manager_families(broker) -> Iterator[Family]:
                 len(broker.offline_partitions))
     yield gauge(REPLICA_MANAGER + "produceridcount", "Producer ids kept by the led partitions",
                 sum(len(p.producers.producers) for p in led))
+    yield from broker.replication.isr_meters.families()
 
 
 def _isr_shape(broker, registration, partition, min_isr_of: dict, image) -> tuple:

@@ -1,0 +1,93 @@
+"""The counts behind a broker's metrics (kafkawire.broker.metrics), in process: ReplicaManager's
+ISR meters counted at an AlterPartition's answer as Kafka's Partition counts them."""
+from __future__ import annotations
+
+import asyncio
+import uuid
+from types import SimpleNamespace
+
+from kafkawire.broker.partition import LeaderPartition
+from kafkawire.broker.replica_state import LeaderReplicas
+from kafkawire.messages.alter_partition_response import AlterPartitionResponse, PartitionData, TopicData
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.records.builder import build_batch
+
+TOPIC_ID = uuid.UUID(int=5)
+WAIT_S = 5
+
+
+class ControllerAnsweringBroker:
+    """What Replication reads of a broker, with a controller that commits each AlterPartition as
+    sent (bumping the partition epoch), or answers ``error`` while it is set."""
+
+    def __init__(self):
+        self.node_id = 1
+        self.config = SimpleNamespace(replica_lag_time_max_ms=30_000)
+        self.lifecycle = SimpleNamespace(broker_epoch=10)
+        self.brokers = {2: SimpleNamespace(fenced=False, epoch=20, in_controlled_shutdown=False)}
+        self.partitions = {}
+        self.error = Errors.NONE
+        self.answered = 0
+
+    def image(self):
+        return SimpleNamespace(brokers=self.brokers)
+
+    async def send_to_controller(self, request, timeout_ms):
+        [topic] = request.topics
+        [p] = topic.partitions
+        self.answered += 1
+        return AlterPartitionResponse(topics=[TopicData(topic_id=topic.topic_id, partitions=[PartitionData(
+            partition_index=p.partition_index, error_code=self.error, leader_id=1, leader_epoch=p.leader_epoch,
+            isr=[b.broker_id for b in p.new_isr_with_epochs], partition_epoch=p.partition_epoch + 1)])])
+
+    def data_appended(self):
+        pass
+
+
+def led_with_follower_out_of_isr(tmp_path) -> LeaderPartition:
+    partition = LeaderPartition.open(str(tmp_path), "t", 0, TOPIC_ID, leader_epoch=0, high_watermark=0)
+    partition.log.append(build_batch([(None, b"v")]), assign_offsets=True, leader_epoch=0)
+    partition.replicas = LeaderReplicas(1, max_lag_ms=30_000, broker_epoch=lambda b: 20)
+    partition.replicas.make_leader(replicas=[1, 2], isr=[1], leader_epoch=0, partition_epoch=0,
+                                   log_end_offset=1, now_ms=0, is_new_leader=True)
+    return partition
+
+
+def test_an_isr_expand_and_shrink_committed_by_the_controller_are_counted_once_each(tmp_path):
+    """Partition.handleAlterPartitionUpdate marks IsrExpands or IsrShrinks once per committed
+    change; handleAlterPartitionError marks FailedIsrUpdates (and a retried change counts again
+    only when it is answered)."""
+    from kafkawire.broker.replication import Replication
+    broker, now = ControllerAnsweringBroker(), [0]
+    replication = Replication(broker, clock=lambda: now[0])
+    partition = led_with_follower_out_of_isr(tmp_path)
+    broker.partitions[("t", 0)] = partition
+    meters = replication.isr_meters
+
+    async def until(condition):
+        async with asyncio.timeout(WAIT_S):
+            while not condition():
+                await asyncio.sleep(0)
+
+    async def go():
+        replication.follower_fetched(partition, 2, 20, fetch_offset=1, log_start_offset=0, leader_end_offset=1)
+        await until(lambda: not partition.replicas.state.in_flight)
+        assert partition.replicas.state.isr == {1, 2}
+        assert (meters.expands, meters.shrinks, meters.failed) == (1, 0, 0)
+        replication.follower_fetched(partition, 2, 20, fetch_offset=1, log_start_offset=0, leader_end_offset=1)
+        assert (meters.expands, broker.answered) == (1, 1)         # in the ISR already: no change sent
+        partition.log.append(build_batch([(None, b"w")]), assign_offsets=True, leader_epoch=0)
+        now[0] = 60_000                                             # the follower has lagged past the max lag
+        broker.error = Errors.INVALID_UPDATE_VERSION                # refused: pending until the metadata says more
+        replication.maybe_shrink_isr()
+        await until(lambda: broker.answered == 2)
+        assert (meters.expands, meters.shrinks, meters.failed) == (1, 0, 1)
+        partition.replicas.make_leader(replicas=[1, 2], isr=[1, 2], leader_epoch=0, partition_epoch=1,
+                                       log_end_offset=2, now_ms=0, is_new_leader=False)
+        broker.error = Errors.NONE
+        replication.maybe_shrink_isr()
+        await until(lambda: not partition.replicas.state.in_flight)
+        assert partition.replicas.state.isr == {1}
+        assert (meters.expands, meters.shrinks, meters.failed) == (1, 1, 1)
+        replication.close()
+    asyncio.run(go())
