@@ -12,8 +12,12 @@ kafkawire.raft.node.prometheus says:
   ``topic`` label for one (the exporter's rule for a meter with a key), made at a topic's first
   mark as Kafka makes its per-topic meters; the replication meters are all-topics only, as in
   Kafka;
+* ReplicaManager's meters IsrExpandsPerSec, IsrShrinksPerSec, FailedIsrUpdatesPerSec are the
+  counters ``kafka_server_replicamanager_isrexpands_total`` ..., counted by IsrUpdateMeters
+  where Kafka's Partition marks them;
 * ``kafka.server:type=KafkaServer,name=BrokerState`` is ``kafka_server_kafkaserver_brokerstate``
-  with the values of Kafka's BrokerState.
+  with the values of Kafka's BrokerState;
+* the per-partition Partition and Log gauges: kafkawire.broker.partition_metrics.
 
 Values are read when scraped; the meters are plain counts kept by the produce and fetch paths
 (``BrokerTopicStats.mark``), a dict look-up and an add each.
@@ -24,6 +28,7 @@ from typing import Iterator
 
 from kafkawire.net.metrics_http import Family, gauge
 
+from .partition_metrics import LedShape, partition_families
 from .replica_state import EXPAND, SHRINK
 
 REPLICA_MANAGER = "kafka_server_replicamanager_"
@@ -101,23 +106,31 @@ def broker_families(broker) -> Iterator[Family]:
     lifecycle = broker.lifecycle
     state = NOT_RUNNING if lifecycle is None else BROKER_STATES.get(lifecycle.state, NOT_RUNNING)
     yield gauge("kafka_server_kafkaserver_brokerstate", "The broker's state (Kafka's BrokerState values)", state)
-    yield from replica_manager_families(broker)
+    led = led_shapes(broker)
+    yield from replica_manager_families(broker, led)
     yield from broker.topic_stats.families()
+    yield from partition_families(broker, led)
 
 
-def replica_manager_families(broker) -> Iterator[Family]:
-    led = list(broker.partitions.values())
+def led_shapes(broker) -> list[LedShape]:
+    """Each led partition's ISR as ReplicaManager reads it (one registration look-up each)."""
     image = broker.image()
-    under_replicated = under_min_isr = at_min_isr = reassigning = 0
     min_isr_of: dict[str, int] = {}
-    for partition in led:
+    shapes = []
+    for partition in broker.partitions.values():
         registration = _registration(image, partition)
         isr, replication_factor, min_isr = _isr_shape(broker, registration, partition, min_isr_of, image)
-        under_replicated += len(isr) < replication_factor
-        under_min_isr += len(isr) < min_isr
-        at_min_isr += len(isr) == min_isr
-        reassigning += registration is not None and bool(registration.adding_replicas or
-                                                         registration.removing_replicas)
+        reassigning = registration is not None and bool(registration.adding_replicas or
+                                                        registration.removing_replicas)
+        shapes.append(LedShape(partition, len(isr), replication_factor, min_isr, reassigning))
+    return shapes
+
+
+def replica_manager_families(broker, led: list[LedShape]) -> Iterator[Family]:
+    under_replicated = sum(s.isr_size < s.replication_factor for s in led)
+    under_min_isr = sum(s.isr_size < s.min_isr for s in led)
+    at_min_isr = sum(s.isr_size == s.min_isr for s in led)
+    reassigning = sum(s.reassigning for s in led)
     followed = len(broker.replica_roles.followers)
     yield gauge(REPLICA_MANAGER + "leadercount", "The partitions this broker leads", len(led))
     yield gauge(REPLICA_MANAGER + "partitioncount", "The partitions this broker holds a replica of",
@@ -132,7 +145,7 @@ def replica_manager_families(broker) -> Iterator[Family]:
     yield gauge(REPLICA_MANAGER + "offlinereplicacount", "Replicas in an offline log directory",
                 len(broker.offline_partitions))
     yield gauge(REPLICA_MANAGER + "produceridcount", "Producer ids kept by the led partitions",
-                sum(len(p.producers.producers) for p in led))
+                sum(len(s.partition.producers.producers) for s in led))
     yield from broker.replication.isr_meters.families()
 
 

@@ -179,6 +179,10 @@ class Log:
         return [self._segments[b] for b in self._bases]
 
     @property
+    def segment_count(self) -> int:
+        return len(self._bases)
+
+    @property
     def active_segment(self) -> LogSegment:
         return self._segments[self._bases[-1]]
 

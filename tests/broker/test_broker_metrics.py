@@ -91,3 +91,44 @@ def test_an_isr_expand_and_shrink_committed_by_the_controller_are_counted_once_e
         assert (meters.expands, meters.shrinks, meters.failed) == (1, 1, 1)
         replication.close()
     asyncio.run(go())
+
+
+def scraped(families) -> dict[tuple[str, tuple], float]:
+    """(sample name, sorted labels) -> value of ``families`` rendered for the endpoint, parsed by
+    prometheus_client's own text parser."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from kafkawire.net.metrics_http import exposition
+    text = exposition(lambda: list(families))().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def test_the_partition_and_log_gauges_of_a_led_and_a_followed_partition(tmp_path):
+    """Kafka's Partition gauges on every replica held (a follower's read 0 but LastStableOffsetLag),
+    its Log gauges on every local log, with topic and partition labels."""
+    from kafkawire.broker.follower import FollowerReplica
+    from kafkawire.broker.metrics import BrokerTopicStats, IsrUpdateMeters, broker_families
+    led = led_with_follower_out_of_isr(tmp_path / "led")          # replicas 1 and 2, ISR {1}
+    led.log.append(build_batch([(None, b"w" * 2_000_000)]), assign_offsets=True, leader_epoch=0)
+    followed = LeaderPartition.open(str(tmp_path / "followed"), "f", 3, uuid.UUID(int=6), leader_epoch=0,
+                                    high_watermark=0)
+    followed.log.append(build_batch([(None, b"v"), (None, b"v")]), assign_offsets=True, leader_epoch=0)
+    broker = SimpleNamespace(
+        lifecycle=None, partitions={("t", 0): led}, image=lambda: None, offline_partitions={},
+        replica_roles=SimpleNamespace(followers={("f", 3): FollowerReplica(followed, leader_id=2, leader_epoch=0)}),
+        topic_stats=BrokerTopicStats(), replication=SimpleNamespace(isr_meters=IsrUpdateMeters()))
+    m = scraped(broker_families(broker))
+    t0, f3 = (("partition", "0"), ("topic", "t")), (("partition", "3"), ("topic", "f"))
+    for name, led_value, followed_value in [("underreplicated", 1, 0), ("underminisr", 0, 0), ("atminisr", 1, 0),
+                                            ("insyncreplicascount", 1, 0), ("replicascount", 2, 0),
+                                            ("laststableoffsetlag", 0, 0)]:
+        assert (m[(f"kafka_cluster_partition_{name}", t0)], m[(f"kafka_cluster_partition_{name}", f3)]) == \
+            (led_value, followed_value), name
+    assert (m[("kafka_log_log_logendoffset", t0)], m[("kafka_log_log_logendoffset", f3)]) == (2, 2)
+    assert m[("kafka_log_log_logstartoffset", t0)] == 0 and m[("kafka_log_log_numlogsegments", f3)] == 1
+    assert m[("kafka_log_log_size", t0)] == led.log.size > 2_000_000      # written with Go's exponent form
+    assert m[("kafka_server_replicamanager_underreplicatedpartitions", ())] == 1
+    assert m[("kafka_server_replicamanager_partitioncount", ())] == 2
+    led.close()
+    followed.close()
