@@ -110,6 +110,7 @@ def broker_families(broker) -> Iterator[Family]:
     yield from replica_manager_families(broker, led)
     yield from broker.topic_stats.families()
     yield from partition_families(broker, led)
+    yield from broker.request_metrics.families()
 
 
 def led_shapes(broker) -> list[LedShape]:

@@ -43,6 +43,7 @@ class Family:
     kind: str = "gauge"
     count: int = 0
     lines: list[str] | None = None
+    counts: list[tuple[dict[str, str], float]] | None = None     # a labelled summary's ``_count`` samples
 
 
 def number(value) -> str:
@@ -88,7 +89,10 @@ def exposition(families: Callable[[], Iterable[Family]]) -> Callable[[], bytes]:
                 out = Metric(family.name, family.help, family.kind)
                 for sample_labels, value in family.samples:
                     out.add_sample(family.name + suffix[family.kind], sample_labels, value)
-                if family.kind == "summary":
+                if family.counts is not None:
+                    for sample_labels, value in family.counts:
+                        out.add_sample(family.name + "_count", sample_labels, value)
+                elif family.kind == "summary":
                     out.add_sample(family.name + "_count", {}, float(family.count))
                 yield out
 

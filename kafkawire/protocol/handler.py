@@ -54,6 +54,7 @@ class RequestContext:
     # KafkaPrincipal.tokenAuthenticated: the connection authenticated with a delegation token (SCRAM tokenauth)
     token_authenticated: bool = False
     forwarded: bool = False  # RequestChannel.Request.isForwarded: the request came in an Envelope
+    timing: Any = None       # the request's moments for its metrics (kafkawire.net.request_metrics.RequestTimes)
 
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]

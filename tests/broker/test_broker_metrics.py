@@ -109,6 +109,7 @@ def test_the_partition_and_log_gauges_of_a_led_and_a_followed_partition(tmp_path
     its Log gauges on every local log, with topic and partition labels."""
     from kafkawire.broker.follower import FollowerReplica
     from kafkawire.broker.metrics import BrokerTopicStats, IsrUpdateMeters, broker_families
+    from kafkawire.net.request_metrics import RequestMetrics
     led = led_with_follower_out_of_isr(tmp_path / "led")          # replicas 1 and 2, ISR {1}
     led.log.append(build_batch([(None, b"w" * 2_000_000)]), assign_offsets=True, leader_epoch=0)
     followed = LeaderPartition.open(str(tmp_path / "followed"), "f", 3, uuid.UUID(int=6), leader_epoch=0,
@@ -117,7 +118,8 @@ def test_the_partition_and_log_gauges_of_a_led_and_a_followed_partition(tmp_path
     broker = SimpleNamespace(
         lifecycle=None, partitions={("t", 0): led}, image=lambda: None, offline_partitions={},
         replica_roles=SimpleNamespace(followers={("f", 3): FollowerReplica(followed, leader_id=2, leader_epoch=0)}),
-        topic_stats=BrokerTopicStats(), replication=SimpleNamespace(isr_meters=IsrUpdateMeters()))
+        topic_stats=BrokerTopicStats(), replication=SimpleNamespace(isr_meters=IsrUpdateMeters()),
+        request_metrics=RequestMetrics())
     m = scraped(broker_families(broker))
     t0, f3 = (("partition", "0"), ("topic", "t")), (("partition", "3"), ("topic", "f"))
     for name, led_value, followed_value in [("underreplicated", 1, 0), ("underminisr", 0, 0), ("atminisr", 1, 0),

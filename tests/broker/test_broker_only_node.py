@@ -181,6 +181,12 @@ def test_each_broker_only_node_serves_its_raft_and_broker_metrics(cluster):
         leaders_end += sum(m[("kafka_log_log_logendoffset", labels)] for m in scraped.values()
                            if m.get(("kafka_cluster_partition_replicascount", labels)) == 2)
     assert leaders_end == 20
+    # kafka.network's request metrics of the clients' and the followers' requests
+    produced = [v for m in scraped.values() for (name, labels), v in m.items()
+                if name == "kafka_network_requestmetrics_requests_total" and ("request", "Produce") in labels]
+    assert sum(produced) >= 2           # kafka-python's produce requests, counted by their version
+    assert total("kafka_network_requestmetrics_totaltimems_count", (("request", "Fetch"),)) > 0
+    assert total("kafka_network_requestmetrics_errors_total", (("error", "NONE"), ("request", "Produce"))) >= 2
 
 
 def test_a_restarted_broker_only_node_keeps_its_data_and_metadata(cluster):
