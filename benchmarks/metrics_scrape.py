@@ -89,12 +89,15 @@ class _Led:
 
 def broker_with(image) -> SimpleNamespace:
     from kafkawire.broker.metrics import BrokerTopicStats, IsrUpdateMeters
+    from kafkawire.net.client_quotas import ClientQuotaManager
     from kafkawire.net.request_metrics import RequestMetrics
     partitions = {(name, p): _Led(name, p, p == 0) for name, topic in image.topics_by_name.items()
                   for p in topic.partitions}
     return SimpleNamespace(lifecycle=None, partitions=partitions, image=lambda: image, offline_partitions={},
                            replica_roles=SimpleNamespace(followers={}), topic_stats=BrokerTopicStats(),
-                           replication=SimpleNamespace(isr_meters=IsrUpdateMeters()), request_metrics=RequestMetrics())
+                           replication=SimpleNamespace(isr_meters=IsrUpdateMeters()), request_metrics=RequestMetrics(),
+                           quotas=SimpleNamespace(produce=ClientQuotaManager(11, 1), fetch=ClientQuotaManager(11, 1),
+                                                  request=ClientQuotaManager(11, 1)))
 
 
 def main() -> None:

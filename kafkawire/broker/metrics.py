@@ -111,6 +111,37 @@ def broker_families(broker) -> Iterator[Family]:
     yield from broker.topic_stats.families()
     yield from partition_families(broker, led)
     yield from broker.request_metrics.families()
+    yield from quota_families(broker.quotas)
+
+
+# The quota types' MBean types and the name of each one's rate (Kafka's ClientQuotaManager metrics).
+QUOTA_RATES = (("Produce", "produce", "byte_rate"), ("Fetch", "fetch", "byte_rate"),
+               ("Request", "request", "request_time"))
+
+
+def quota_families(quotas) -> Iterator[Family]:
+    """``kafka.server:type=Produce|Fetch|Request,user=U,client-id=C`` (a part the quota does not
+    name is left out, as Kafka's JmxReporter leaves out an empty tag) attributes byte-rate or
+    request-time and throttle-time, as the exporter's quota rules name them:
+    ``kafka_server_quota_byte_rate{resource="Produce",user="U",clientId="C"}`` and
+    ``kafka_server_quota_throttle_time{...}`` (the mean throttle of the recent windows, NaN
+    with none). One sample per client rate kept, as Kafka has one sensor per quota-sharing group."""
+    rates: dict[str, list] = {"byte_rate": [], "request_time": []}
+    throttles: list = []
+    for resource, attribute, rate_name in QUOTA_RATES:
+        for (user, client_id), rate, throttle in getattr(quotas, attribute).measured():
+            labels = {"resource": resource}
+            if user:
+                labels["user"] = user
+            if client_id:
+                labels["clientId"] = client_id
+            rates[rate_name].append((labels, rate))
+            throttles.append((labels, throttle))
+    yield Family("kafka_server_quota_byte_rate", "byte-rate: the client's bytes per second (Produce, Fetch)",
+                 rates["byte_rate"])
+    yield Family("kafka_server_quota_request_time", "request-time: the client's share of request handler "
+                 "time, in percent", rates["request_time"])
+    yield Family("kafka_server_quota_throttle_time", "throttle-time: the client's average throttle (ms)", throttles)
 
 
 def led_shapes(broker) -> list[LedShape]:

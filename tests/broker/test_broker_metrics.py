@@ -119,7 +119,7 @@ def test_the_partition_and_log_gauges_of_a_led_and_a_followed_partition(tmp_path
         lifecycle=None, partitions={("t", 0): led}, image=lambda: None, offline_partitions={},
         replica_roles=SimpleNamespace(followers={("f", 3): FollowerReplica(followed, leader_id=2, leader_epoch=0)}),
         topic_stats=BrokerTopicStats(), replication=SimpleNamespace(isr_meters=IsrUpdateMeters()),
-        request_metrics=RequestMetrics())
+        request_metrics=RequestMetrics(), quotas=no_quotas())
     m = scraped(broker_families(broker))
     t0, f3 = (("partition", "0"), ("topic", "t")), (("partition", "3"), ("topic", "f"))
     for name, led_value, followed_value in [("underreplicated", 1, 0), ("underminisr", 0, 0), ("atminisr", 1, 0),
@@ -134,3 +134,34 @@ def test_the_partition_and_log_gauges_of_a_led_and_a_followed_partition(tmp_path
     assert m[("kafka_server_replicamanager_partitioncount", ())] == 2
     led.close()
     followed.close()
+
+
+def no_quotas() -> SimpleNamespace:
+    from kafkawire.net.client_quotas import ClientQuotaManager
+    return SimpleNamespace(produce=ClientQuotaManager(11, 1), fetch=ClientQuotaManager(11, 1),
+                           request=ClientQuotaManager(11, 1))
+
+
+def test_the_quota_metrics_of_a_throttled_and_an_unthrottled_client():
+    """ClientQuotaManager's metrics (kafka.server:type=Produce,client-id=C ``byte-rate`` and
+    ``throttle-time``): the rate of each quota-sharing group, the mean of the throttles recorded
+    (NaN before any), a tag the quota does not name left out."""
+    import math
+
+    from kafkawire.broker.metrics import quota_families
+    from kafkawire.net.client_quotas import QuotaIndex
+    quotas = no_quotas()
+    produce, now = quotas.produce, [0]
+    produce.clock = lambda: now[0]
+    index = QuotaIndex({(None, "p"): 100.0, (None, "q"): 1e9})
+    produce.record(index, "alice", "q", 10, now_ms=0)
+    throttle = produce.record(index, "alice", "p", 1500, now_ms=0)      # 150 B/s over 10 s against 100 B/s
+    produce.throttled(index, "alice", "p", throttle, now_ms=0)
+    produce.throttled(index, "alice", "p", throttle + 2000, now_ms=0)
+    m = scraped(quota_families(quotas))
+    p, q = (("clientId", "p"), ("resource", "Produce")), (("clientId", "q"), ("resource", "Produce"))
+    assert (throttle, m[("kafka_server_quota_byte_rate", p)], m[("kafka_server_quota_byte_rate", q)]) == (5000, 150, 1)
+    assert m[("kafka_server_quota_throttle_time", p)] == 6000
+    assert math.isnan(m[("kafka_server_quota_throttle_time", q)])
+    now[0] = 120_000                     # two metrics windows of 30 s later: the throttles have expired
+    assert math.isnan(scraped(quota_families(quotas))[("kafka_server_quota_throttle_time", p)])
