@@ -27,6 +27,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from kafkawire.net.metrics_http import Family, gauge
+from kafkawire.net.request_metrics import QUANTILES, percentile
+from kafkawire.storage.flush_stats import LOG_FLUSHES
 
 from .partition_metrics import LedShape, partition_families
 from .replica_state import EXPAND, SHRINK
@@ -112,6 +114,18 @@ def broker_families(broker) -> Iterator[Family]:
     yield from partition_families(broker, led)
     yield from broker.request_metrics.families()
     yield from quota_families(broker.quotas)
+    yield log_flush_family()
+
+
+def log_flush_family() -> Family:
+    """``kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs``, a Yammer timer in ms, as the
+    exporter's rules render one: quantile-labelled gauges of its recent durations (not rounded:
+    a timer's snapshot is in its duration unit) and ``_count``."""
+    count, recent = LOG_FLUSHES.snapshot()
+    ordered = sorted(recent)
+    return Family("kafka_log_logflushstats_logflushrateandtimems", "LogFlushRateAndTimeMs: segment flushes (ms)",
+                  [({"quantile": label}, percentile(ordered, q)) for label, q in QUANTILES],
+                  kind="summary", count=count)
 
 
 # The quota types' MBean types and the name of each one's rate (Kafka's ClientQuotaManager metrics).

@@ -165,3 +165,22 @@ def test_the_quota_metrics_of_a_throttled_and_an_unthrottled_client():
     assert math.isnan(m[("kafka_server_quota_throttle_time", q)])
     now[0] = 120_000                     # two metrics windows of 30 s later: the throttles have expired
     assert math.isnan(scraped(quota_families(quotas))[("kafka_server_quota_throttle_time", p)])
+
+
+def test_each_segment_flush_is_timed_in_log_flush_stats(tmp_path):
+    """LogFlushRateAndTimeMs counts each segment flushed, as Kafka's LogSegment.flush: the segment
+    a roll closes, and each segment written since the last flush of a log."""
+    from kafkawire.broker.metrics import log_flush_family
+    from kafkawire.storage.flush_stats import LOG_FLUSHES
+    from kafkawire.storage.log import Log
+    before = LOG_FLUSHES.count
+    with Log(tmp_path) as log:
+        log.append(build_batch([(None, b"v")]), assign_offsets=True)
+        log.roll()                                                  # the closed segment: one
+        log.append(build_batch([(None, b"w")]), assign_offsets=True)
+        log.flush()                                                 # the active segment written since: one
+        log.flush()                                                 # nothing written since: none
+    assert LOG_FLUSHES.count - before == 2
+    m = scraped([log_flush_family()])
+    assert m[("kafka_log_logflushstats_logflushrateandtimems_count", ())] == LOG_FLUSHES.count
+    assert m[("kafka_log_logflushstats_logflushrateandtimems", (("quantile", "0.999"),))] >= 0

@@ -187,6 +187,7 @@ def test_each_broker_only_node_serves_its_raft_and_broker_metrics(cluster):
     assert sum(produced) >= 2           # kafka-python's produce requests, counted by their version
     assert total("kafka_network_requestmetrics_totaltimems_count", (("request", "Fetch"),)) > 0
     assert total("kafka_network_requestmetrics_errors_total", (("error", "NONE"), ("request", "Produce"))) >= 2
+    assert all(("kafka_log_logflushstats_logflushrateandtimems_count", ()) in m for m in scraped.values())
 
 
 def test_a_restarted_broker_only_node_keeps_its_data_and_metadata(cluster):
