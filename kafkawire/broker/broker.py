@@ -50,7 +50,7 @@ from typing import Callable
 
 from kafkawire.metadata.features_answer import finalized_levels, set_features
 from kafkawire.net.admin_authorization import allowed
-from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas, DynamicCreationRate
+from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas, DynamicAdmissionLimits
 from kafkawire.net.authentication import sasl_handlers
 from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, Op
 from kafkawire.net.client_quotas import IpConnectionRates
@@ -81,6 +81,7 @@ from .dir_assignments import DirAssignments
 from .alter_log_dirs import AlterLogDirsApi, retire_partial_copies
 from .state_writes import StateWrites
 from .stray_logs import mark_stray_logs
+from .telemetry_apis import client_telemetry
 from .log_manager import LogManager
 from .metrics import BrokerTopicStats
 from .metadata_apis import MetadataApis
@@ -193,6 +194,8 @@ class Broker:
         # ListConfigResources (the other admin APIs go to the controller, kafkawire.broker.forwarding).
         self.describe_topic_partitions_api = DescribeTopicPartitionsApi(self)
         self.image_admin_apis = ImageAdminApis(self)
+        # Client telemetry (KIP-714), served only with a telemetry exporter (kafkawire.broker.telemetry_apis)
+        self.telemetry = client_telemetry(config, image)
         # The node's StandardAuthorizer (the ACLs of the same image), or None: everything allowed.
         self.authorizer = authorizer
         # Transactions (kafkawire.broker.txn_markers): the markers' entry point for the transaction
@@ -247,6 +250,7 @@ class Broker:
             **self.describe_topic_partitions_api.handlers(),
             **self.image_admin_apis.handlers(),
             **self.delegation_token_apis.handlers(),
+            **self.telemetry.handlers(),
             **forwarded_handlers(self.forwarder, {ALTER_CONFIGS: self.config_apis.alter_configs,
                                                   INCREMENTAL_ALTER_CONFIGS: self.config_apis.incremental_alter_configs}),
         }
@@ -273,9 +277,9 @@ class Broker:
                                    "listener that is not in controller.listener.names")
         # max.connections* and the connection creation rates (broker-wide, and the image's ip quotas);
         # the inter-broker listener is exempt from the broker-wide ones, as Kafka's protectedListener
-        quotas = ConnectionQuotas(AdmissionLimits.of(c), ip_rates=IpConnectionRates(self.image),
-                                  creation_rate=DynamicCreationRate(self.image, c.node_id,
-                                                                    c.max_connection_creation_rate),
+        # (each also set dynamically for this broker or every broker)
+        quotas = ConnectionQuotas(DynamicAdmissionLimits(self.image, c.node_id, AdmissionLimits.of(c)),
+                                  ip_rates=IpConnectionRates(self.image),
                                   protected_listener=inter_broker_listener(c.listeners, c.controller_listener_names,
                                                                            c.inter_broker_listener_name))
         for name in names:
@@ -317,6 +321,7 @@ class Broker:
                                  admission=quotas.limits, connection_quotas=quotas)
             server.api_versions_features = self._api_versions_features
             server.request_metrics = self.request_metrics     # one RequestMetrics for all listeners, as Kafka's
+            server.connection_closed_listeners.append(self.telemetry.connection_closed)
             if not endpoint.port:
                 await server.bind()
         except ConfigError as exc:

@@ -32,6 +32,7 @@ from kafkawire.storage.flush_stats import LOG_FLUSHES
 
 from .partition_metrics import LedShape, partition_families
 from .replica_state import EXPAND, SHRINK
+from .telemetry_exporter import telemetry_families
 
 REPLICA_MANAGER = "kafka_server_replicamanager_"
 TOPIC_METRICS = "kafka_server_brokertopicmetrics_"
@@ -115,6 +116,7 @@ def broker_families(broker) -> Iterator[Family]:
     yield from broker.request_metrics.families()
     yield from quota_families(broker.quotas)
     yield log_flush_family()
+    yield from telemetry_families(broker.telemetry)      # pushed client metrics (KIP-714), if on
 
 
 def log_flush_family() -> Family:

@@ -14,12 +14,12 @@ from kafkawire.metadata.registrations import NO_LEADER, kafka_uuid
 from kafkawire.protocol.error_codes import Errors
 
 from .errors import ApiError
-from .fencing import PartitionMoves
+from .fencing import REMOVE, UNCLEAN_SHUTDOWN, PartitionMoves
 from .frames import frame, struct
 from .heartbeats import BrokerHeartbeatManager, BrokerState, current_state
 from .java_order import copied_capacity, grown_capacity, string_hashmap_order
-from .replication import (is_active, leader_and_isr_updates, replica_directory, updates_adding, updates_for_shutdown,
-                          updates_removing)
+from .replication import (is_active, leader_and_isr_updates, replica_directory, unclean_shutdown_pass, updates_adding,
+                          updates_for_shutdown, updates_removing)
 from .snapshot import JDK
 from .state import ControllerState
 from .versions import (KRAFT_VERSION, METADATA_VERSION, controller_registration_supported,
@@ -142,7 +142,8 @@ def _checked_log_dirs(image, request) -> list:
 
 def broker_registration_records(state: ControllerState, request, *, cluster_id: str, broker_epoch: int,
                                 sessions: BrokerHeartbeatManager, now_ms: int, kraft_version: int,
-                                request_version: int = 0, static_min_isr: int = 1) -> tuple[list[bytes], int]:
+                                request_version: int = 0, static_min_isr: int = 1,
+                                moves: PartitionMoves | None = None) -> tuple[list[bytes], int]:
     """ClusterControlManager.registerBroker: the records and the broker epoch. A new incarnation
     first leaves the ISRs (and, after an unclean shutdown with ELR on, the ELRs) its previous
     one was in (handleBrokerShutdown; a shutdown is clean when the request, v3 and later, names
@@ -150,7 +151,10 @@ def broker_registration_records(state: ControllerState, request, *, cluster_id: 
     batch starts at (nextWriteOffset: the RegisterBrokerRecord's own offset when nothing
     precedes it); the same incarnation again amends its registration, keeping
     its epoch, fencing and controlled shutdown. ``kraft_version`` is the raft client's, checked
-    against the broker's range as a finalized feature."""
+    against the broker's range as a finalized feature. With ``moves`` (the active controller's),
+    a fenced previous incarnation in more ISRs (and ELRs) than one event moves leaves them first,
+    in bounded events (fencing.py): then, having checked the request, this writes nothing and
+    returns ([], the future of that job's end), and the registration's own event comes after it."""
     if request.cluster_id != cluster_id:
         raise ApiError(Errors.INCONSISTENT_CLUSTER_ID,
                        f"Expected cluster ID {cluster_id}, but got cluster ID {request.cluster_id}")
@@ -180,6 +184,10 @@ def broker_registration_records(state: ControllerState, request, *, cluster_id: 
         stored_epoch = existing.epoch if existing is not None else -2
         clean = request_version >= 3 and stored_epoch == getattr(request, "previous_broker_epoch", -1)
         if existing is not None:
+            kind = UNCLEAN_SHUTDOWN if unclean_shutdown_pass(image, clean) else REMOVE
+            if moves is not None and existing.fenced and moves.needs_job(state, request.broker_id, kind):
+                moves.start(state, request.broker_id, kind)
+                return [], moves.waiter(request.broker_id)
             records = updates_for_shutdown(state, request.broker_id, clean, static_min_isr)
         fields.update(broker_epoch=broker_epoch, fenced=True)     # the batch's first offset, as in Kafka
     else:

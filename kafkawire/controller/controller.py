@@ -149,7 +149,7 @@ class MetadataController:
         self.state = ControllerState(self.supported_features)
         self.committed = CommittedImage(self.state)     # what readers see: committed records only
         self.sessions = BrokerHeartbeatManager(session_timeout_ms)
-        self.moves = PartitionMoves()               # a fenced broker's partitions moved in bounded events
+        self.moves = PartitionMoves()               # a broker's partitions moved in bounded events (fencing.py)
         self.heartbeat_deadline_ms = int(heartbeat_interval_ms / 2)   # Java's int division
         self.stats = ControllerStats()              # TimedOutBrokerHeartbeatCount, event-queue metrics, ...
         self.registration = ControllerRegistrationManager(
@@ -458,7 +458,12 @@ class MetadataController:
         started_ms = self.clock()
         self.stats.write_started(started_ms - called_ms)
         try:
-            return generate()
+            generated = generate()
+            if self.moves:
+                # A job may have just started (fencing.py), maybe by a write of no records,
+                # whose commit would not wake the loop that runs the jobs.
+                self._wake.set()
+            return generated
         except BoundedListTooLong as exc:           # as EventHandlerExceptionInfo: the whole request
             log.info("controller %d: refusing an operation that would write too many records: %s",
                      self.node_id, exc)

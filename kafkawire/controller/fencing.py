@@ -1,4 +1,5 @@
-"""Moving a fenced (or shutting-down) broker's partitions in bounded events (issue 28).
+"""Moving a broker's partitions in bounded events (issue 28): fencing, controlled shutdown, a new
+incarnation's registration, UnregisterBroker.
 
 Kafka's handleBrokerFenced and handleBrokerInControlledShutdown generate one record per
 partition whose ISR holds the broker in one controller event, appended as non-atomic batches
@@ -22,13 +23,32 @@ one event with Kafka's records in Kafka's order, as before.
 The jobs live on the active controller only. A new active controller resumes the job of every
 fenced or shutting-down broker that still leads a partition (``resume``); the ISRs it is still a
 follower in are left to their leaders' AlterPartition, as a fenced follower's always are.
+
+A request whose one event would also walk every partition of a broker, the registration of a
+new incarnation (handleBrokerShutdown: the previous one leaves its ISRs, and after an unclean
+shutdown with ELR on its ELRs too) and UnregisterBroker (handleBrokerUnregistered: every ISR and
+ELR), moves them first when the broker's registration is fenced and they are more than one
+event moves (``waiter``): the request's own event comes once its job has ended, and writes, as
+Kafka's would, what is left (a partition in no need of a change writes nothing) and then its
+own record (RegisterBrokerRecord, UnregisterBrokerRecord). So the new incarnation is registered,
+and can be unfenced, only once it is out of every ISR (and ELR) it was in, as in Kafka; and an
+UnregisterBroker is answered once its UnregisterBrokerRecord is committed, after everything
+else. Only a fenced registration gets a job: nothing can put it back into an ISR or ELR or elect
+it while its partitions wait, and it stays fenced until its job ends (``in_progress``). These
+jobs are not resumed by a new active controller: the request is answered NOT_CONTROLLER and its
+sender asks again (the broker's registration is retried until answered; Admin retries
+NOT_CONTROLLER), which starts over from what is left. What a job has written by then is what
+the request's one event would have written for those partitions, and stands alone: a fenced
+broker left some ISRs and ELRs.
 """
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 from kafkawire.metadata.registrations import NO_LEADER
 
+from .errors import not_controller
 from .partition_index import partition_of
 from .replication import leader_and_isr_updates
 from .state import ControllerState
@@ -38,12 +58,27 @@ from .state import ControllerState
 MAX_MOVES_PER_EVENT = 250
 
 
+@dataclass(frozen=True)
+class Pass:
+    """What a job does to each partition (Kafka's generateLeaderAndIsrUpdates arguments)."""
+    elr: bool             # the partitions whose ELR holds the broker too, after those of its ISRs
+    unclean: bool         # brokerWithUncleanShutdown (out of the ISR and the ELR), not brokerToRemove
+
+
+REMOVE = Pass(elr=False, unclean=False)              # handleBrokerFenced, ...InControlledShutdown, ...Shutdown
+UNREGISTER = Pass(elr=True, unclean=False)           # handleBrokerUnregistered
+UNCLEAN_SHUTDOWN = Pass(elr=True, unclean=True)      # handleBrokerShutdown after an unclean shutdown, ELR on
+
+
 @dataclass
 class _Job:
     broker_id: int
     epoch: int                       # the registration the job is for: a new incarnation ends it
-    pending: list = field(default_factory=list)      # partition keys (partition_index), leaders first
+    kind: Pass = REMOVE
+    pending: list = field(default_factory=list)      # partition keys (partition_index): ISRs (leaders first), ELRs
+    isr_part: int = 0                # pending[:isr_part] are ISR keys, the rest ELR keys
     cursor: int = 0
+    waiters: list = field(default_factory=list)      # futures of the requests whose event comes after the job
 
 
 class PartitionMoves:
@@ -53,19 +88,32 @@ class PartitionMoves:
         self.max_moves_per_event = max_moves_per_event
         self._jobs: dict[int, _Job] = {}
 
-    def needs_job(self, state: ControllerState, broker_id: int) -> bool:
+    def needs_job(self, state: ControllerState, broker_id: int, kind: Pass = REMOVE) -> bool:
         """Whether moving ``broker_id``'s partitions takes more than one event."""
-        return (broker_id in self._jobs
-                or state.partition_index.isr_count(broker_id) > self.max_moves_per_event)
+        return broker_id in self._jobs or partitions_to_visit(state, broker_id, kind) > self.max_moves_per_event
 
-    def start(self, state: ControllerState, broker_id: int) -> None:
-        """A job for every partition whose ISR holds ``broker_id`` now, the ones it leads first
-        (so leadership moves in a third of the time at replication factor 3). Costs a copy of
-        the broker's index entries, no partition."""
-        if broker_id in self._jobs:
+    def start(self, state: ControllerState, broker_id: int, kind: Pass = REMOVE) -> None:
+        """A job for every partition whose ISR (and, for ``kind.elr``, ELR) holds ``broker_id``
+        now, the ones it leads first (so leadership moves in a third of the time at replication
+        factor 3). Costs a copy of the broker's index entries, no partition. A job of the broker
+        in progress stays when it is of the same kind or ``kind`` is REMOVE (every kind removes
+        the broker from its ISRs); otherwise it is replaced, its waiters kept."""
+        current = self._jobs.get(broker_id)
+        if current is not None and (current.kind == kind or kind == REMOVE):
             return
-        self._jobs[broker_id] = _Job(broker_id, state.image.brokers[broker_id].epoch,
-                                     state.partition_index.isr_keys_leaders_first(broker_id))
+        index = state.partition_index
+        pending = index.isr_keys_leaders_first(broker_id)
+        isr_part = len(pending)
+        if kind.elr:
+            pending += index.elr_keys(broker_id)
+        self._jobs[broker_id] = _Job(broker_id, state.image.brokers[broker_id].epoch, kind, pending, isr_part,
+                                     waiters=current.waiters if current is not None else [])
+
+    def waiter(self, broker_id: int) -> asyncio.Future:
+        """A future done when ``broker_id``'s job ends (NOT_CONTROLLER if leadership goes first)."""
+        done = asyncio.get_running_loop().create_future()
+        self._jobs[broker_id].waiters.append(done)
+        return done
 
     def resume(self, state: ControllerState) -> None:
         """On activation: a job for each fenced or shutting-down broker that still leads."""
@@ -80,31 +128,71 @@ class PartitionMoves:
         return bool(self._jobs)
 
     def clear(self) -> None:
-        """Leadership lost: the next active controller resumes what is left."""
-        self._jobs.clear()
+        """Leadership lost: the next active controller resumes what is left; the requests
+        waiting for a job are answered NOT_CONTROLLER (their senders ask the next one)."""
+        jobs, self._jobs = self._jobs, {}
+        for job in jobs.values():
+            _release(job, not_controller(None))
 
     def next_records(self, state: ControllerState, static_min_isr: int) -> list[bytes]:
         """One event of the oldest job: the records of its next MAX_MOVES_PER_EVENT partitions
-        that still hold the broker in their ISR (possibly none); the job ends with its last
-        partition, or when its broker's registration is gone or another incarnation's."""
+        that still hold the broker in their ISR (in the ELR part, their ELR), possibly none; the
+        job ends with its last partition, or when its broker's registration is gone or another
+        incarnation's, and the requests waiting for it go on."""
         broker_id = next(iter(self._jobs))
         job = self._jobs[broker_id]
         broker = state.image.brokers.get(broker_id)
         if broker is None or broker.epoch != job.epoch:
-            del self._jobs[broker_id]
+            _release(self._jobs.pop(broker_id))
             return []
-        image = state.image
-        chosen = []
         end = min(job.cursor + self.max_moves_per_event, len(job.pending))
-        for key in job.pending[job.cursor:end]:
-            topic_id, partition_id = partition_of(key)
-            topic = image.topics_by_id.get(topic_id)
-            partition = topic.partitions[partition_id] if topic is not None and partition_id in topic.partitions \
-                else None
-            if partition is not None and broker_id in partition.isr:
-                chosen.append((topic, partition_id, partition))
+        isr_end = min(end, job.isr_part)
+        records = []
+        if job.cursor < isr_end:
+            records += _updates(state.image, job, _present(state.image, job.pending[job.cursor:isr_end], broker_id,
+                                                           "isr"), static_min_isr)
+        if max(job.cursor, job.isr_part) < end:
+            records += _updates(state.image, job, _present(state.image, job.pending[max(job.cursor, job.isr_part):end],
+                                                           broker_id, "elr"), static_min_isr)
         job.cursor = end
         if job.cursor >= len(job.pending):
-            del self._jobs[broker_id]
-        return leader_and_isr_updates(image, broker_to_remove=broker_id, broker_to_add=NO_LEADER, chosen=chosen,
-                                      static_min_isr=static_min_isr)
+            _release(self._jobs.pop(broker_id))
+        return records
+
+
+def partitions_to_visit(state: ControllerState, broker_id: int, kind: Pass = REMOVE) -> int:
+    """The partitions one event of ``kind`` visits: those whose ISR (and ELR) holds the broker."""
+    index = state.partition_index
+    return index.isr_count(broker_id) + (index.elr_count(broker_id) if kind.elr else 0)
+
+
+def _present(image, keys, broker_id: int, field_name: str) -> list:
+    """(topic, partition id, registration) of the ``keys`` whose ``field_name`` (isr, elr) still
+    holds the broker; the others changed meanwhile (or are gone) and need nothing."""
+    chosen = []
+    for key in keys:
+        topic_id, partition_id = partition_of(key)
+        topic = image.topics_by_id.get(topic_id)
+        partition = topic.partitions[partition_id] if topic is not None and partition_id in topic.partitions \
+            else None
+        if partition is not None and broker_id in getattr(partition, field_name):
+            chosen.append((topic, partition_id, partition))
+    return chosen
+
+
+def _updates(image, job: _Job, chosen: list, static_min_isr: int) -> list[bytes]:
+    if job.kind.unclean:
+        return leader_and_isr_updates(image, broker_to_remove=NO_LEADER, broker_to_add=NO_LEADER, chosen=chosen,
+                                      static_min_isr=static_min_isr, unclean_shutdown=job.broker_id)
+    return leader_and_isr_updates(image, broker_to_remove=job.broker_id, broker_to_add=NO_LEADER, chosen=chosen,
+                                  static_min_isr=static_min_isr)
+
+
+def _release(job: _Job, error: Exception | None = None) -> None:
+    """The requests waiting for ``job`` go on (or are refused with ``error``)."""
+    for done in job.waiters:
+        if not done.done():
+            if error is None:
+                done.set_result(None)
+            else:
+                done.set_exception(error)

@@ -116,6 +116,15 @@ class PartitionIndex:
         """How many partitions hold ``broker_id`` in their ISR."""
         return len(self._isr.of(broker_id))
 
+    def elr_count(self, broker_id: int) -> int:
+        """How many partitions hold ``broker_id`` in their ELR."""
+        return len(self._elr.of(broker_id))
+
+    def elr_keys(self, broker_id: int) -> list[int]:
+        """The keys of the partitions whose ELR holds ``broker_id``, topic by topic (by topic id)
+        and by partition id, as ``isr_keys_leaders_first`` orders each of its parts."""
+        return sorted(self._elr.of(broker_id))
+
     def isr_keys_leaders_first(self, broker_id: int) -> list[int]:
         """The keys (``partition_of``) of the partitions whose ISR holds ``broker_id``, as now:
         those it leads first, each part topic by topic (by topic id) and by partition id, so
@@ -126,15 +135,24 @@ class PartitionIndex:
 
     def with_broker_in_isr(self, image: MetadataImage, broker_id: int) -> list:
         """partitionsWithBrokerInIsr, as (topic, partition id, registration)."""
-        return _in_walk_order(image, self._isr.of(broker_id))
+        return list(self.walk_isr(image, broker_id))
 
     def with_broker_in_elr(self, image: MetadataImage, broker_id: int) -> list:
         """BrokersToElrs.partitionsWithBrokerInElr."""
+        return list(self.walk_elr(image, broker_id))
+
+    def walk_isr(self, image: MetadataImage, broker_id: int):
+        """``with_broker_in_isr`` one partition at a time: a caller that stops early (a bounded
+        list full) has not built the rest."""
+        return _in_walk_order(image, self._isr.of(broker_id))
+
+    def walk_elr(self, image: MetadataImage, broker_id: int):
+        """``with_broker_in_elr`` one partition at a time."""
         return _in_walk_order(image, self._elr.of(broker_id))
 
     def without_leader(self, image: MetadataImage) -> list:
         """partitionsWithNoLeader."""
-        return _in_walk_order(image, self._leader.of(NO_LEADER))
+        return list(_in_walk_order(image, self._leader.of(NO_LEADER)))
 
     def as_sets(self) -> dict:
         """Everything indexed, as {kind: {broker: {(topic id, partition id)}}} (for checks)."""
@@ -144,14 +162,14 @@ class PartitionIndex:
         return {"isr": flat(self._isr), "leader": flat(self._leader), "elr": flat(self._elr)}
 
 
-def _in_walk_order(image: MetadataImage, keys: set[int]) -> list:
+def _in_walk_order(image: MetadataImage, keys: set[int]):
     """The partitions topic by topic in the image's order (HashTreePMap's: by Uuid hash), then by
-    partition id, as a walk of the whole image would meet them."""
+    partition id, as a walk of the whole image would meet them (an iterator: the keys are
+    grouped by topic first, the partitions looked up as they are asked for)."""
     by_topic: dict[int, list[int]] = {}
     for key in keys:
         by_topic.setdefault(key >> _PID_BITS, []).append(_partition_id(key))
-    out = []
     for topic_id in uuid_tree_order([uuid.UUID(int=t) for t in by_topic]):
         topic = image.topics_by_id[topic_id]
-        out += [(topic, pid, topic.partitions[pid]) for pid in sorted(by_topic[topic_id.int])]
-    return out
+        for pid in sorted(by_topic[topic_id.int]):
+            yield topic, pid, topic.partitions[pid]

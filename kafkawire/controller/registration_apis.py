@@ -35,21 +35,29 @@ def handlers(controller) -> dict:
         return ControllerRegistrationResponse()
 
     async def broker_registration(ctx, request):
-        def generate():
+        """A fenced previous incarnation in many ISRs leaves them first, in bounded events
+        (fencing.py): the first write then only starts that job, and the registration is the
+        event after it (without a job: what is left is written in that one event, as Kafka)."""
+        def generate(moves):
             previous = controller.state.image.brokers.get(request.broker_id)
-            generated = cluster.broker_registration_records(
+            records, epoch = cluster.broker_registration_records(
                 controller.state, request, cluster_id=controller.cluster_id, broker_epoch=controller.next_offset(),
                 sessions=controller.sessions, now_ms=controller.clock(), kraft_version=controller.raft.kraft_version(),
-                request_version=ctx.api_version, static_min_isr=controller.static_min_insync_replicas)
+                request_version=ctx.api_version, static_min_isr=controller.static_min_insync_replicas, moves=moves)
+            if not isinstance(epoch, int):
+                return records, epoch               # the job's end, to wait for
             # As Kafka's registerBroker, the session changes with the records, before they commit.
             if previous is not None and previous.incarnation_id == request.incarnation_id:
                 controller.sessions.amended_registration(request.broker_id, previous.fenced)
             else:
                 controller.sessions.new_registration(request.broker_id, controller.clock())
                 controller.stats.contacted([request.broker_id], controller.clock())
-            return generated
+            return records, epoch
         try:
-            epoch, _ = await controller.write(generate)
+            epoch, _ = await controller.write(lambda: generate(controller.moves))
+            if not isinstance(epoch, int):
+                await epoch                         # the previous incarnation's partitions moved
+                epoch, _ = await controller.write(lambda: generate(None))
         except ApiError as exc:
             return BrokerRegistrationResponse(error_code=exc.code)
         log.info("controller %d: registered broker %d with epoch %d", controller.node_id, request.broker_id, epoch)

@@ -82,12 +82,13 @@ def unclean_election_enabled(image: MetadataImage, topic) -> bool:
 
 
 def leader_and_isr_updates(image: MetadataImage, *, broker_to_remove: int, broker_to_add: int, chosen,
-                           static_min_isr: int, unclean_shutdown: int = NO_LEADER) -> list[bytes]:
+                           static_min_isr: int, unclean_shutdown: int = NO_LEADER, out: list | None = None) -> list[bytes]:
     """generateLeaderAndIsrUpdates: PartitionChangeRecords for the ``chosen`` partitions (as
     (topic, partition id, registration), from the state's PartitionIndex) with ``broker_to_remove`` taken out of the ISR, ``broker_to_add`` an
     acceptable leader even while still fenced, and ``unclean_shutdown`` (a broker whose new
     incarnation found it had not shut down cleanly) out of both the ISR and the ELR
-    (NO_LEADER for none)."""
+    (NO_LEADER for none). The records are appended to ``out`` (given: a BoundedList stops the
+    walk when full, as Kafka's does) and returned."""
     mv = image.metadata_version or 0
     elr = elr_enabled(image.metadata_version, image.finalized_features)
     gone = (broker_to_remove, unclean_shutdown)
@@ -95,7 +96,7 @@ def leader_and_isr_updates(image: MetadataImage, *, broker_to_remove: int, broke
     def acceptable(replica: int) -> bool:
         return replica not in gone and (replica == broker_to_add or is_active(image, replica))
 
-    out = []
+    out = [] if out is None else out
     for topic, pid, partition in chosen:
         change = build_change(partition, target_isr=[r for r in partition.isr if r not in gone],
                               acceptable_leader=leader_acceptor(image, partition, acceptable),
@@ -115,11 +116,16 @@ def updates_removing(state: ControllerState, broker_id: int, static_min_isr: int
                                   static_min_isr=static_min_isr)
 
 
+def unclean_shutdown_pass(image: MetadataImage, clean: bool) -> bool:
+    """handleBrokerShutdown's choice: with ELR on and an unclean shutdown the broker leaves every
+    ISR and ELR (handleBrokerUncleanShutdown); otherwise it leaves the ISRs as if fenced."""
+    return elr_enabled(image.metadata_version, image.finalized_features) and not clean
+
+
 def updates_for_shutdown(state: ControllerState, broker_id: int, clean: bool, static_min_isr: int) -> list[bytes]:
-    """handleBrokerShutdown, for a broker registering a new incarnation: with ELR on and an
-    unclean shutdown it leaves every ISR and ELR; otherwise it leaves the ISRs as if fenced."""
+    """handleBrokerShutdown, for a broker registering a new incarnation (unclean_shutdown_pass)."""
     image, index = state.image, state.partition_index
-    if elr_enabled(image.metadata_version, image.finalized_features) and not clean:
+    if unclean_shutdown_pass(image, clean):
         return (leader_and_isr_updates(image, broker_to_remove=NO_LEADER, broker_to_add=NO_LEADER,
                                        chosen=index.with_broker_in_isr(image, broker_id),
                                        static_min_isr=static_min_isr, unclean_shutdown=broker_id)

@@ -4,9 +4,8 @@ writes, validated by the controller as Kafka's ControllerConfigurationValidator 
 
 A subscription's configs: ``metrics`` (a list of metric name prefixes, ``*`` for all),
 ``interval.ms`` (the push interval, 100 ms to one hour) and ``match`` (a list of
-``<client selector>=<regular expression>``). kafkawire stores and describes subscriptions; it
-serves no telemetry push (GetTelemetrySubscriptions and PushTelemetry are not served, as a Kafka
-broker without a telemetry-capable metrics reporter does not serve them).
+``<client selector>=<regular expression>``). The broker hands them to the clients that push
+telemetry when it takes client telemetry (kafkawire.broker.client_metrics, docs/broker.md).
 
 One difference: a match's regular expression is checked with Python's ``re``, not Java's Pattern,
 so an expression only one of the two accepts (Java's ``\\p{Alpha}`` classes, ``(?<name>...)``

@@ -13,8 +13,7 @@ Settings, with Kafka's names, defaults and meaning:
   as it is accepted, before any TLS handshake, and logged, as Kafka's TooManyConnectionsException
   is.
 
-* ``max.connection.creation.rate`` (default Int.MaxValue: none; also set dynamically, for this
-  node or every node, which wins: DynamicCreationRate): connections accepted per second, node-wide, measured as a client quota's rate (``quota.window.num`` samples of
+* ``max.connection.creation.rate`` (default Int.MaxValue: none): connections accepted per second, node-wide, measured as a client quota's rate (``quota.window.num`` samples of
   ``quota.window.size.seconds``). The connection that takes the rate over it waits out the
   throttle time (at most one window) before it is served, and the acceptor accepts nothing
   meanwhile, as Kafka's acceptor blocks in ConnectionQuotas.waitForConnectionSlot.
@@ -32,7 +31,9 @@ Settings, with Kafka's names, defaults and meaning:
   coordinators' traffic keep their connections.
 
 All are checked where the connection is accepted (kafkawire.net.acceptor), before anything is
-read from it.
+read from it. All but the ip quotas' rates (already dynamic) are also taken as dynamic broker
+configs, for one node or every node, with no restart (DynamicAdmissionLimits); as in Kafka, a
+lowered limit closes no open connection, it only holds the next ones.
 * ``queued.max.request.bytes`` (default -1, no limit): the request bytes held in memory across
   all connections, read but not yet answered. As Kafka's pool, a frame is held whole from the
   moment its size is read, and the pool is not strict: a frame starts while anything is left, so
@@ -47,8 +48,10 @@ long-poll fetches cannot hold more than one handler (and its memory) per connect
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import ipaddress
 import logging
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -62,6 +65,9 @@ log = logging.getLogger(__name__)
 
 INT_MAX = 2**31 - 1
 _FULL_LOG_INTERVAL_S = 60.0
+# While the node is at max.connections, how often the acceptor looks at the limits again even
+# though no connection closed: a dynamic max.connections raised meanwhile takes effect within it.
+_LIMITS_RECHECK_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -101,30 +107,35 @@ class ConnectionQuotas:
     acceptor (kafkawire.net.acceptor) takes a slot before it accepts, checks the address of what
     it accepted, and releases both when the connection closes."""
 
-    def __init__(self, limits: AdmissionLimits, *, ip_rates: Callable[[], dict] | None = None,
-                 creation_rate: Callable[[], int] | None = None,
+    def __init__(self, limits: AdmissionLimits | Callable[[], AdmissionLimits], *,
+                 ip_rates: Callable[[], dict] | None = None,
                  protected_listener: str | None = None, clock: Callable[[], int] | None = None):
-        """``ip_rates()``: the ``connection_creation_rate`` of the ip quota entities now
-        (client_quotas.ip_connection_rates of the node's image); ``creation_rate()``:
-        max.connection.creation.rate now (DynamicCreationRate; default: the limits'); ``protected_listener``:
-        the inter-broker listener's name; ``clock``: monotonic milliseconds."""
-        self.limits = limits
+        """``limits``: the limits, or a callable giving them now (DynamicAdmissionLimits: they
+        change with the node's dynamic configs); ``ip_rates()``: the ``connection_creation_rate``
+        of the ip quota entities now (client_quotas.ip_connection_rates of the node's image);
+        ``protected_listener``: the inter-broker listener's name; ``clock``: monotonic
+        milliseconds. The rates' windows are the first limits' (quota.window.* are static)."""
+        self._limits_now: Callable[[], AdmissionLimits] = (
+            (lambda: limits) if isinstance(limits, AdmissionLimits) else limits)
+        first = self._limits_now()
         self.per_ip: Counter = Counter()
         self.total = 0                   # connections open, and a slot taken for the next accept
         self._slot_freed = asyncio.Event()
         self._next_full_log = 0.0
         self.ip_rates = ip_rates or dict
-        self.creation_rate = creation_rate or (lambda: limits.max_connection_creation_rate)
         self.protected_listener = protected_listener
         self.listeners: set[str] = set()             # the listeners accepting within these quotas
         self.clock = clock or (lambda: int(time.monotonic() * 1000))
-        samples, window_s = limits.quota_window_num, limits.quota_window_size_seconds
-        self.max_throttle_ms = window_s * 1000       # Kafka's maxThrottleTimeMs: one window
-        self.broker_rate = SampledRate(samples, window_s * 1000)
-        self.address_rates = ClientQuotaManager(samples, window_s, clock=self.clock)    # per address, bounded
+        self._samples, self._window_s = first.quota_window_num, first.quota_window_size_seconds
+        self.max_throttle_ms = self._window_s * 1000       # Kafka's maxThrottleTimeMs: one window
+        self.broker_rate = SampledRate(self._samples, self._window_s * 1000)
+        self.address_rates = ClientQuotaManager(self._samples, self._window_s, clock=self.clock)  # per address, bounded
         self.per_listener: Counter = Counter()       # slots taken per listener
-        self.listener_rates = {listener: SampledRate(samples, window_s * 1000)
-                               for listener in limits.listener_max_connection_creation_rate}
+        self.listener_rates: dict[str, SampledRate] = {}     # made at a listener's first bounded connection
+
+    @property
+    def limits(self) -> AdmissionLimits:
+        return self._limits_now()
 
     def over_ip_limit(self, host: str) -> bool:
         return self.per_ip[host] >= self.limits.limit_for(host)
@@ -143,7 +154,11 @@ class ConnectionQuotas:
                      self.limits.listener_max_connections.get(listener, "no limit"))
         while not self._slot_available(listener):
             self._slot_freed.clear()
-            await self._slot_freed.wait()
+            try:
+                async with asyncio.timeout(_LIMITS_RECHECK_S):
+                    await self._slot_freed.wait()
+            except TimeoutError:
+                pass            # no connection closed; a dynamic max.connections may have been raised
         self.total += 1
         self.per_listener[listener] += 1
 
@@ -158,14 +173,17 @@ class ConnectionQuotas:
         """Count an accepted connection against max.connection.creation.rate; the time the
         acceptor then waits before accepting another (0: none)."""
         now_ms = self.clock() if now_ms is None else now_ms
-        bound = self.creation_rate()
+        limits = self.limits
+        bound = limits.max_connection_creation_rate
         throttle_ms = 0
         if bound < INT_MAX and not self.protected(listener):
             throttle_ms = self._record(self.broker_rate, bound, now_ms)
-        listener_rate = self.listener_rates.get(listener)
-        if listener_rate is not None:      # recordConnectionAndGetThrottleTimeMs: the longer of the two
-            throttle_ms = max(throttle_ms, self._record(
-                listener_rate, self.limits.listener_max_connection_creation_rate[listener], now_ms))
+        listener_bound = limits.listener_max_connection_creation_rate.get(listener)
+        if listener is not None and listener_bound is not None:      # the longer of the two throttles
+            rate = self.listener_rates.get(listener)
+            if rate is None:
+                rate = self.listener_rates[listener] = SampledRate(self._samples, self._window_s * 1000)
+            throttle_ms = max(throttle_ms, self._record(rate, listener_bound, now_ms))
         return throttle_ms
 
     def record_address_connection(self, host: str, listener: str | None = None, now_ms: int | None = None) -> int:
@@ -183,7 +201,7 @@ class ConnectionQuotas:
         throttle_ms = self._record(rate, bound, now_ms)
         if throttle_ms > 0:
             rate.record(-1.0, now_ms)
-            if self.creation_rate() < INT_MAX and not self.protected(listener):
+            if self.limits.max_connection_creation_rate < INT_MAX and not self.protected(listener):
                 self.broker_rate.record(-1.0, now_ms)
             if listener in self.listener_rates:
                 self.listener_rates[listener].record(-1.0, now_ms)
@@ -254,36 +272,68 @@ class RequestMemoryPool:
             self._room.set()
 
 
-class DynamicCreationRate:
-    """max.connection.creation.rate as a node applies it: set dynamically for this node's id, else
-    for every node (ConfigRecords of the broker resource in ``image()``, as Kafka's
-    DynamicBrokerConfig), else ``static`` (server.properties). Read again when the image changes."""
+class DynamicAdmissionLimits:
+    """The admission limits as a node applies them, with Kafka's dynamic connection quotas
+    (DynamicConnectionQuota's and ListenerConnectionQuota's reconfigurable configs):
+    ``max.connections``, ``max.connections.per.ip``, ``max.connections.per.ip.overrides``,
+    ``max.connection.creation.rate`` and their ``listener.name.<listener>.`` forms, each set
+    dynamically for this node's id, else for every node, else in server.properties (``static``), as
+    DynamicBrokerConfig resolves them (ConfigRecords of the broker resource in ``image()``). Read
+    again when the image changes. A dynamic value that does not parse keeps the value below it,
+    logged (the controller validates what it accepts; this guards what an older one wrote)."""
 
-    def __init__(self, image: Callable, node_id: int, static: int):
+    _INTS = {"max.connections": "max_connections", "max.connections.per.ip": "max_connections_per_ip",
+             "max.connection.creation.rate": "max_connection_creation_rate"}
+    _LISTENER = re.compile(r"^listener\.name\.([^.]+)\.(max\.connections|max\.connection\.creation\.rate)$")
+
+    def __init__(self, image: Callable, node_id: int, static: AdmissionLimits):
         self.image, self.node_id, self.static = image, node_id, static
         self._version: tuple | None = None
-        self._rate = static
+        self._limits = static
 
-    def __call__(self) -> int:
+    def __call__(self) -> AdmissionLimits:
         image = self.image()
         version = (id(image), getattr(getattr(image, "provenance", None), "offset", None))
         if version != self._version:
             self._version = version
-            self._rate = self.static if image is None else self._dynamic(image)
-        return self._rate
+            self._limits = self.static if image is None else self._resolve(image)
+        return self._limits
 
-    def _dynamic(self, image) -> int:
-        for name in (str(self.node_id), ""):
-            value = dynamic_broker_configs(image, name).get("max.connection.creation.rate")
-            if value is None:
-                continue
+    def _resolve(self, image) -> AdmissionLimits:
+        configs = {**dynamic_broker_configs(image, ""), **dynamic_broker_configs(image, str(self.node_id))}
+        if not configs:
+            return self.static
+        changes: dict = {}
+        for key, attribute in self._INTS.items():
+            if key in configs and (value := self._count(key, configs[key])) is not None:
+                changes[attribute] = value
+        if "max.connections.per.ip.overrides" in configs:
             try:
-                return int(value)
-            except ValueError:
-                log.warning("max.connection.creation.rate=%r set dynamically is not a number; %d applies",
-                            value, self.static)
-                return self.static
-        return self.static
+                changes["max_connections_per_ip_overrides"] = parse_per_ip_overrides(
+                    configs["max.connections.per.ip.overrides"])
+            except ValueError as e:
+                log.warning("max.connections.per.ip.overrides set dynamically is not valid (%s); the value "
+                            "below it applies", e)
+        by_listener = {"max.connections": dict(self.static.listener_max_connections),
+                       "max.connection.creation.rate": dict(self.static.listener_max_connection_creation_rate)}
+        for key, text in configs.items():
+            m = self._LISTENER.match(key)
+            if m and (value := self._count(key, text)) is not None:
+                by_listener[m.group(2)][m.group(1).upper()] = value
+        changes["listener_max_connections"] = by_listener["max.connections"]
+        changes["listener_max_connection_creation_rate"] = by_listener["max.connection.creation.rate"]
+        return dataclasses.replace(self.static, **changes)
+
+    @staticmethod
+    def _count(key: str, text: str) -> int | None:
+        try:
+            value = int(text)
+        except (TypeError, ValueError):
+            value = -1
+        if value < 0:
+            log.warning("%s=%r set dynamically is not a count of at least 0; the value below it applies", key, text)
+            return None
+        return value
 
 
 def _address(host: str) -> str:

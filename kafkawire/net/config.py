@@ -23,12 +23,12 @@ from kafkawire.storage.state_files import JavaProperties
 # (kafkawire.net.config_keys); the public names are re-exported here, where the modules reading
 # server.properties have always found them.
 from .config_keys import KNOWN_KEYS, REQUIRED
-from .config_values import (DEFAULT_SECURITY_PROTOCOL_MAP, INT_MAX, PROMETHEUS_REPORTER, ConfigError, Endpoint,
-                            QuorumVoter, java_int, parse_listeners, parse_security_protocol_map, parse_voters)
+from .config_values import (CLIENT_TELEMETRY_EXPORTER, DEFAULT_SECURITY_PROTOCOL_MAP, INT_MAX, PROMETHEUS_REPORTER,
+                            ConfigError, Endpoint, QuorumVoter, java_int, parse_listeners, parse_security_protocol_map, parse_voters)
 
 __all__ = ["ConfigError", "Endpoint", "QuorumVoter", "ServerConfig", "parse_server_config",
            "load_server_config", "parse_listeners", "parse_voters", "KNOWN_KEYS", "java_int",
-           "PROMETHEUS_REPORTER"]
+           "PROMETHEUS_REPORTER", "CLIENT_TELEMETRY_EXPORTER"]
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +90,7 @@ class ServerConfig:
     message_max_bytes: int = 1024 * 1024 + 12
     fetch_max_bytes: int = 55 * 1024 * 1024
     max_incremental_fetch_session_cache_slots: int = 1000
+    telemetry_max_bytes: int = 1024 * 1024
     quota_window_num: int = 11
     quota_window_size_seconds: int = 1
     controller_quota_window_num: int = 11

@@ -221,6 +221,8 @@ _KEYS = (
     _Key("metric.reporters", lambda k, v: _reporters(k, v), JMX_REPORTER, "MetricConfigs"),
     _Key("metrics.num.samples", lambda k, v: _int(k, v, 1), "2", "MetricConfigs"),
     _Key("metrics.sample.window.ms", lambda k, v: _long(k, v, 1), "30000", "MetricConfigs"),
+    # MetricConfigs: INT 1 MiB atLeast(1): the largest PushTelemetry payload, and decompressed (KIP-714)
+    _Key("telemetry.max.bytes", lambda k, v: _int(k, v, 1), str(1024 * 1024), "MetricConfigs"),
     # kafkawire's: where PrometheusReporter serves GET /metrics (9404, the JMX exporter's usual port)
     _Key("kafkawire.metrics.prometheus.listener", lambda k, v: _http_listener(k, v), "http://:9404", "kafkawire"),
     # kafkawire's: freeze what survived a full garbage collection this long (kafkawire.raft.node.gc_pauses)

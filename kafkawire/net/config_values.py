@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from kafkawire.net.admission import parse_per_ip_overrides
 
 __all__ = ["ConfigError", "Endpoint", "QuorumVoter", "parse_listeners", "parse_voters", "parse_host_ports",
-           "parse_security_protocol_map", "java_int", "PROMETHEUS_REPORTER"]
+           "parse_security_protocol_map", "java_int", "PROMETHEUS_REPORTER", "CLIENT_TELEMETRY_EXPORTER"]
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
@@ -220,7 +220,11 @@ def parse_listeners(key: str, raw: str, protocols: dict[str, str]) -> tuple[Endp
 # name is accepted (it is Kafka's default) and reports nothing.
 JMX_REPORTER = "org.apache.kafka.common.metrics.JmxReporter"
 PROMETHEUS_REPORTER = "kafkawire.metrics.PrometheusReporter"
-_REPORTERS = (PROMETHEUS_REPORTER, JMX_REPORTER)
+# A reporter that takes client telemetry (KIP-714), as a Kafka reporter implementing
+# ClientTelemetryExporterProvider: with it the broker serves GetTelemetrySubscriptions and
+# PushTelemetry (kafkawire.broker.telemetry_apis).
+CLIENT_TELEMETRY_EXPORTER = "kafkawire.metrics.ClientTelemetryExporter"
+_REPORTERS = (PROMETHEUS_REPORTER, CLIENT_TELEMETRY_EXPORTER, JMX_REPORTER)
 _HTTP_LISTENER_RE = re.compile(r"^http://\[?([0-9a-zA-Z\-%._:]*)\]?:([0-9]+)$")
 
 

@@ -113,6 +113,7 @@ class Connection:
         self.token_authenticated = False                   # SASL/SCRAM with a delegation token (tokenauth)
         self.session_clock = SessionClock()                # the SASL session's expiry (KIP-368)
         self.security_protocol = server.security.protocol if server.security is not None else "PLAINTEXT"
+        self.client_software = ("unknown", "unknown")         # ClientInformation.EMPTY until an ApiVersions
 
     # -- control --
 
@@ -154,6 +155,8 @@ class Connection:
             except (asyncio.TimeoutError, ConnectionError, OSError):
                 pass
             log.debug("closed connection %s", self.id)
+            for listener in self.server.connection_closed_listeners:   # Kafka's ConnectionDisconnectListeners
+                listener(self.id)
 
     def _cancel_pending(self) -> None:
         """Cancel every handler still running for this connection, the one whose answer the
@@ -314,7 +317,7 @@ class Connection:
         return RequestContext(request.api_key, request.api_version, request.correlation_id,
                               header.client_id or "", self.peer, self.server.listener_name, self.id, header,
                               self.principal, self.security_protocol, size, self.token_authenticated,
-                              timing=timing)
+                              client_software=self.client_software, timing=timing)
 
     def raw_context(self) -> RequestContext:
         """The context of what is not a request: a raw SASL token, a frame refused unread."""
@@ -380,6 +383,8 @@ class Connection:
                                      and _SOFTWARE_RE.match(body.client_software_version)):
             response = ApiVersionsResponse(error_code=Errors.INVALID_REQUEST)
         else:
+            # SocketServer registers a valid request's ClientInformation (KIP-511)
+            self.client_software = (body.client_software_name, body.client_software_version)
             response = ApiVersionsResponse(api_keys=[ApiVersion(api_key=k, min_version=lo, max_version=hi)
                                                      for k, lo, hi in apis])
             if self.server.api_versions_features is not None:

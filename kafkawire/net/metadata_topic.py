@@ -64,6 +64,7 @@ from typing import Callable
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.records import iter_batches
 from kafkawire.storage.log import Log, OffsetOutOfRangeError
+from kafkawire.net.install_aware_log import InstallAwareLog
 from kafkawire.storage.state_files import StateFileError, read_partition_metadata
 
 from kafkawire.protocol.handler import NO_RESPONSE, ApiHandler, CloseConnection
@@ -114,7 +115,7 @@ class EpochCache:
     epoch, as Kafka's LeaderEpochFileCache holds them; extended as the log grows, rebuilt if it
     shrank."""
 
-    def __init__(self, log_: Log):
+    def __init__(self, log_: Log | InstallAwareLog):
         self.log = log_
         self.epochs: list[int] = []
         self.starts: list[int] = []
@@ -122,8 +123,11 @@ class EpochCache:
 
     def refresh(self) -> None:
         end = self.log.log_end_offset
-        if self.scanned_to is not None and end < self.scanned_to:
-            self.epochs, self.starts, self.scanned_to = [], [], None      # truncated: start over
+        if self.scanned_to is not None and (end < self.scanned_to or self.log.log_start_offset > self.scanned_to):
+            # Truncated, or emptied to start past what was scanned (a snapshot installed, whose
+            # log holds none of the old epochs, as Kafka's truncateFullyAndStartAt clears its
+            # cache): start over.
+            self.epochs, self.starts, self.scanned_to = [], [], None
         if self.scanned_to == end:
             return
         start = self.log.log_start_offset if self.scanned_to is None else self.scanned_to
@@ -156,7 +160,7 @@ class EpochCache:
 
 
 class MetadataTopic:
-    def __init__(self, log_: Log, *, cluster_id: str, node: NodeEndpoint, high_watermark: Callable[[], int],
+    def __init__(self, log_: Log | InstallAwareLog, *, cluster_id: str, node: NodeEndpoint, high_watermark: Callable[[], int],
                  leader_epoch: Callable[[], int] | None = None, topic_id: uuid.UUID | None = None,
                  max_wait_cap_ms: int = 30_000, poll_interval_ms: int = 100,
                  active_controller: Callable[[], NodeEndpoint | None] | None = None):

@@ -162,12 +162,14 @@ class KafkaServer:
         self._closing = False
         # Fills supported/finalized features into ApiVersions answers (a KRaft node's kraft.version).
         self.api_versions_features: Callable[[Any], None] | None = None
+        # Called with a connection's id once it is closed (client telemetry forgets its instance).
+        self.connection_closed_listeners: list[Callable[[str], None]] = []
 
     # -- registry --
 
     def api_versions(self) -> list[tuple[int, int, int]]:
         """(api_key, min_version, max_version) of every API this server answers, ApiVersions included."""
-        apis = {r.key: (r.key, r.advertised_low, r.high) for r in self._registry.values()}
+        apis = {r.key: (r.key, r.advertised_low, r.high) for r in self._registry.values() if r.handler.advertised}
         av = api_table()[API_VERSIONS]
         apis[API_VERSIONS] = (API_VERSIONS, av.min_version, min(av.max_version, self.api_versions_max_version))
         return [apis[k] for k in sorted(apis)]

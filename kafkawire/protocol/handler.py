@@ -54,7 +54,10 @@ class RequestContext:
     # KafkaPrincipal.tokenAuthenticated: the connection authenticated with a delegation token (SCRAM tokenauth)
     token_authenticated: bool = False
     forwarded: bool = False  # RequestChannel.Request.isForwarded: the request came in an Envelope
-    timing: Any = None       # the request's moments for its metrics (kafkawire.net.request_metrics.RequestTimes)
+    # KIP-511's ClientInformation: the software name and version of the connection's last valid
+    # ApiVersions request ("unknown" before one); client telemetry's subscriptions match on them.
+    client_software: tuple = ("unknown", "unknown")
+    timing: Any = None       # the request's moments for its metrics (kafkawire.net.request_metrics.request_times)
 
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
@@ -69,6 +72,9 @@ class ApiHandler:
     # Kafka's broker lists Produce from v0 though it serves v3 up (KAFKA-18659, for librdkafka).
     advertised_min_version: int | None = None
     error_response: Callable[[RequestContext, Any, int], Any] | None = None   # (ctx, request, error code)
+    # False: served but left out of ApiVersions, as Kafka's broker serves the client telemetry pair
+    # without listing it when no reporter takes telemetry (DefaultApiVersionManager vs isApiEnabled).
+    advertised: bool = True
 
 
 def top_level_error_response(response_cls: Any, version: int, error_code: int) -> Any:

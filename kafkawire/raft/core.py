@@ -141,7 +141,7 @@ class RaftCore(VoteHandling, FollowerFetching, LocalAppends, SnapshotHandling, P
         self.effects = CoreEffects(self)
         self.parked = ParkedFetches(self.effects, config, self.quorum, self.log)
         self.snapshot_fetching = SnapshotFetching(self.effects, config, self.quorum, self.log,
-                                                  self._install_fetched_snapshot)
+                                                  self._install_fetched_snapshot, self._refuse_fetched_snapshot)
         self.reconfig = Reconfig(self.effects, config, self.quorum, self.control, self.requests)
 
     # ==========================================================================================

@@ -19,7 +19,7 @@ from typing import Protocol
 
 from .io import Append, DeleteBefore, InstallSnapshot, TruncateFully, TruncateTo, WriteSnapshotChunk
 from .types import OffsetAndEpoch
-from kafkawire.records import ControlRecordType, LegacyRecordBatch, RecordBatch, iter_batches
+from kafkawire.records import LegacyRecordBatch, RecordBatch, iter_batches
 from kafkawire.records.errors import CorruptRecordError
 
 UNDEFINED_EPOCH = -1
@@ -332,24 +332,3 @@ def check_fetched_batches(data: bytes, end_offset: int, last_epoch: int, current
     except CorruptRecordError as e:
         return [], f"corrupt records: {e}"
     return out, None
-
-
-def check_fetched_snapshot(data: bytes) -> str | None:
-    """Why the bytes of a fetched snapshot, all chunks together, cannot be installed, or None:
-    batches that do not decode or fail their CRC, bytes left after the last whole batch, or
-    no SnapshotHeader first and SnapshotFooter last. A follower refuses such a snapshot and
-    fetches it again rather than replace its log with it."""
-    try:
-        it = iter_batches(data)
-        batches = list(it)
-        records = [(batch.is_control, record.control_type if batch.is_control else None)
-                   for batch in batches for record in batch]
-    except (CorruptRecordError, ValueError, IndexError) as e:
-        return f"corrupt records: {e}"
-    if it.tail is not None:
-        return f"it ends inside a batch ({it.tail.available} of {it.tail.needed} bytes)"
-    if not records or records[0] != (True, ControlRecordType.SNAPSHOT_HEADER):
-        return "its first record is not a SnapshotHeader"
-    if records[-1] != (True, ControlRecordType.SNAPSHOT_FOOTER):
-        return "its last record is not a SnapshotFooter"
-    return None

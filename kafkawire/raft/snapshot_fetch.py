@@ -2,7 +2,12 @@
 was answered with a snapshot id fetches that snapshot chunk by chunk, then installs it.
 
 The handlers work through the core's Effects; installing (which resets the log, the control
-state and the high watermark) is the core's own state change, handed in as ``install``.
+state and the high watermark) is the core's own state change, handed in as ``install``, and
+so is refusing a damaged copy (``refuse``). The follower keeps none of the snapshot's bytes:
+each chunk goes to the store (a WriteSnapshotChunk) and through the snapshot's check
+(snapshot_check.py) once, so an answer costs the core work linear in its own size, never in
+the snapshot's (the bytes were once appended to one buffer and all decoded again at the end:
+a loop stall growing with the snapshot).
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from .effects import Effects, RaftInvariantError
 from .io import RequestReceived, ResponseReceived
 from .log import RaftLog
 from .quorum_state import QuorumState
+from .snapshot_check import FetchedSnapshotCheck
 from .states import Follower, Leader, describe
 from .types import OffsetAndEpoch, ReplicaKey
 
@@ -29,17 +35,19 @@ class SnapshotFetch:
     snapshot_id: OffsetAndEpoch
     position: int = 0
     size: int | None = None
-    data: bytearray = field(default_factory=bytearray)
+    check: FetchedSnapshotCheck = field(default_factory=FetchedSnapshotCheck)    # of the chunks so far
 
 
 class SnapshotFetching:
     def __init__(self, effects: Effects, config: RaftConfig, quorum: QuorumState, log: RaftLog,
-                 install: Callable[[Follower, SnapshotFetch], None]):
+                 install: Callable[[Follower, SnapshotFetch], None],
+                 refuse: Callable[[Follower, SnapshotFetch, str], None]):
         self.effects = effects
         self.config = config
         self.quorum = quorum
         self.log = log
         self.install = install
+        self.refuse = refuse
 
     # --- leader side -------------------------------------------------------------------------------
     def handle_request(self, request: RequestReceived) -> None:
@@ -100,10 +108,16 @@ class SnapshotFetching:
             state.fetching_snapshot = None
             return False
         fetch.size = partition.size
-        self.log.write_snapshot_chunk(fetch.snapshot_id, fetch.position, data)
-        fetch.data += data
-        fetch.position += len(data)
+        problem = fetch.check.feed(data)
+        if problem is None:
+            self.log.write_snapshot_chunk(fetch.snapshot_id, fetch.position, data)
+            fetch.position += len(data)
         self.effects.on_successful_fetch(state)
-        if fetch.position == fetch.size:
-            self.install(state, fetch)
+        if problem is None and fetch.position == fetch.size:
+            problem = fetch.check.finish()
+            if problem is None:
+                self.install(state, fetch)
+        if problem is not None:
+            # Refused as soon as the damage shows: the rest of this copy is not worth fetching.
+            self.refuse(state, fetch, problem)
         return True

@@ -12,7 +12,6 @@ from kafkawire.records import ControlRecordType, iter_batches
 from . import rpc
 from .effects import RaftInvariantError
 from .io import ResponseReceived
-from .log import check_fetched_snapshot
 from .parts import CoreParts
 from .snapshot_fetch import SnapshotFetch
 from .states import Follower
@@ -63,14 +62,17 @@ class SnapshotHandling(CoreParts):
                 offset = max(offset, batch.last_offset + 1)
 
     def _apply_snapshot_control(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
+        """The KRaftVersion and Voters records of a snapshot's bytes (at start-up)."""
+        records = [(record.control_type, record.control_value)
+                   for batch in iter_batches(data) if batch.is_control for record in batch
+                   if record.control_type in (ControlRecordType.KRAFT_VOTERS, ControlRecordType.KRAFT_VERSION)]
+        self._apply_control_records(snapshot_id, records)
+
+    def _apply_control_records(self, snapshot_id: OffsetAndEpoch, records: list[tuple[int, object]]) -> None:
         """Control records in a snapshot take effect at the snapshot's last contained offset."""
         at = snapshot_id.offset - 1
-        for batch in iter_batches(data):
-            if not batch.is_control:
-                continue
-            for record in batch:
-                if record.control_type in (ControlRecordType.KRAFT_VOTERS, ControlRecordType.KRAFT_VERSION):
-                    self.control.apply_control_record(at, record.control_type, record.control_value)
+        for control_type, value in records:
+            self.control.apply_control_record(at, control_type, value)
 
     # --- installing, freezing, cleaning --------------------------------------------------------------
     def _handle_fetch_snapshot_response(self, event: ResponseReceived) -> bool:
@@ -80,23 +82,24 @@ class SnapshotHandling(CoreParts):
             return handled
         return self.snapshot_fetching.handle_response(event, partition)
 
+    def _refuse_fetched_snapshot(self, state: Follower, fetch: SnapshotFetch, problem: str) -> None:
+        """A damaged or hostile answer must not replace the log (nor stop the node): the log
+        stays as it was and the next fetch starts the snapshot over."""
+        state.fetching_snapshot = None
+        self.counters["fetched_snapshots_refused"] = self.counters.get("fetched_snapshots_refused", 0) + 1
+        self._warn(f"refused snapshot {fetch.snapshot_id} fetched from leader {self.quorum.leader_id()}: {problem}; "
+                   f"the log stays [{self.log.start_offset}, {self.log.end_offset})")
+
     def _install_fetched_snapshot(self, state: Follower, fetch: SnapshotFetch) -> None:
+        """A fetched snapshot whose every chunk passed its check: the control state is set from
+        the KRaftVersion and Voters records the check kept, not from the snapshot read again."""
         snapshot_id = fetch.snapshot_id
-        problem = check_fetched_snapshot(bytes(fetch.data))
-        if problem is not None:
-            # A damaged or hostile answer must not replace the log (nor stop the node): the
-            # log stays as it was and the next fetch starts the snapshot over.
-            state.fetching_snapshot = None
-            self.counters["fetched_snapshots_refused"] = self.counters.get("fetched_snapshots_refused", 0) + 1
-            self._warn(f"refused snapshot {snapshot_id} fetched from leader {self.quorum.leader_id()}: {problem}; "
-                       f"the log stays [{self.log.start_offset}, {self.log.end_offset})")
-            return
         hw = state.high_watermark
         if hw is not None and snapshot_id.offset < hw:
             raise RaftInvariantError(f"snapshot {snapshot_id} ends before the high watermark {hw}")
         self.log.install_snapshot(snapshot_id)
         self.control.clear()
-        self._apply_snapshot_control(snapshot_id, bytes(fetch.data))
+        self._apply_control_records(snapshot_id, fetch.check.control_records)
         state.fetching_snapshot = None
         state.high_watermark = snapshot_id.offset
         self._pending_load_snapshot = snapshot_id

@@ -18,6 +18,7 @@ import argparse
 import functools
 import importlib
 import sys
+import warnings
 
 from kafkawire._extras import MissingExtra
 
@@ -113,10 +114,25 @@ def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argpar
     return parser
 
 
+def _native_notice_on_one_line() -> None:
+    """The once-per-process notice that the C extension is not in use (its text names kafkawire),
+    as one line instead of Python's ``file:line: Category: message`` and the source line (code a
+    command's user never wrote). Matched by name: importing kafkawire._native here would load
+    the extension for commands that do not need it. Other warnings keep Python's form."""
+    python_form = warnings.formatwarning
+
+    def formatwarning(message, category, filename, lineno, line=None):
+        if category.__name__ == "NativeUnavailableWarning":
+            return f"{message} (KAFKAWIRE_PURE=1 silences this)\n"
+        return python_form(message, category, filename, lineno, line)
+    warnings.formatwarning = formatwarning
+
+
 def main(argv: list[str] | None = None) -> int:
     """The ``kafkawire`` command: parse ``argv`` (sys.argv[1:] by default), run the subcommand and
     return its exit status (0 when stdout is closed early, as by ``| head``).
     """
+    _native_notice_on_one_line()
     args = parse(argv)
     try:
         return args.run(args)

@@ -119,7 +119,8 @@ def test_the_partition_and_log_gauges_of_a_led_and_a_followed_partition(tmp_path
         lifecycle=None, partitions={("t", 0): led}, image=lambda: None, offline_partitions={},
         replica_roles=SimpleNamespace(followers={("f", 3): FollowerReplica(followed, leader_id=2, leader_epoch=0)}),
         topic_stats=BrokerTopicStats(), replication=SimpleNamespace(isr_meters=IsrUpdateMeters()),
-        request_metrics=RequestMetrics(), quotas=no_quotas())
+        request_metrics=RequestMetrics(), quotas=no_quotas(),
+        telemetry=SimpleNamespace(exporters=[]))
     m = scraped(broker_families(broker))
     t0, f3 = (("partition", "0"), ("topic", "t")), (("partition", "3"), ("topic", "f"))
     for name, led_value, followed_value in [("underreplicated", 1, 0), ("underminisr", 0, 0), ("atminisr", 1, 0),

@@ -12,6 +12,8 @@ import pytest
 from kafkawire.messages.alter_client_quotas_request import AlterClientQuotasRequest, EntityData, EntryData, OpData
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kafkawire.messages.describe_client_quotas_request import ComponentData, DescribeClientQuotasRequest
+from kafkawire.messages.incremental_alter_configs_request import (AlterableConfig, AlterConfigsResource,
+                                                                 IncrementalAlterConfigsRequest)
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
 from kafkawire.net.client import NetworkClient
 from kafkawire.protocol.error_codes import Errors
@@ -209,3 +211,38 @@ def test_topics_a_metadata_request_creates_count_against_the_clients_controller_
             await client.close()
     assert asyncio.run(scenario()) == [0, 0, 0, int(Errors.UNKNOWN_TOPIC_OR_PARTITION)]
     assert f"Auto topic creation failed for {names[3]} with error 'THROTTLING_QUOTA_EXCEEDED'" in broker.log_tail(200)
+
+
+def test_a_dynamic_max_connections_per_ip_override_applies_without_a_restart_and_goes_when_deleted(broker):
+    """``max.connections.per.ip.overrides=127.0.0.3:0`` set for every broker through
+    IncrementalAlterConfigs (as `kafka-configs --entity-type brokers --entity-default` sets it):
+    the broker's listener takes it from its image with no restart, and a connection from 127.0.0.3
+    is closed unanswered (the other tests connect from 127.0.0.1, untouched); deleted, 127.0.0.3 is
+    served again."""
+    def alter(operation: int) -> None:
+        answer = call(broker, IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+            resource_type=4, resource_name="", configs=[AlterableConfig(
+                name="max.connections.per.ip.overrides", config_operation=operation, value="127.0.0.3:0")])]), 1)
+        assert [r.error_code for r in answer.responses] == [0], answer
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+
+    def served_from_127_0_0_3() -> bool:
+        async def ask():
+            reader, writer = await asyncio.open_connection(host, int(port), local_addr=("127.0.0.3", 0))
+            try:
+                writer.write(encode_request(MetadataRequest(topics=[]), 12, 1, client_id="per-ip-test"))
+                await writer.drain()
+                async with asyncio.timeout(10):
+                    return len(await reader.read(4)) == 4      # b"" when the broker closed it
+            except ConnectionError:
+                return False
+            finally:
+                writer.close()
+        return asyncio.run(ask())
+
+    assert served_from_127_0_0_3()
+    alter(0)                                                             # SET
+    _wait(lambda: not served_from_127_0_0_3(), 10, "the dynamic override refusing 127.0.0.3")
+    assert call(broker, MetadataRequest(topics=[]), 12).brokers             # 127.0.0.1 still served
+    alter(1)                                                             # DELETE
+    _wait(served_from_127_0_0_3, 10, "127.0.0.3 served again once the override is deleted")

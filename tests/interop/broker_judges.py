@@ -19,9 +19,10 @@ WAIT_S = 60
 
 
 @contextlib.contextmanager
-def module_broker(tmp_path_factory):
-    """The module's combined kafkawire node; its log's tail is printed when it is stopped."""
-    node = EmbeddedBroker(tmp_path_factory.mktemp("kafkawire-broker") / "node")
+def module_broker(tmp_path_factory, properties: dict | None = None):
+    """The module's combined kafkawire node (``properties`` replacing defaults); its log's tail
+    is printed when it is stopped."""
+    node = EmbeddedBroker(tmp_path_factory.mktemp("kafkawire-broker") / "node", properties=properties)
     with node:
         yield node
     print(f"\n--- kafkawire node log tail:\n{node.log_tail(40)}")

@@ -16,6 +16,8 @@ parsed and compared to that state.
   the end, an internal topic) and kafka-get-offsets for every special time.
 * kafka-broker-api-versions: Kafka 4.3.1's broker range for every API served, the SASL pair on
   a PLAINTEXT listener.
+* client telemetry (KIP-714; the node takes it): a kafka-client-metrics subscription, Kafka's Java
+  producer and librdkafka pushing, their metric names on the node's Prometheus endpoint.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ import json
 import os
 import re
 import time
+import urllib.request
 
 import pytest
 
@@ -34,7 +37,7 @@ from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequest
 from kafkawire.protocol.error_codes import Errors
 from tests.broker.wire import call
 from tests.interop import kafka_dist
-from tests.interop.kafka_procs import CONFIGS, FEATURES, TOPICS
+from tests.interop.kafka_procs import CONFIGS, FEATURES, TOPICS, free_port
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 kafka = pytest.importorskip("kafka")
@@ -50,8 +53,11 @@ CLIENT_METRICS = "org.apache.kafka.tools.ClientMetricsCommand"
 # Kafka 4.3.1 broker APIs kafkawire's broker does not serve yet (docs/broker.md, "What is not done
 # yet"): ACLs, share groups, streams groups.
 NOT_SERVED_YET = {29, 30, 31, 83, 84, 85, 86, 87}
-# Kafka's broker lists these only when a client telemetry reporter is configured (none by default).
-TELEMETRY = {71, 72}
+# The module's node takes client telemetry (KIP-714), so it serves GetTelemetrySubscriptions and
+# PushTelemetry (71, 72) as a Kafka broker with a telemetry-capable reporter does, and its
+# Prometheus endpoint shows the pushed metrics.
+TELEMETRY_REPORTERS = "kafkawire.metrics.PrometheusReporter,kafkawire.metrics.ClientTelemetryExporter"
+PERF_TEST = "org.apache.kafka.tools.ProducerPerformance"
 # Kafka's broker leaves out an unstable last version (unstable.api.versions.enable=false).
 # Where a Kafka 4.3.1 broker advertises other than the jar's schema: InitProducerId v6 (KIP-939 2PC)
 # is unstable in 4.3.1; Produce is listed from v0 though its schema starts at v3 (ApiKeys'
@@ -61,7 +67,11 @@ STABLE_RANGES = {22: (0, 5), 0: (0, 13)}
 
 @pytest.fixture(scope="module")
 def broker(kafka_libs, tmp_path_factory):
-    with module_broker(tmp_path_factory) as node:
+    metrics_port = free_port()
+    with module_broker(tmp_path_factory, {"metric.reporters": TELEMETRY_REPORTERS,
+                                          "kafkawire.metrics.prometheus.listener": f"http://127.0.0.1:{metrics_port}"}
+                       ) as node:
+        node.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
         yield node
 
 
@@ -358,7 +368,7 @@ def test_log_dirs_delete_records_and_get_offsets(broker, state, tmp_path):
 def test_broker_api_versions_are_kafka_4_3_1_brokers(broker, state):
     """kafka-broker-api-versions on the broker listener: every API it lists has Kafka 4.3.1's
     broker range (the jar's schemas, less an unstable last version); the only APIs it lacks are
-    the telemetry pair and those not served yet; SaslHandshake and SaslAuthenticate are listed on
+    those not served yet (the telemetry pair is served: the node takes client telemetry); SaslHandshake and SaslAuthenticate are listed on
     this PLAINTEXT listener, as Kafka's broker lists them on every listener."""
     out = kafka_tool(API_VERSIONS, "--bootstrap-server", broker.bootstrap_servers)
     listed = {}
@@ -370,7 +380,8 @@ def test_broker_api_versions_are_kafka_4_3_1_brokers(broker, state):
               for key, (_, low, high, on_broker) in kafka_apis(str(jar)).items() if on_broker}
     assert set(listed) == set(kafkas)
     served = {key: versions for key, versions in listed.items() if versions != "UNSUPPORTED"}
-    assert set(kafkas) - set(served) <= NOT_SERVED_YET | TELEMETRY
+    assert set(kafkas) - set(served) <= NOT_SERVED_YET
+    assert (served[71], served[72]) == ((0, 0), (0, 0))
     assert {key: versions for key, versions in served.items() if versions != kafkas[key]} == {}
     assert (served.get(17), served.get(36)) == ((0, 1), (0, 2))
 
@@ -458,3 +469,41 @@ def test_kafka_configs_sets_and_describes_the_replication_throttles(broker):
     topic = kafka_tool(CONFIGS, "--bootstrap-server", servers, "--describe", "--entity-type", "topics",
                        "--entity-name", "throttled")
     assert "leader.replication.throttled.replicas=0:1,1:1" in topic, topic
+
+
+def scraped(broker) -> str:
+    with urllib.request.urlopen(broker.metrics_url, timeout=10) as answer:
+        return answer.read().decode()
+
+
+def pushed_by(text: str, client_id: str) -> set[str]:
+    """The family names of the samples the node's endpoint shows for ``client_id``'s pushes."""
+    return set(re.findall(rf'^(\w+)\{{[^}}]*client_id="{re.escape(client_id)}"', text, re.M))
+
+
+def test_kafkas_java_producer_and_librdkafka_push_their_metrics_to_the_subscription(broker):
+    """Client telemetry (KIP-714, issue 29): kafka-client-metrics --alter creates a subscription to
+    the producer metrics of the clients named telemetry-*; Kafka's Java producer (ProducerPerformance,
+    enable.metrics.push defaults to true) and librdkafka's get it, push, and the pushed metric names
+    show up on the node's Prometheus endpoint, labelled with their client id. Then the subscription
+    is deleted (the module's --list test expects none)."""
+    servers = broker.bootstrap_servers
+    kafka_tool(CLIENT_METRICS, "--bootstrap-server", servers, "--alter", "--name", "judge-producers",
+               "--metrics", "org.apache.kafka.producer.", "--interval", "200", "--match", "client_id=telemetry-.*")
+    try:
+        described = kafka_tool(CLIENT_METRICS, "--bootstrap-server", servers, "--describe", "--name", "judge-producers")
+        assert "metrics=org.apache.kafka.producer." in described and "interval.ms=200" in described, described
+        rdkafka = confluent_kafka.Producer({"bootstrap.servers": servers, "client.id": "telemetry-rdkafka"})
+        rdkafka.produce("orders", b"telemetry", partition=0)
+        # 2 s of sends at 10/s: the producer lives through its GetTelemetrySubscriptions and several
+        # 200 ms push intervals (a producer that closes before its subscription arrives pushes nothing)
+        kafka_tool(PERF_TEST, "--topic", "orders", "--num-records", 20, "--record-size", 10, "--throughput", 10,
+                   "--producer-props", f"bootstrap.servers={servers}", "client.id=telemetry-java")
+        java = wait_until(lambda: pushed_by(scraped(broker), "telemetry-java"), "the Java producer's pushed metrics")
+        assert all(name.startswith("org_apache_kafka_producer_") for name in java), java
+        assert "org_apache_kafka_producer_record_send_total" in java, sorted(java)
+        rdkafka.flush(WAIT_S)
+        pushed = wait_until(lambda: pushed_by(scraped(broker), "telemetry-rdkafka"), "librdkafka's pushed metrics")
+        assert all(name.startswith("org_apache_kafka_producer_") for name in pushed), pushed
+    finally:
+        kafka_tool(CLIENT_METRICS, "--bootstrap-server", servers, "--delete", "--name", "judge-producers")

@@ -182,7 +182,7 @@ class _DamagesTheFirstSnapshot(Simulation):
 
 @pytest.mark.parametrize("damage", ["random bytes", "truncated", "no footer"])
 def test_check_fetched_snapshot_names_what_is_wrong(damage):
-    from kafkawire.raft.log import check_fetched_snapshot
+    from kafkawire.raft.snapshot_check import check_fetched_snapshot
     from kafkawire.storage.snapshot import SnapshotBuilder, SnapshotId
     builder = SnapshotBuilder(SnapshotId(3, 1), last_contained_log_timestamp=0, time_ms=lambda: 0)
     builder.append_batch(_batch(1, [b"a", b"b", b"c"]))

@@ -6,7 +6,7 @@ and taken back out of the rates). The rates' arithmetic on a fake clock; the acc
 import asyncio
 from types import SimpleNamespace
 
-from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas, DynamicCreationRate
+from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas, DynamicAdmissionLimits
 from kafkawire.net.client_quotas import IpConnectionRates, ip_connection_rates
 from kafkawire.net.server import KafkaServer
 
@@ -34,19 +34,56 @@ def test_the_broker_wide_rate_throttles_the_acceptor_at_most_one_window_and_spar
 
 def test_a_dynamic_max_connection_creation_rate_wins_this_nodes_first_then_every_nodes():
     images = [None]
-    rate = DynamicCreationRate(lambda: images[0], 1, 50)
-    assert rate() == 50                                                      # no image yet: server.properties
+    limits = DynamicAdmissionLimits(lambda: images[0], 1, AdmissionLimits(max_connection_creation_rate=50))
+    assert limits().max_connection_creation_rate == 50                       # no image yet: server.properties
 
     def image(offset, configs):
         return SimpleNamespace(configs=configs, provenance=SimpleNamespace(offset=offset))
     images[0] = image(1, {(4, ""): {"max.connection.creation.rate": "2"}})
-    assert rate() == 2                                                      # every node's
+    assert limits().max_connection_creation_rate == 2                        # every node's
     images[0] = image(2, {(4, ""): {"max.connection.creation.rate": "2"}, (4, "1"): {"max.connection.creation.rate": "7"}})
-    assert rate() == 7                                                      # this node's wins
+    assert limits().max_connection_creation_rate == 7                        # this node's wins
     images[0] = image(3, {(4, "2"): {"max.connection.creation.rate": "1"}})
-    assert rate() == 50                                                     # another node's: not ours
-    quotas = ConnectionQuotas(AdmissionLimits(**WINDOW), creation_rate=lambda: 1)
+    assert limits().max_connection_creation_rate == 50                       # another node's: not ours
+    quotas = ConnectionQuotas(lambda: AdmissionLimits(max_connection_creation_rate=1, **WINDOW))
     assert [quotas.record_connection(now_ms=0) for _ in range(2)] == [0, 1000]
+
+
+def _image(offset, configs):
+    return SimpleNamespace(configs=configs, provenance=SimpleNamespace(offset=offset))
+
+
+def test_every_connection_limit_is_taken_dynamically_this_nodes_value_over_every_nodes():
+    static = AdmissionLimits(max_connections=100, max_connections_per_ip=10, listener_max_connections={"CLIENT": 5},
+                             max_connections_per_ip_overrides={"127.0.0.9": 4})
+    images = [_image(1, {(4, ""): {"max.connections": "7", "max.connections.per.ip": "3",
+                                   "max.connections.per.ip.overrides": "127.0.0.2:1",
+                                   "listener.name.client.max.connections": "2",
+                                   "listener.name.client.max.connection.creation.rate": "4"},
+                         (4, "1"): {"max.connections": "9"}})]
+    limits = DynamicAdmissionLimits(lambda: images[0], 1, static)()
+    assert (limits.max_connections, limits.max_connections_per_ip) == (9, 3)
+    assert limits.max_connections_per_ip_overrides == {"127.0.0.2": 1}       # replaces the static list
+    assert limits.listener_max_connections == {"CLIENT": 2}
+    assert limits.listener_max_connection_creation_rate == {"CLIENT": 4}
+    images[0] = _image(2, {(4, ""): {"max.connections": "-1", "max.connections.per.ip.overrides": "nonsense"}})
+    assert DynamicAdmissionLimits(lambda: images[0], 1, static)() == static      # invalid: the static values
+
+
+def test_a_raised_dynamic_max_connections_admits_the_waiting_acceptor_though_nothing_closed():
+    async def main():
+        current = [AdmissionLimits(max_connections=1)]
+        quotas = ConnectionQuotas(lambda: current[0])
+        await quotas.wait_for_slot("CLIENT")
+        waiting = asyncio.ensure_future(quotas.wait_for_slot("CLIENT"))
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert not waiting.done()                                        # the node is full
+        current[0] = AdmissionLimits(max_connections=2)                  # raised, no connection closed
+        async with asyncio.timeout(5):
+            await waiting
+        assert quotas.total == 2
+    asyncio.run(main())
 
 
 def test_the_protected_listener_takes_a_slot_past_max_connections():

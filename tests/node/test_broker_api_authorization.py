@@ -65,6 +65,10 @@ from kafkawire.messages.describe_transactions_request import DescribeTransaction
 from kafkawire.messages.end_txn_request import EndTxnRequest
 from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic
 from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
+from kafkawire.messages.get_telemetry_subscriptions_request import GetTelemetrySubscriptionsRequest
+from kafkawire.messages.push_telemetry_request import PushTelemetryRequest
+from kafkawire.protocol.message import uuid_to_kafka_string
+from kafkawire.records.compression import GZIP, compress
 from kafkawire.messages.heartbeat_request import HeartbeatRequest
 from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
 from kafkawire.messages.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
@@ -96,6 +100,7 @@ from kafkawire.tools.server_start import start_broker
 from kafkawire.tools.storage import format_storage
 
 from tests.responses import error_codes
+from tests.broker.test_client_telemetry import PAYLOAD
 
 from .test_authorizer_node import CLUSTER_ID, creation, free_port, wait_for
 
@@ -410,6 +415,7 @@ offsets.topic.replication.factor=1
 transaction.state.log.num.partitions=1
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
+metric.reporters=kafkawire.metrics.ClientTelemetryExporter
 """)
 
 
@@ -592,6 +598,31 @@ def test_every_api_the_broker_serves_has_kafkas_rule_or_is_forwarded_to_the_cont
     from kafkawire.broker.authorization import FORWARDED_UNCHECKED, KAFKA_BROKER_API_RULES, SASL_UNCHECKED
     served = set(node.broker._handlers())
     assert not served - set(KAFKA_BROKER_API_RULES) - FORWARDED_UNCHECKED - SASL_UNCHECKED
+
+
+def test_client_telemetry_needs_no_acl_only_authentication(node):
+    """GetTelemetrySubscriptions and PushTelemetry (served: the node takes client telemetry) ask
+    the authorizer nothing, as KafkaApis' handlers: a principal with no ACL gets its subscription."""
+    manager = node.broker.telemetry.manager
+
+    async def subscribed():
+        """The answer and the instance's attributes, read while its connection is open."""
+        async with NetworkClient(request_timeout_ms=15_000, sasl=lambda: SaslClient("PLAIN", "alice", "a-secret")) \
+                as client:
+            answer = await client.send(("127.0.0.1", node.broker_port), GetTelemetrySubscriptionsRequest(),
+                                       api_version=0)
+            pushed = await client.send(("127.0.0.1", node.broker_port), PushTelemetryRequest(
+                client_instance_id=answer.client_instance_id, subscription_id=answer.subscription_id,
+                compression_type=GZIP, metrics=compress(GZIP, PAYLOAD)), api_version=0)
+            return answer, pushed, dict(manager.instances[answer.client_instance_id].attributes)
+    answer, pushed, attributes = node.call(subscribed())
+    assert answer.error_code == 0 and answer.client_instance_id.int != 0 and pushed.error_code == 0
+    (exporter,) = node.broker.telemetry.exporters
+    assert uuid_to_kafka_string(answer.client_instance_id) in exporter.latest      # decoded and kept
+    # made from its connection's ApiVersions (KIP-511's software name, NetworkClient's)
+    assert (attributes["client_software_name"], attributes["client_software_version"]) == ("kafkawire", "0.1.0")
+    # and gone when that connection closed (Kafka's ConnectionDisconnectListener)
+    node.call(wait_for(lambda: answer.client_instance_id not in manager.instances, "the instance gone with its connection"))
 
 
 def test_an_incremental_fetch_refuses_a_session_partition_whose_read_acl_was_removed(node):

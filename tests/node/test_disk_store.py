@@ -79,6 +79,40 @@ def test_snapshot_install_through_part_file_restarts_the_log(tmp_path):
     assert (again.start_offset(), again.end_offset()) == (10, 12)
 
 
+def test_a_split_install_says_installed_at_once_and_cuts_the_log_only_in_its_disk_half(tmp_path):
+    """prepare_install (the loop's half) makes the store read as installed without touching the
+    disk; until its returned function (the disk thread's half) runs, the log is whole on disk
+    and the snapshot only a .part file, so a crash then restarts from the old log; a log
+    operation before finish_install is refused rather than raced with the disk thread."""
+    store = DiskLogStore(tmp_path / "p")
+    store.apply(batch(0, 4, 1))
+    store.flush()
+    sid = OffsetAndEpoch(2, 10)
+    data = SnapshotBuilder(SnapshotId(10, 2), last_contained_log_timestamp=5).finish()
+    store.prepare_chunk(WriteSnapshotChunk(sid, 0, data[:50]))()
+    store.prepare_chunk(WriteSnapshotChunk(sid, 50, data[50:]))()
+    with pytest.raises(StoreError, match="chunk at byte 7, but"):
+        store.prepare_chunk(WriteSnapshotChunk(sid, 7, b"x"))
+    install = store.prepare_install(sid)
+    assert (store.start_offset(), store.end_offset(), store.epoch_entries(), store.snapshot_ids()) == (10, 10, [], [sid])
+    assert store.snapshot_size(sid) == len(data) and store.read_snapshot(sid, 0, 1 << 20) == data
+    assert store.read(0, 1 << 20) == b""
+    with pytest.raises(StoreError, match="while the install of snapshot"):
+        store.apply(batch(10, 1, 3))
+    crashed = DiskLogStore(tmp_path / "p")          # what a crash now would find: the old log
+    assert (crashed.start_offset(), crashed.end_offset(), crashed.snapshot_ids()) == (0, 4, [])
+    crashed.close()
+    (tmp_path / "p" / "00000000000000000010-0000000002.checkpoint.part").write_bytes(data)   # reopening removed it
+    install()
+    store.finish_install()
+    store.apply(batch(10, 2, 3))
+    store.flush()
+    store.close()
+    again = DiskLogStore(tmp_path / "p")
+    assert again.snapshot_ids() == [sid] and again.read_snapshot(sid, 0, 1 << 20) == data
+    assert (again.start_offset(), again.end_offset()) == (10, 12)
+
+
 def test_partial_snapshot_left_by_a_crash_is_removed_on_open(tmp_path):
     store = DiskLogStore(tmp_path / "p")
     store.apply(WriteSnapshotChunk(OffsetAndEpoch(1, 5), 0, b"half"))

@@ -31,7 +31,7 @@ from kafkawire.metadata.acl_index import AclIndex
 from kafkawire.metadata.features_answer import finalized_levels, set_features
 from kafkawire.metadata.image import MetadataImage
 from kafkawire.net.admin_authorization import authorize_admin_apis
-from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas, DynamicCreationRate
+from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas, DynamicAdmissionLimits
 from kafkawire.net.client_quotas import IpConnectionRates
 from kafkawire.net.authentication import sasl_handlers
 from kafkawire.net.authorizer import (CONTROLLER_API_OPERATIONS, StandardAuthorizer, authorizing_create_topics,
@@ -40,6 +40,7 @@ from kafkawire.net.authorizer import (CONTROLLER_API_OPERATIONS, StandardAuthori
 from kafkawire.net.client import NetworkClient
 from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.envelope import ENVELOPE, envelope_handler
+from kafkawire.net.install_aware_log import InstallAwareLog
 from kafkawire.net.metadata_topic import MetadataTopic, NodeEndpoint
 from kafkawire.net.metrics_http import EndpointStartError, start_metrics_endpoint
 from kafkawire.net.sasl import SCRAM_MECHANISM_TYPES
@@ -229,16 +230,18 @@ class ControllerNode:
             self.state_machine = self.state_machine_factory(driver, c, meta)
             driver.state_machine = self.state_machine
         advertised = raft_config.endpoints.address(raft_config.listener) or ("127.0.0.1", 0)
-        self.topic = MetadataTopic(store.log, cluster_id=cluster_id,
+        # Clients read the log through the install's view: a follower's install cuts it on the
+        # driver's disk thread while the loop serves them.
+        self.topic = MetadataTopic(InstallAwareLog(store.log, store.installing_at), cluster_id=cluster_id,
                                    node=NodeEndpoint(c.node_id, advertised[0], advertised[1]),
                                    high_watermark=driver.high_watermark,
                                    leader_epoch=lambda: max(driver.running.epoch, 0),
                                    active_controller=self._active_controller)
         driver.hw_listeners.append(self.topic.high_watermark_advanced)
         # one count across the listeners, as Kafka's; the ip connection_creation_rate quotas of its image
-        quotas = ConnectionQuotas(self._admission_limits(), ip_rates=IpConnectionRates(self._image),
-                                  creation_rate=DynamicCreationRate(self._image, c.node_id,
-                                                                    c.max_connection_creation_rate))
+        # and the connection limits set dynamically for this node or every node
+        quotas = ConnectionQuotas(DynamicAdmissionLimits(self._image, c.node_id, self._admission_limits()),
+                                  ip_rates=IpConnectionRates(self._image))
         for name in c.controller_listener_names:
             endpoint = c.listener(name)
             if endpoint is None:

@@ -74,6 +74,8 @@ class DiskLogStore:
             write_partition_metadata(os.path.join(self.directory, PARTITION_METADATA_FILE), METADATA_TOPIC_ID,
                                      fsync=fsync)
         self._partial: dict[OffsetAndEpoch, BinaryIO] = {}
+        self._partial_sizes: dict[OffsetAndEpoch, int] = {}   # the bytes its chunks brought
+        self._installing: tuple[OffsetAndEpoch, BinaryIO, int] | None = None   # prepare_install ran, finish_install not yet
 
     def _remove_partial_snapshots(self) -> None:
         for name in os.listdir(self.directory):
@@ -113,16 +115,20 @@ class DiskLogStore:
 
     # --- LogStore ------------------------------------------------------------------------------
     def start_offset(self) -> int:
+        if self._installing is not None:
+            return self._installing[0].offset
         return self.log.log_start_offset
 
     def end_offset(self) -> int:
+        if self._installing is not None:
+            return self._installing[0].offset
         return self.log.log_end_offset
 
     def epoch_entries(self) -> list[tuple[int, int]]:
         return list(self._epochs)
 
     def read(self, offset: int, max_bytes: int) -> bytes:
-        if offset >= self.log.log_end_offset:
+        if self._installing is not None or offset >= self.log.log_end_offset:
             return b""
         return self.log.read(max(offset, self.log.log_start_offset), max_bytes).data
 
@@ -133,9 +139,13 @@ class DiskLogStore:
         return os.path.join(self.directory, snapshot_file_name(_to_file_id(snapshot_id)))
 
     def snapshot_size(self, snapshot_id: OffsetAndEpoch) -> int:
+        if self._installing is not None and self._installing[0] == snapshot_id:
+            return self._installing[2]      # maybe not renamed yet
         return os.path.getsize(self.snapshot_path(snapshot_id))
 
     def read_snapshot(self, snapshot_id: OffsetAndEpoch, position: int, max_bytes: int) -> bytes:
+        if self._installing is not None and self._installing[0] == snapshot_id:
+            return os.pread(self._installing[1].fileno(), max_bytes, position)    # maybe not renamed yet
         with open(self.snapshot_path(snapshot_id), "rb") as f:
             f.seek(position)
             return f.read(max_bytes)
@@ -157,6 +167,9 @@ class DiskLogStore:
 
     # --- applying a Ready's log operations ------------------------------------------------------
     def apply(self, op: LogOp) -> None:
+        if self._installing is not None:
+            raise StoreError(f"log operation {type(op).__name__} while the install of snapshot "
+                             f"{self._installing[0]} is not finished (finish_install first)")
         match op:
             case Append():
                 if op.base_offset != self.log.log_end_offset:
@@ -169,28 +182,10 @@ class DiskLogStore:
                 self.log.truncate_to(op.offset)
                 self._epochs = [(e, s) for e, s in self._epochs if s < op.offset]
             case WriteSnapshotChunk():
-                f = self._partial.get(op.snapshot_id)
-                if f is None:
-                    path = self.snapshot_path(op.snapshot_id) + PART_SUFFIX
-                    f = self._partial[op.snapshot_id] = open(path, "wb")
-                elif op.position == 0:
-                    # The core starts a snapshot over (it refused the copy it had fetched).
-                    f.seek(0)
-                    f.truncate()
-                if f.tell() != op.position:
-                    raise StoreError(f"snapshot {op.snapshot_id} chunk at byte {op.position}, "
-                                     f"but {f.tell()} bytes are written")
-                f.write(op.data)
+                self.prepare_chunk(op)()
             case InstallSnapshot():
-                f = self._partial.pop(op.snapshot_id)
-                f.flush()
-                if self.fsync:
-                    os.fsync(f.fileno())
-                f.close()
-                final = self.snapshot_path(op.snapshot_id)
-                os.replace(final + PART_SUFFIX, final)
-                self.add_snapshot(op.snapshot_id)
-                self._truncate_fully(op.snapshot_id.offset)
+                self.prepare_install(op.snapshot_id)()
+                self.finish_install()
             case TruncateFully():
                 self._truncate_fully(op.offset)
             case DeleteBefore():
@@ -207,6 +202,83 @@ class DiskLogStore:
         self.log.flush()
         if self.fsync:
             fsync_dir(self.directory)
+
+    def prepare_chunk(self, op: WriteSnapshotChunk):
+        """A fetched snapshot's chunk split for the driver's disk thread: this half, on the loop,
+        opens the file and checks the chunk's position against the bytes the chunks before it
+        brought (a wrong one stops the node in the core's step, as before); the function it
+        returns writes it, after the chunks before it (one disk thread: in order)."""
+        f = self._partial.get(op.snapshot_id)
+        if f is None:
+            path = self.snapshot_path(op.snapshot_id) + PART_SUFFIX
+            f = self._partial[op.snapshot_id] = open(path, "w+b", buffering=0)   # read while installed, before its rename
+        size = self._partial_sizes.get(op.snapshot_id, 0)
+        restart = op.position == 0 and size > 0     # the core starts over (it refused the copy it fetched)
+        if restart:
+            size = 0
+        if size != op.position:
+            raise StoreError(f"snapshot {op.snapshot_id} chunk at byte {op.position}, but {size} bytes are written")
+        self._partial_sizes[op.snapshot_id] = size + len(op.data)
+        data = memoryview(op.data)
+
+        def write() -> None:
+            if restart:
+                f.seek(0)
+                f.truncate()
+            rest = data
+            while rest:
+                rest = rest[f.write(rest):]
+        return write
+
+    def prepare_install(self, snapshot_id: OffsetAndEpoch):
+        """A fetched snapshot's install split for the driver's disk thread, as prepare_flush is.
+        This half, on the event loop, makes the store say "installed" to its readers (the
+        snapshot listed, the log empty from its offset, no epochs) without touching the disk;
+        the function it returns does the disk work in the order a crash needs (the snapshot
+        fsynced, renamed and its directory fsynced: durable; only then the log it replaces
+        emptied, older snapshots removed, and that made durable) and may run on another thread.
+        Until finish_install (on the loop, once that function returned) the log is not the
+        loop's: apply refuses log operations and prepare_flush leaves the log to the install."""
+        f = self._partial.pop(snapshot_id)
+        size = self._partial_sizes.pop(snapshot_id, 0)
+        offset, directory, fsync = snapshot_id.offset, self.directory, self.fsync
+        final = self.snapshot_path(snapshot_id)
+        older = [self.snapshot_path(s) for s in self._snapshots if s.offset < offset]
+        self._snapshots = [s for s in self._snapshots if s.offset >= offset]
+        self.add_snapshot(snapshot_id)
+        self._epochs = []
+        self._installing = (snapshot_id, f, size)
+
+        def install() -> None:
+            if fsync:
+                os.fsync(f.fileno())
+            os.replace(final + PART_SUFFIX, final)
+            if fsync:
+                fsync_dir(directory)     # the snapshot durable before the log it replaces goes
+            self.log.truncate_fully_and_start_at(offset)
+            for path in older:
+                try:
+                    os.remove(path)
+                except FileNotFoundError:
+                    pass
+            self.log.flush()
+            if fsync:
+                fsync_dir(directory)
+        return install
+
+    def finish_install(self) -> None:
+        """On the loop, once the function prepare_install returned has run: the log is the loop's again."""
+        if self._installing is not None:
+            self._installing[1].close()
+            self._installing = None
+
+    def install_pending(self) -> bool:
+        return self._installing is not None
+
+    def installing_at(self) -> int | None:
+        """The offset the log restarts at while an install's disk half may be cutting it, else
+        None: what readers of ``self.log`` beside the core (MetadataTopic) must show meanwhile."""
+        return None if self._installing is None else self._installing[0].offset
 
     def _delete_snapshots_before(self, offset: int) -> None:
         for sid in [s for s in self._snapshots if s.offset < offset]:
@@ -230,7 +302,8 @@ class DiskLogStore:
         what the Readys applied so far wrote; the function it returns makes that durable (the
         log's fsyncs, then the epoch checkpoint as it stood here) and may run on another
         thread while later Readys write on. One such function runs at a time, in order."""
-        sync_log = self.log.prepare_flush() if self.fsync else None
+        # While an install runs on the disk thread the log is its own, and it flushes it.
+        sync_log = self.log.prepare_flush() if self.fsync and self._installing is None else None
         epochs = None
         if self._epochs != self._written_epochs:
             epochs = self._written_epochs = list(self._epochs)
@@ -244,9 +317,13 @@ class DiskLogStore:
         return sync
 
     def close(self) -> None:
+        if self._installing is not None:
+            self._installing[1].close()
+            self._installing = None
         for f in self._partial.values():
             f.close()
         self._partial.clear()
+        self._partial_sizes.clear()
         self.log.close()
 
     # --- for the state machine and the tools -------------------------------------------------
