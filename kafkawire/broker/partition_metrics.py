@@ -9,10 +9,10 @@ usual Kafka rule for an MBean with two keys (``kafka.X<type=T, name=N, topic=..,
 * ``kafka.log:type=Log`` (Kafka's UnifiedLog, one per local log): LogStartOffset, LogEndOffset,
   Size (bytes), NumLogSegments.
 
-Their size is Kafka's: ten samples per partition held (about 1 MB of text per 10,000
-partitions). Kafka offers no setting that drops these metrics from the broker; its operators
-leave them out at the exporter (its ``blacklistObjectNames``), which kafkawire's endpoint has no
-equivalent of (docs/node-and-configuration.md says so). The samples are written as text here,
+Their size is Kafka's: ten samples per partition held (about 7 MB of text per 10,000
+partitions). Kafka's operators limit them with ``metrics.jmx.exclude`` / ``metrics.jmx.include``
+(regular expressions on the MBean names) or at the exporter; kafkawire does not read those
+settings yet (docs/node-and-configuration.md says so). The samples are written as text here,
 without prometheus_client's sample objects (kafkawire.net.metrics_http.Family.lines), each
 partition's label text made once for its ten samples.
 """
