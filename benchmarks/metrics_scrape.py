@@ -98,7 +98,8 @@ def broker_with(image) -> SimpleNamespace:
                            replication=SimpleNamespace(isr_meters=IsrUpdateMeters()), request_metrics=RequestMetrics(),
                            quotas=SimpleNamespace(produce=ClientQuotaManager(11, 1), fetch=ClientQuotaManager(11, 1),
                                                   request=ClientQuotaManager(11, 1)),
-                           telemetry=SimpleNamespace(exporters=[]))
+                           telemetry=SimpleNamespace(exporters=[]),
+                           config=SimpleNamespace(metrics_jmx_include=".*", metrics_jmx_exclude=""))
 
 
 def main() -> None:

@@ -10,15 +10,17 @@ usual Kafka rule for an MBean with two keys (``kafka.X<type=T, name=N, topic=..,
   Size (bytes), NumLogSegments.
 
 Their size is Kafka's: ten samples per partition held (about 7 MB of text per 10,000
-partitions). Kafka's operators limit them with ``metrics.jmx.exclude`` / ``metrics.jmx.include``
-(regular expressions on the MBean names) or at the exporter; kafkawire does not read those
-settings yet (docs/node-and-configuration.md says so). The samples are written as text here,
+partitions). Kafka limits them with ``metrics.jmx.include`` / ``metrics.jmx.exclude``, regular
+expressions on the MBean names (``kafka.cluster:type=Partition,name=UnderReplicated,topic=t,
+partition=0``; KIP-544): these families honour them the same way (``mbean_filter``); the
+other families of the node are not filtered yet. The samples are written as text here,
 without prometheus_client's sample objects (kafkawire.net.metrics_http.Family.lines), each
 partition's label text made once for its ten samples.
 """
 from __future__ import annotations
 
-from typing import Iterator
+import re
+from typing import Callable, Iterator
 
 from kafkawire.net.metrics_http import Family, number
 
@@ -49,6 +51,20 @@ LOG_GAUGES = (
     (LOG + "size", "The log's size in bytes"),
     (LOG + "numlogsegments", "The log's segments"))
 FOLLOWER_VALUES = ("0.0",) * len(PARTITION_GAUGES)        # Kafka's gauges read 0 when not the leader
+# Each family's MBean name up to its keys, for metrics.jmx.include / metrics.jmx.exclude.
+MBEANS = tuple(f"kafka.cluster:type=Partition,name={name}" for name in (
+    "UnderReplicated", "UnderMinIsr", "AtMinIsr", "InSyncReplicasCount", "ReplicasCount", "LastStableOffsetLag")) + \
+    tuple(f"kafka.log:type=Log,name={name}" for name in ("LogStartOffset", "LogEndOffset", "Size", "NumLogSegments"))
+
+
+def mbean_filter(config) -> Callable[[str], bool] | None:
+    """JmxReporter.compilePredicate: an MBean is exported when ``metrics.jmx.include`` matches its
+    whole name and ``metrics.jmx.exclude`` does not; None when both are the defaults (everything)."""
+    include, exclude = config.metrics_jmx_include, config.metrics_jmx_exclude
+    if include == ".*" and not exclude:
+        return None
+    included, excluded = re.compile(include), re.compile(exclude)
+    return lambda name: included.fullmatch(name) is not None and excluded.fullmatch(name) is None
 
 
 def partition_families(broker, led: list[LedShape]) -> Iterator[Family]:
@@ -58,14 +74,21 @@ def partition_families(broker, led: list[LedShape]) -> Iterator[Family]:
     lines: list[list[str]] = [[] for _ in heads]
     held = [(shape.partition, _led_values(shape)) for shape in led]
     held += [(follower.partition, FOLLOWER_VALUES) for follower in broker.replica_roles.followers.values()]
+    exported = mbean_filter(broker.config)
     for p, values in held:
         # A topic name is [a-zA-Z0-9._-] only (Kafka's rule, checked at creation): nothing to escape.
         labels = f'partition="{p.partition}",topic="{p.topic}"}} '
-        for rows, head, value in zip(lines, heads, (*values, *_log_values(p))):
-            rows.append(f"{head}{labels}{value}\n")
+        if exported is None:
+            for rows, head, value in zip(lines, heads, (*values, *_log_values(p))):
+                rows.append(f"{head}{labels}{value}\n")
+            continue
+        for rows, head, value, mbean in zip(lines, heads, (*values, *_log_values(p)), MBEANS):
+            if exported(f"{mbean},topic={p.topic},partition={p.partition}"):
+                rows.append(f"{head}{labels}{value}\n")
     names = [(PARTITION + name, help_text) for name, help_text in PARTITION_GAUGES] + list(LOG_GAUGES)
     for (name, help_text), rows in zip(names, lines):
-        yield Family(name, help_text, lines=rows)
+        if rows or exported is None:
+            yield Family(name, help_text, lines=rows)
 
 
 def _led_values(shape: LedShape) -> tuple[str, ...]:
@@ -80,4 +103,4 @@ def _log_values(partition) -> tuple[str, ...]:
             number(log_.log_end_offset), number(log_.size), number(log_.segment_count))
 
 
-__all__ = ["LedShape", "partition_families"]
+__all__ = ["LedShape", "partition_families", "mbean_filter"]

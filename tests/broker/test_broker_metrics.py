@@ -120,7 +120,7 @@ def test_the_partition_and_log_gauges_of_a_led_and_a_followed_partition(tmp_path
         replica_roles=SimpleNamespace(followers={("f", 3): FollowerReplica(followed, leader_id=2, leader_epoch=0)}),
         topic_stats=BrokerTopicStats(), replication=SimpleNamespace(isr_meters=IsrUpdateMeters()),
         request_metrics=RequestMetrics(), quotas=no_quotas(),
-        telemetry=SimpleNamespace(exporters=[]))
+        telemetry=SimpleNamespace(exporters=[]), config=SimpleNamespace(metrics_jmx_include=".*", metrics_jmx_exclude=""))
     m = scraped(broker_families(broker))
     t0, f3 = (("partition", "0"), ("topic", "t")), (("partition", "3"), ("topic", "f"))
     for name, led_value, followed_value in [("underreplicated", 1, 0), ("underminisr", 0, 0), ("atminisr", 1, 0),
@@ -133,6 +133,14 @@ def test_the_partition_and_log_gauges_of_a_led_and_a_followed_partition(tmp_path
     assert m[("kafka_log_log_size", t0)] == led.log.size > 2_000_000      # written with Go's exponent form
     assert m[("kafka_server_replicamanager_underreplicatedpartitions", ())] == 1
     assert m[("kafka_server_replicamanager_partitioncount", ())] == 2
+    # metrics.jmx.exclude / include on the MBean names, as Kafka's JmxReporter
+    broker.config.metrics_jmx_exclude = "kafka.cluster:type=Partition,.*"
+    m = scraped(broker_families(broker))
+    assert not any(name.startswith("kafka_cluster_partition_") for name, _ in m)
+    assert m[("kafka_log_log_logendoffset", f3)] == 2
+    broker.config.metrics_jmx_exclude, broker.config.metrics_jmx_include = "", r"kafka\.log:type=Log,name=Size,topic=f,.*"
+    m = scraped(broker_families(broker))
+    assert [key for key in m if key[0].startswith(("kafka_log_log_", "kafka_cluster_"))] == [("kafka_log_log_size", f3)]
     led.close()
     followed.close()
 
