@@ -91,10 +91,14 @@ def partition_families(broker, led: list[LedShape]) -> Iterator[Family]:
             yield Family(name, help_text, lines=rows)
 
 
+_FLAG = ("0.0", "1.0")          # a 0/1 gauge as the text format writes it
+
+
 def _led_values(shape: LedShape) -> tuple[str, ...]:
-    isr = shape.isr_size
-    return (number(int(isr < shape.replication_factor)), number(int(isr < shape.min_isr)),
-            number(int(isr == shape.min_isr)), number(isr), number(shape.replication_factor))
+    isr, replication_factor, min_isr = shape.isr_size, shape.replication_factor, shape.min_isr
+    # counts of replicas: small integers, written "n.0" (kafkawire.net.metrics_http.number)
+    return (_FLAG[isr < replication_factor], _FLAG[isr < min_isr], _FLAG[isr == min_isr], f"{isr}.0",
+            f"{replication_factor}.0")
 
 
 def _log_values(partition) -> tuple[str, ...]:

@@ -60,7 +60,7 @@ def request_times(received: float) -> list[float]:
 
 def local_work_done(ctx) -> None:
     """A handler about to wait in a purgatory (acks=all, a long poll): what follows is RemoteTimeMs."""
-    times = ctx.timing
+    times = getattr(ctx, "timing", None)        # a context made in process (tests, tools) may have none
     if times is not None and not times[LOCAL_DONE]:
         times[LOCAL_DONE] = now()
 
