@@ -170,15 +170,18 @@ def led_shapes(broker) -> list[LedShape]:
         isr, replication_factor, min_isr = _isr_shape(broker, registration, partition, min_isr_of, image)
         reassigning = registration is not None and bool(registration.adding_replicas or
                                                         registration.removing_replicas)
-        shapes.append(LedShape(partition, len(isr), replication_factor, min_isr, reassigning))
+        shapes.append((partition, len(isr), replication_factor, min_isr, reassigning))
     return shapes
 
 
 def replica_manager_families(broker, led: list[LedShape]) -> Iterator[Family]:
-    under_replicated = sum(s.isr_size < s.replication_factor for s in led)
-    under_min_isr = sum(s.isr_size < s.min_isr for s in led)
-    at_min_isr = sum(s.isr_size == s.min_isr for s in led)
-    reassigning = sum(s.reassigning for s in led)
+    under_replicated = under_min_isr = at_min_isr = reassigning = producer_ids = 0
+    for partition, isr, replication_factor, min_isr, moving in led:
+        under_replicated += isr < replication_factor
+        under_min_isr += isr < min_isr
+        at_min_isr += isr == min_isr
+        reassigning += moving
+        producer_ids += len(partition.producers.producers)
     followed = len(broker.replica_roles.followers)
     yield gauge(REPLICA_MANAGER + "leadercount", "The partitions this broker leads", len(led))
     yield gauge(REPLICA_MANAGER + "partitioncount", "The partitions this broker holds a replica of",
@@ -193,7 +196,7 @@ def replica_manager_families(broker, led: list[LedShape]) -> Iterator[Family]:
     yield gauge(REPLICA_MANAGER + "offlinereplicacount", "Replicas in an offline log directory",
                 len(broker.offline_partitions))
     yield gauge(REPLICA_MANAGER + "produceridcount", "Producer ids kept by the led partitions",
-                sum(len(s.partition.producers.producers) for s in led))
+                producer_ids)
     yield from broker.replication.isr_meters.families()
 
 
