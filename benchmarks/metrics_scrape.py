@@ -10,6 +10,12 @@ The image is a MetadataImage filled with topics of 10 partitions each (replicati
 every tenth partition led by its second replica) and 100 brokers; the raft families are left
 out (they are a fixed handful of gauges). Each figure is the median over ``--runs`` renders in
 ms, with min-max; the ratio is per 1000 partitions, to show the cost is linear.
+
+``--broker`` renders a broker's families instead (kafkawire.broker.metrics: ReplicaManager's
+gauges and the per-partition Partition and Log gauges): the broker leads every partition of
+the image (replication factor 3, every tenth partition under-replicated), each with one
+segment and a few records' offsets; the log and replica objects are stand-ins holding what
+the families read.
 """
 from __future__ import annotations
 
@@ -17,16 +23,18 @@ import argparse
 import statistics
 import time
 import uuid
+from types import SimpleNamespace
 
 from kafkawire.metadata.image import MetadataImage, TopicImage
 from kafkawire.raft.node.prometheus import _image_families, exposition
 
 
 class _Partition:
-    __slots__ = ("replicas", "leader")
+    __slots__ = ("replicas", "leader", "adding_replicas", "removing_replicas")
 
     def __init__(self, replicas, leader):
         self.replicas, self.leader = replicas, leader
+        self.adding_replicas = self.removing_replicas = ()
 
 
 class _Broker:
@@ -48,14 +56,66 @@ def image_with(partitions: int) -> MetadataImage:
     return image
 
 
+class _Log:
+    __slots__ = ("log_start_offset", "log_end_offset", "size", "segment_count")
+
+    def __init__(self, end):
+        self.log_start_offset, self.log_end_offset, self.size, self.segment_count = 0, end, end * 70, 1
+
+
+class _Replicas:
+    """What the families read of a led partition's replication (LeaderReplicas)."""
+    __slots__ = ("state", "followers", "effective_min_isr")
+
+    def __init__(self, isr):
+        self.state = SimpleNamespace(isr=isr)
+        self.followers, self.effective_min_isr = {1: None, 2: None}, 2
+
+
+class _Led:
+    __slots__ = ("topic", "partition", "log", "replicas", "producers")
+
+    def __init__(self, topic, index, under_replicated):
+        self.topic, self.partition, self.log = topic, index, _Log(index * 1000 + 7)
+        self.replicas = _Replicas((0, 1) if under_replicated else (0, 1, 2))
+        self.producers = SimpleNamespace(producers={})
+
+    def high_watermark(self):
+        return self.log.log_end_offset
+
+    def last_stable_offset(self):
+        return self.log.log_end_offset
+
+
+def broker_with(image) -> SimpleNamespace:
+    from kafkawire.broker.metrics import BrokerTopicStats, IsrUpdateMeters
+    from kafkawire.net.client_quotas import ClientQuotaManager
+    from kafkawire.net.request_metrics import RequestMetrics
+    partitions = {(name, p): _Led(name, p, p == 0) for name, topic in image.topics_by_name.items()
+                  for p in topic.partitions}
+    return SimpleNamespace(lifecycle=None, partitions=partitions, image=lambda: image, offline_partitions={},
+                           replica_roles=SimpleNamespace(followers={}), topic_stats=BrokerTopicStats(),
+                           replication=SimpleNamespace(isr_meters=IsrUpdateMeters()), request_metrics=RequestMetrics(),
+                           quotas=SimpleNamespace(produce=ClientQuotaManager(11, 1), fetch=ClientQuotaManager(11, 1),
+                                                  request=ClientQuotaManager(11, 1)),
+                           telemetry=SimpleNamespace(exporters=[]),
+                           config=SimpleNamespace(metrics_jmx_include=".*", metrics_jmx_exclude=""))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--partitions", default="1000,10000,100000")
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--broker", action="store_true", help="a broker's families, not a controller's")
     args = parser.parse_args()
     for count in (int(n) for n in args.partitions.split(",")):
         image = image_with(count)
-        render = exposition(lambda image=image: list(_image_families(image)))
+        if args.broker:
+            from kafkawire.broker.metrics import broker_families
+            broker = broker_with(image)
+            render = exposition(lambda broker=broker: list(broker_families(broker)))
+        else:
+            render = exposition(lambda image=image: list(_image_families(image)))
         body = render()
         times = []
         for _ in range(args.runs):

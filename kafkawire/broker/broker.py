@@ -56,6 +56,7 @@ from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, Op
 from kafkawire.net.client_quotas import IpConnectionRates
 from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.metadata_topic import fetch_error_response, list_offsets_error_response
+from kafkawire.net.request_metrics import RequestMetrics
 from kafkawire.net.security import inter_broker_listener
 from kafkawire.net.server import KafkaServer
 from kafkawire.protocol.handler import ApiHandler
@@ -150,6 +151,7 @@ class Broker:
         self.describe_configs = describe_configs      # request -> DescribeConfigsResponse, from the image
         self.partitions: dict[tuple[str, int], LeaderPartition] = {}
         self.topic_stats = BrokerTopicStats()    # BrokerTopicMetrics' meters (kafkawire.broker.metrics)
+        self.request_metrics = RequestMetrics()  # kafka.network's RequestMetrics of its listeners' requests
         self.appends = 0                        # batches appended so far (fetches wait for it to move)
         self._appended = asyncio.Event()
         self._logs_ready = False
@@ -322,6 +324,7 @@ class Broker:
                                  failed_authentication_delay_ms=c.connection_failed_authentication_delay_ms,
                                  admission=quotas.limits, connection_quotas=quotas)
             server.api_versions_features = self._api_versions_features
+            server.request_metrics = self.request_metrics     # one RequestMetrics for all listeners, as Kafka's
             server.connection_closed_listeners.append(self.telemetry.connection_closed)
             if not endpoint.port:
                 await server.bind()

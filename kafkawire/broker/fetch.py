@@ -61,6 +61,7 @@ from kafkawire.messages.fetch_response import (AbortedTransaction, FetchableTopi
 from kafkawire.messages.list_offsets_response import (ListOffsetsPartitionResponse, ListOffsetsResponse,
                                                       ListOffsetsTopicResponse)
 from kafkawire.net.metadata_topic import epoch_error, list_offset
+from kafkawire.net.request_metrics import local_work_done
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import Throttled
 from kafkawire.storage.log import OffsetOutOfRangeError
@@ -133,6 +134,7 @@ class FetchApi:
                 if params.follower is not None:
                     self._record_replication(answer, v)
                 return answer
+            local_work_done(ctx)           # the long poll is RemoteTimeMs (Kafka's DelayedFetch)
             await self.broker.wait_for_appends(seen, remaining)
 
     def _leader_hints(self, ctx, updates: list, params: "FetchParams") -> list:

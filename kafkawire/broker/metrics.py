@@ -12,8 +12,12 @@ kafkawire.raft.node.prometheus says:
   ``topic`` label for one (the exporter's rule for a meter with a key), made at a topic's first
   mark as Kafka makes its per-topic meters; the replication meters are all-topics only, as in
   Kafka;
+* ReplicaManager's meters IsrExpandsPerSec, IsrShrinksPerSec, FailedIsrUpdatesPerSec are the
+  counters ``kafka_server_replicamanager_isrexpands_total`` ..., counted by IsrUpdateMeters
+  where Kafka's Partition marks them;
 * ``kafka.server:type=KafkaServer,name=BrokerState`` is ``kafka_server_kafkaserver_brokerstate``
-  with the values of Kafka's BrokerState.
+  with the values of Kafka's BrokerState;
+* the per-partition Partition and Log gauges: kafkawire.broker.partition_metrics.
 
 Values are read when scraped; the meters are plain counts kept by the produce and fetch paths
 (``BrokerTopicStats.mark``), a dict look-up and an add each.
@@ -23,7 +27,11 @@ from __future__ import annotations
 from typing import Iterator
 
 from kafkawire.net.metrics_http import Family, gauge
+from kafkawire.net.request_metrics import QUANTILES, percentile
+from kafkawire.storage.flush_stats import LOG_FLUSHES
 
+from .partition_metrics import LedShape, partition_families
+from .replica_state import EXPAND, SHRINK
 from .telemetry_exporter import telemetry_families
 
 REPLICA_MANAGER = "kafka_server_replicamanager_"
@@ -39,6 +47,29 @@ ALL_TOPICS_ONLY = {REPLICATION_BYTES_IN: "bytes", REPLICATION_BYTES_OUT: "bytes"
 # Kafka's BrokerState values (org.apache.kafka.metadata.BrokerState), by the lifecycle's state names.
 BROKER_STATES = {"STARTING": 1, "RECOVERY": 2, "RUNNING": 3, "PENDING_CONTROLLED_SHUTDOWN": 6, "SHUTTING_DOWN": 7}
 NOT_RUNNING = 0
+
+
+class IsrUpdateMeters:
+    """ReplicaManager's IsrExpandsPerSec, IsrShrinksPerSec and FailedIsrUpdatesPerSec as counts,
+    marked where Kafka's Partition marks them (kafkawire.broker.replication, at an AlterPartition's answer)."""
+    __slots__ = ("expands", "shrinks", "failed")
+
+    def __init__(self):
+        self.expands = self.shrinks = self.failed = 0
+
+    def committed(self, pending: str | None) -> None:
+        """The controller committed a change the leader made: ``pending`` is its kind ("expand" or "shrink")."""
+        if pending == EXPAND:
+            self.expands += 1
+        elif pending == SHRINK:
+            self.shrinks += 1
+
+    def families(self) -> Iterator[Family]:
+        for name, what, count in (("isrexpands", "IsrExpandsPerSec: ISR expansions committed", self.expands),
+                                  ("isrshrinks", "IsrShrinksPerSec: ISR shrinks committed", self.shrinks),
+                                  ("failedisrupdates", "FailedIsrUpdatesPerSec: ISR changes the controller "
+                                   "refused or that failed", self.failed)):
+            yield Family(REPLICA_MANAGER + name, what, [({}, float(count))], kind="counter")
 
 
 class BrokerTopicStats:
@@ -78,24 +109,79 @@ def broker_families(broker) -> Iterator[Family]:
     lifecycle = broker.lifecycle
     state = NOT_RUNNING if lifecycle is None else BROKER_STATES.get(lifecycle.state, NOT_RUNNING)
     yield gauge("kafka_server_kafkaserver_brokerstate", "The broker's state (Kafka's BrokerState values)", state)
-    yield from replica_manager_families(broker)
+    led = led_shapes(broker)
+    yield from replica_manager_families(broker, led)
     yield from broker.topic_stats.families()
+    yield from partition_families(broker, led)
+    yield from broker.request_metrics.families()
+    yield from quota_families(broker.quotas)
+    yield log_flush_family()
     yield from telemetry_families(broker.telemetry)      # pushed client metrics (KIP-714), if on
 
 
-def replica_manager_families(broker) -> Iterator[Family]:
-    led = list(broker.partitions.values())
+def log_flush_family() -> Family:
+    """``kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs``, a Yammer timer in ms, as the
+    exporter's rules render one: quantile-labelled gauges of its recent durations (not rounded:
+    a timer's snapshot is in its duration unit) and ``_count``."""
+    count, recent = LOG_FLUSHES.snapshot()
+    ordered = sorted(recent)
+    return Family("kafka_log_logflushstats_logflushrateandtimems", "LogFlushRateAndTimeMs: segment flushes (ms)",
+                  [({"quantile": label}, percentile(ordered, q)) for label, q in QUANTILES],
+                  kind="summary", count=count)
+
+
+# The quota types' MBean types and the name of each one's rate (Kafka's ClientQuotaManager metrics).
+QUOTA_RATES = (("Produce", "produce", "byte_rate"), ("Fetch", "fetch", "byte_rate"),
+               ("Request", "request", "request_time"))
+
+
+def quota_families(quotas) -> Iterator[Family]:
+    """``kafka.server:type=Produce|Fetch|Request,user=U,client-id=C`` (a part the quota does not
+    name is left out, as Kafka's JmxReporter leaves out an empty tag) attributes byte-rate or
+    request-time and throttle-time, as the exporter's quota rules name them:
+    ``kafka_server_quota_byte_rate{resource="Produce",user="U",clientId="C"}`` and
+    ``kafka_server_quota_throttle_time{...}`` (the mean throttle of the recent windows, NaN
+    with none). One sample per client rate kept, as Kafka has one sensor per quota-sharing group."""
+    rates: dict[str, list] = {"byte_rate": [], "request_time": []}
+    throttles: list = []
+    for resource, attribute, rate_name in QUOTA_RATES:
+        for (user, client_id), rate, throttle in getattr(quotas, attribute).measured():
+            labels = {"resource": resource}
+            if user:
+                labels["user"] = user
+            if client_id:
+                labels["clientId"] = client_id
+            rates[rate_name].append((labels, rate))
+            throttles.append((labels, throttle))
+    yield Family("kafka_server_quota_byte_rate", "byte-rate: the client's bytes per second (Produce, Fetch)",
+                 rates["byte_rate"])
+    yield Family("kafka_server_quota_request_time", "request-time: the client's share of request handler "
+                 "time, in percent", rates["request_time"])
+    yield Family("kafka_server_quota_throttle_time", "throttle-time: the client's average throttle (ms)", throttles)
+
+
+def led_shapes(broker) -> list[LedShape]:
+    """Each led partition's ISR as ReplicaManager reads it (one registration look-up each)."""
     image = broker.image()
-    under_replicated = under_min_isr = at_min_isr = reassigning = 0
     min_isr_of: dict[str, int] = {}
-    for partition in led:
+    shapes = []
+    for partition in broker.partitions.values():
         registration = _registration(image, partition)
         isr, replication_factor, min_isr = _isr_shape(broker, registration, partition, min_isr_of, image)
-        under_replicated += len(isr) < replication_factor
-        under_min_isr += len(isr) < min_isr
-        at_min_isr += len(isr) == min_isr
-        reassigning += registration is not None and bool(registration.adding_replicas or
-                                                         registration.removing_replicas)
+        reassigning = registration is not None and bool(registration.adding_replicas or
+                                                        registration.removing_replicas)
+        shapes.append((partition, len(isr), replication_factor, min_isr, reassigning))
+    return shapes
+
+
+def replica_manager_families(broker, led: list[LedShape]) -> Iterator[Family]:
+    under_replicated = under_min_isr = at_min_isr = reassigning = producer_ids = 0
+    for partition, isr, replication_factor, min_isr, moving in led:
+        under_replicated += isr < replication_factor
+        under_min_isr += isr < min_isr
+        at_min_isr += isr == min_isr
+        reassigning += moving
+        producer_ids += len(partition.producers.producers)
     followed = len(broker.replica_roles.followers)
     yield gauge(REPLICA_MANAGER + "leadercount", "The partitions this broker leads", len(led))
     yield gauge(REPLICA_MANAGER + "partitioncount", "The partitions this broker holds a replica of",
@@ -110,7 +196,8 @@ def replica_manager_families(broker) -> Iterator[Family]:
     yield gauge(REPLICA_MANAGER + "offlinereplicacount", "Replicas in an offline log directory",
                 len(broker.offline_partitions))
     yield gauge(REPLICA_MANAGER + "produceridcount", "Producer ids kept by the led partitions",
-                sum(len(p.producers.producers) for p in led))
+                producer_ids)
+    yield from broker.replication.isr_meters.families()
 
 
 def _isr_shape(broker, registration, partition, min_isr_of: dict, image) -> tuple:

@@ -36,6 +36,7 @@ import time
 from kafkawire.messages.produce_response import (
     BatchIndexAndErrorMessage, LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse, ProduceResponse,
     TopicProduceResponse)
+from kafkawire.net.request_metrics import local_work_done
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import NO_RESPONSE, CloseConnection
 
@@ -93,6 +94,7 @@ class ProduceApi:
         if appended:
             self.broker.data_appended()
         if waiting:
+            local_work_done(ctx)           # the wait for the replicas is RemoteTimeMs (Kafka's DelayedProduce)
             await self.broker.replication.wait_for_acks(waiting, request.timeout_ms)
         if acks == 0:
             if any(r.error_code for t in responses for r in t.partition_responses):

@@ -116,6 +116,8 @@ class BrokerQuotas:
         self.request = ClientQuotaManager(c.quota_window_num, c.quota_window_size_seconds, clock=clock,
                                           max_throttle_ms=c.quota_window_size_seconds * 1000)
         self.index = QuotaIndexes(broker.image, (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE))
+        for manager in (self.produce, self.fetch, self.request):      # the throttle-time sensors' windows
+            manager.throttle_samples, manager.throttle_window_ms = c.metrics_num_samples, c.metrics_sample_window_ms
 
     def wrap(self, handlers: dict) -> dict:
         """``handlers`` behind the quotas (outermost, so that a refused request counts too, as
@@ -151,6 +153,7 @@ class BrokerQuotas:
         timer = RequestTimer() if self._timing() else None
         response = await (handle(ctx, request) if timer is None else timer.run(handle(ctx, request)))
         throttle_ms = 0 if timer is None else self.record_request_time(ctx, timer.ns)
+        self._throttled_by(self.request, REQUEST_PERCENTAGE, ctx, throttle_ms)
         if ctx.api_key in FORWARDED_APIS:
             # sendForwardedResponse: the controller's throttle time (its controller mutation
             # quota) mutes the client's connection as the broker's own would
@@ -178,7 +181,20 @@ class BrokerQuotas:
             request_ms = 0
         else:
             request_ms = self.record_request_time(ctx, timer.ns)
+        self._record_throttle(ctx, bandwidth_ms, self.produce, PRODUCER_BYTE_RATE, request_ms)
         return _throttled(response, max(bandwidth_ms, request_ms))
+
+    def _record_throttle(self, ctx, bandwidth_ms: int, bandwidth, quota: str, request_ms: int) -> None:
+        """KafkaApis: the larger throttle is the one recorded, in its quota type's throttle-time
+        (the request quota's when they are equal)."""
+        if bandwidth_ms > request_ms:
+            self._throttled_by(bandwidth, quota, ctx, bandwidth_ms)
+        else:
+            self._throttled_by(self.request, REQUEST_PERCENTAGE, ctx, request_ms)
+
+    def _throttled_by(self, manager, quota: str, ctx, throttle_ms: int) -> None:
+        if throttle_ms > 0:
+            manager.throttled(self.index(quota), principal_user(ctx.principal), ctx.client_id, throttle_ms)
 
     # -- Fetch (a consumer's) --
 
@@ -198,13 +214,16 @@ class BrokerQuotas:
         request_ms = 0 if timer is None else self.record_request_time(ctx, timer.so_far_ns())
         index = self.index(CONSUMER_BYTE_RATE)
         if not index.enabled:
+            self._throttled_by(self.request, REQUEST_PERCENTAGE, ctx, request_ms)
             return request_ms
         size = fetch_response_size(answer(), ctx.api_version)
         user = principal_user(ctx.principal)
         now_ms = self.fetch.clock()
-        throttle_ms = max(request_ms, self.fetch.record(index, user, ctx.client_id, size, now_ms))
+        bandwidth_ms = self.fetch.record(index, user, ctx.client_id, size, now_ms)
+        throttle_ms = max(request_ms, bandwidth_ms)
         if throttle_ms > 0:
             self.fetch.unrecord(index, user, ctx.client_id, size, now_ms)
+        self._record_throttle(ctx, bandwidth_ms, self.fetch, CONSUMER_BYTE_RATE, request_ms)
         return throttle_ms
 
 

@@ -45,6 +45,7 @@ from kafkawire.storage.log import OffsetOutOfRangeError
 from .alter_partition import AlterPartitionSender
 from .delayed_delete_records import DeletePurgatory, low_watermark
 from .delayed_produce import AcksPurgatory
+from .metrics import IsrUpdateMeters
 from .replica_state import LeaderReplicas, StaleBrokerEpoch
 
 __all__ = ["Replication"]
@@ -68,6 +69,7 @@ class Replication:
         self.sender = AlterPartitionSender(broker.node_id, send=broker.send_to_controller,
                                            broker_epoch=self._local_broker_epoch)
         self._shrink_handle: asyncio.TimerHandle | None = None
+        self.isr_meters = IsrUpdateMeters()     # ReplicaManager's IsrExpands/IsrShrinks/FailedIsrUpdates
 
     def _local_broker_epoch(self) -> int:
         lifecycle = self.broker.lifecycle
@@ -238,17 +240,23 @@ class Replication:
                            lambda sent, result: self._altered(partition, sent, result))
 
     def _altered(self, partition, change, result) -> None:
-        """submitAlterPartition's completion: commit the answer, or handle its error."""
+        """submitAlterPartition's completion: commit the answer, or handle its error. As Kafka's
+        Partition counts them: an answer to a state already replaced (by the metadata) counts
+        nothing; a commit is an expand or a shrink; a refused answer or an error is a failed update."""
         replicas = partition.replicas
-        if replicas is None:
+        if replicas is None or replicas.state is not change.state:
             return
         if isinstance(result, tuple):
             leader_epoch, isr, partition_epoch = result
             if replicas.altered(change, leader_epoch=leader_epoch, isr=isr, partition_epoch=partition_epoch):
+                self.isr_meters.committed(change.state.pending)
                 log.info("%s: ISR updated to %s and version updated to %d", partition.name, sorted(isr),
                          partition_epoch)
                 self._maybe_increment_hw(partition, self.clock())
+            else:
+                self.isr_meters.failed += 1
             return
+        self.isr_meters.failed += 1
         if replicas.alter_failed(change, result):
             log.warning("%s: failed to update the ISR to %s due to unexpected %s. Retrying.", partition.name,
                         [b for b, _ in change.isr_with_epochs], result.name)

@@ -42,7 +42,7 @@ import time
 from collections import OrderedDict
 from typing import Callable
 
-__all__ = ["SampledRate", "TokenBucket", "throttle_time_ms", "QuotaIndex", "QuotaIndexes", "quota_tags",
+__all__ = ["SampledRate", "SampledAvg", "TokenBucket", "throttle_time_ms", "QuotaIndex", "QuotaIndexes", "quota_tags",
            "quota_limit", "ClientQuotaManager", "PRODUCER_BYTE_RATE", "CONSUMER_BYTE_RATE", "REQUEST_PERCENTAGE",
            "CONTROLLER_MUTATION_RATE", "CONNECTION_CREATION_RATE", "DEFAULT", "principal_user", "ip_connection_rates",
            "IpConnectionRates"]
@@ -146,6 +146,30 @@ class SampledRate:
         self._purge(now_ms)
         total = sum(s.value for s in self._slots)
         return total / (self.window_size_ms(now_ms) / 1000.0)
+
+
+class SampledAvg:
+    """Kafka's Avg over ``samples`` windows of ``window_ms`` (the throttle-time sensor, with the
+    broker's metrics.num.samples and metrics.sample.window.ms): the mean of the values recorded in
+    the windows not yet expired, NaN with none."""
+    __slots__ = ("samples", "window_ms", "_windows")
+
+    def __init__(self, samples: int, window_ms: int):
+        self.samples, self.window_ms = samples, window_ms
+        self._windows: list[list] = []          # [start ms, total, count], oldest first, at most ``samples``
+
+    def record(self, value: float, now_ms: int) -> None:
+        windows = self._windows
+        if not windows or now_ms - windows[-1][0] >= self.window_ms:
+            windows.append([now_ms, 0.0, 0])
+            del windows[:-self.samples]
+        windows[-1][1] += value
+        windows[-1][2] += 1
+
+    def measure(self, now_ms: int) -> float:
+        live = [w for w in self._windows if now_ms - w[0] < self.samples * self.window_ms]
+        count = sum(w[2] for w in live)
+        return sum(w[1] for w in live) / count if count else math.nan
 
 
 class TokenBucket:
@@ -331,6 +355,9 @@ class ClientQuotaManager:
         self.max_tracked, self.max_throttle_ms = max_tracked, max_throttle_ms
         self.clock = clock or (lambda: int(time.monotonic() * 1000))
         self.rates: OrderedDict[tuple[str, str], SampledRate] = OrderedDict()
+        # The throttle-time sensors (Avg), of the tags whose rate is kept; made at a first throttle.
+        self.throttle_times: dict[tuple[str, str], SampledAvg] = {}
+        self.throttle_samples, self.throttle_window_ms = 2, 30_000      # metrics.num.samples, .sample.window.ms
 
     def _new_stat(self):
         return SampledRate(self.samples, self.window_ms)
@@ -379,6 +406,30 @@ class ClientQuotaManager:
             return
         now_ms = self.clock() if now_ms is None else now_ms
         self.stat_for(quota_tags(index, user, client_id), now_ms).record(-value, now_ms)
+
+    def throttled(self, index: QuotaIndex, user: str, client_id: str, throttle_ms: int,
+                  now_ms: int | None = None) -> None:
+        """ClientQuotaManager.throttle: a request throttled ``throttle_ms`` by this quota type (the
+        larger of a request's throttles) is recorded in the client's throttle-time sensor."""
+        if throttle_ms <= 0 or not index.enabled:
+            return
+        now_ms = self.clock() if now_ms is None else now_ms
+        tags = quota_tags(index, user, client_id)
+        avg = self.throttle_times.get(tags)
+        if avg is None:
+            if len(self.throttle_times) >= self.max_tracked:        # those whose rate went first
+                self.throttle_times = {t: a for t, a in self.throttle_times.items() if t in self.rates}
+            avg = self.throttle_times[tags] = SampledAvg(self.throttle_samples, self.throttle_window_ms)
+        avg.record(throttle_ms, now_ms)
+
+    def measured(self, now_ms: int | None = None) -> list[tuple[tuple[str, str], float, float]]:
+        """(tags, rate, average throttle time or NaN) of every client rate kept, for the metrics."""
+        now_ms = self.clock() if now_ms is None else now_ms
+        out = []
+        for tags, rate in self.rates.items():
+            avg = self.throttle_times.get(tags)
+            out.append((tags, rate.measure(now_ms), math.nan if avg is None else avg.measure(now_ms)))
+        return out
 
     def max_value_in_window(self, index: QuotaIndex, user: str, client_id: str) -> float:
         """maxValueInQuotaWindow: the most one record can be without certain throttling (a consumer

@@ -82,6 +82,8 @@ class ServerConfig:
     metric_reporters: tuple[str, ...]
     metrics_num_samples: int
     metrics_sample_window_ms: int
+    metrics_jmx_include: str            # regular expressions on MBean names (kafkawire.broker.partition_metrics)
+    metrics_jmx_exclude: str
     kafkawire_metrics_prometheus_listener: tuple[str | None, int]    # (host, None for every interface; port)
     broker_heartbeat_interval_ms: int = 2000
     auto_create_topics_enable: bool = True

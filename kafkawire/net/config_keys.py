@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .config_values import (COMPRESSION_TYPES, INT_MAX, JMX_REPORTER, MIGRATION_POLICIES, TIMESTAMP_TYPES,
                             _assignors, _bool, _cleanup_policy, _double, _gzip_level, _http_listener, _int,
-                            _int_between, _long, _names, _one_of, _one_of_any_case, _per_ip_overrides, _reporters, _roles, _short, _string,
+                            _int_between, _long, _names, _one_of, _one_of_any_case, _per_ip_overrides, _regex, _reporters, _roles, _short, _string,
                             parse_host_ports, parse_security_protocol_map, parse_voters)
 
 __all__ = ["KNOWN_KEYS", "REQUIRED"]
@@ -248,6 +248,9 @@ _KEYS = (
     _Key("metric.reporters", lambda k, v: _reporters(k, v), JMX_REPORTER, "MetricConfigs"),
     _Key("metrics.num.samples", lambda k, v: _int(k, v, 1), "2", "MetricConfigs"),
     _Key("metrics.sample.window.ms", lambda k, v: _long(k, v, 1), "30000", "MetricConfigs"),
+    # JmxReporter: which MBeans are exported (KIP-544); kafkawire applies them to the per-partition families
+    _Key("metrics.jmx.include", lambda k, v: _regex(k, v), ".*", "JmxReporter"),
+    _Key("metrics.jmx.exclude", lambda k, v: _regex(k, v), "", "JmxReporter"),
     # MetricConfigs: INT 1 MiB atLeast(1): the largest PushTelemetry payload, and decompressed (KIP-714)
     _Key("telemetry.max.bytes", lambda k, v: _int(k, v, 1), str(1024 * 1024), "MetricConfigs"),
     # kafkawire's: where PrometheusReporter serves GET /metrics (9404, the JMX exporter's usual port)

@@ -138,6 +138,15 @@ def _string(raw):
     return raw.strip()
 
 
+def _regex(key, raw) -> str:
+    """A regular expression (JmxReporter.compilePredicate refuses one that does not compile)."""
+    try:
+        re.compile(raw)
+    except re.error as exc:
+        raise ConfigError(key, raw, f"is not a valid regular expression: {exc}") from None
+    return raw
+
+
 def _per_ip_overrides(key, raw):
     try:
         return tuple(parse_per_ip_overrides(raw).items())

@@ -18,6 +18,7 @@ from kafkawire.messages.api_versions_request import ApiVersionsRequest
 from kafkawire.messages.api_versions_response import ApiVersion, ApiVersionsResponse
 from kafkawire.net.authentication import authenticated_step, connection_principal, sasl_dispatch, sasl_session
 from kafkawire.net.reauthentication import SessionClock
+from kafkawire.net.request_metrics import HANDLED, STARTED, now, request_times
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.errors import DecodeError, EncodeError
 from kafkawire.protocol.framing import FrameReader, decode_request, encode_response, peek_request_api
@@ -30,6 +31,7 @@ if TYPE_CHECKING:       # the server imports this module to make its connections
 log = logging.getLogger(__name__)
 
 API_VERSIONS = 18
+API_VERSIONS_NAME = "ApiVersions"
 # ApiVersions v5 adds ClusterId/NodeId checks (KIP-1242) that this server does not make.
 API_VERSIONS_MAX = 4
 # ApiVersionsRequest.isValid (KIP-511): client software name and version, v3+.
@@ -40,11 +42,13 @@ class Registered:
     """A handler as the server registered it: its API key, its version range, its response class,
     and the lowest version ApiVersions advertises (``advertised_low``, below ``low`` only for
     ApiHandler.advertised_min_version)."""
-    __slots__ = ("key", "handler", "low", "high", "response_cls", "advertised_low")
+    __slots__ = ("key", "handler", "low", "high", "response_cls", "advertised_low", "name")
 
     def __init__(self, key, handler: ApiHandler, low, high, response_cls, advertised_low=None):
         self.key, self.handler, self.low, self.high, self.response_cls = key, handler, low, high, response_cls
         self.advertised_low = low if advertised_low is None else min(advertised_low, low)
+        # Kafka's ApiKeys name, the ``request`` of its request metrics: "Produce" of ProduceResponse
+        self.name = response_cls.NAME.removesuffix("Response")
 
 
 class _Frames(FrameReader):
@@ -276,6 +280,7 @@ class Connection:
 
     async def _dispatch(self, payload: bytes) -> bool:
         """Start handling one request; False means close the connection after earlier responses."""
+        received = now()
         server = self.server
         if self._authenticating():
             return await sasl_dispatch(self, payload)
@@ -289,7 +294,7 @@ class Connection:
             if step != "serve":
                 return step == "reauthenticate" and await sasl_dispatch(self, payload)
         if api_key == API_VERSIONS:
-            return await self.api_versions(payload, api_version, correlation_id)
+            return await self.api_versions(payload, api_version, correlation_id, received)
         registered = server._registry.get(api_key)
         if registered is None or not registered.low <= api_version <= registered.high:
             what = "is not enabled" if registered is None else \
@@ -303,16 +308,16 @@ class Connection:
             log.warning("closing connection %s from %s:%s: error getting request for api key %d version %d: %s",
                         self.id, *self.peer, api_key, api_version, exc)
             return False
-        ctx = self.context(request, len(payload))
+        ctx = self.context(request, len(payload), request_times(received))
         await self._enqueue(ctx, asyncio.create_task(self._handle(registered, ctx, request.body)), len(payload) + 4)
         return True
 
-    def context(self, request, size: int = 0) -> RequestContext:
+    def context(self, request, size: int = 0, timing: list | None = None) -> RequestContext:
         header = request.header
         return RequestContext(request.api_key, request.api_version, request.correlation_id,
                               header.client_id or "", self.peer, self.server.listener_name, self.id, header,
                               self.principal, self.security_protocol, size, self.token_authenticated,
-                              client_software=self.client_software)
+                              client_software=self.client_software, timing=timing)
 
     def raw_context(self) -> RequestContext:
         """The context of what is not a request: a raw SASL token, a frame refused unread."""
@@ -353,7 +358,7 @@ class Connection:
         held = _done(last) if delay_ms <= 0 else asyncio.ensure_future(_after(delay_ms / 1000, last))
         await self._enqueue(ctx, held, size)
 
-    async def api_versions(self, payload, api_version, correlation_id) -> bool:
+    async def api_versions(self, payload, api_version, correlation_id, received: float | None = None) -> bool:
         apis = self.server.api_versions()
         own = next(a for a in apis if a[0] == API_VERSIONS)
         if not own[1] <= api_version <= own[2]:
@@ -386,19 +391,25 @@ class Connection:
                 self.server.api_versions_features(response)
                 if api_version < 4:     # ApiVersionsResponse's alterFeatureLevel0 (KAFKA-17492)
                     response.supported_features = [f for f in response.supported_features if f.min_version != 0]
-        await self._enqueue(self.context(request), _done(encode_response(response, api_version, correlation_id)),
-                            len(payload) + 4)
+        ctx = self.context(request, timing=None if received is None else _answered_here(received))
+        if received is not None:
+            self.server.request_metrics.count_errors(API_VERSIONS, API_VERSIONS_NAME, api_version, response)
+        await self._enqueue(ctx, _done(encode_response(response, api_version, correlation_id)), len(payload) + 4)
         return True
 
     async def _handle(self, registered: Registered, ctx: RequestContext, request):
         """Run the handler and encode its answer: the response frame, or NO_RESPONSE."""
+        times = ctx.timing
+        times[STARTED] = now()
         try:
             response = await registered.handler.handle(ctx, request)
+            times[HANDLED] = now()
             if isinstance(response, Throttled):         # muted before the reader may go on
                 self.throttle(response.throttle_ms)
                 response = response.response
             if response is NO_RESPONSE:
                 return response
+            self.server.request_metrics.count_errors(ctx.api_key, registered.name, ctx.api_version, response)
             return encode_response(response, ctx.api_version, ctx.correlation_id)
         except (CloseConnection, asyncio.CancelledError):
             raise
@@ -406,8 +417,10 @@ class Connection:
             what = "does not encode" if isinstance(exc, EncodeError) else "raised"
             log.exception("the handler for api key %d v%d (correlation id %d) from %s:%s %s",
                           ctx.api_key, ctx.api_version, ctx.correlation_id, *ctx.peer, what)
+        times[HANDLED] = now()
         response = self._error_response(registered, ctx, request)
         if response is not None:
+            self.server.request_metrics.count_errors(ctx.api_key, registered.name, ctx.api_version, response)
             try:
                 return encode_response(response, ctx.api_version, ctx.correlation_id)
             except EncodeError:
@@ -436,6 +449,7 @@ class Connection:
             self._answering = task
             try:
                 frame = await task
+                ready = now()
             except CloseConnection as exc:
                 log.warning("closing connection %s from %s:%s at correlation id %d: %s",
                             self.id, *self.peer, ctx.correlation_id, exc)
@@ -455,6 +469,7 @@ class Connection:
             if last:
                 frame = frame.frame
             elif frame is NO_RESPONSE:
+                self._completed(ctx, ready, ready)
                 continue
             try:
                 if frame is not NO_RESPONSE:
@@ -469,7 +484,15 @@ class Connection:
                 return
             if last:
                 return
+            self._completed(ctx, ready, now())
             self._last_activity = time.monotonic()
+
+    def _completed(self, ctx: RequestContext, ready: float, sent: float) -> None:
+        """The request metrics of an answered request (not of a SASL token: it has no timing)."""
+        if ctx.timing is not None:
+            registered = self.server._registry.get(ctx.api_key)
+            name = API_VERSIONS_NAME if registered is None else registered.name
+            self.server.request_metrics.completed(ctx.api_key, name, ctx.api_version, ctx.timing, ready, sent)
 
 
 _MUTED_EOF_POLL_S = 0.25
@@ -496,6 +519,13 @@ class _LastAnswer:
 async def _after(seconds: float, result):
     await asyncio.sleep(seconds)
     return result
+
+
+def _answered_here(received: float) -> list:
+    """The moments of a request answered by the connection itself (ApiVersions): no handler ran."""
+    times = request_times(received)
+    times[STARTED] = times[HANDLED] = now()
+    return times
 
 
 def _done(result) -> asyncio.Future:

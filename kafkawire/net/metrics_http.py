@@ -10,6 +10,7 @@ MAX_CONNECTIONS at once (more are closed unanswered), and anything but ``GET /me
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
@@ -21,6 +22,7 @@ MAX_REQUEST_BYTES = 8192
 REQUEST_TIMEOUT_S = 10.0
 MAX_CONNECTIONS = 16
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"     # what generate_latest writes
+EXACT_INTEGERS = 2 ** 53        # below it in size, an integer's float is exact and its repr has no exponent
 
 
 class MetricsUnavailable(RuntimeError):
@@ -30,12 +32,37 @@ class MetricsUnavailable(RuntimeError):
 @dataclass
 class Family:
     """One metric family: ``samples`` are (labels, value); kind "gauge", "unknown" (untyped),
-    "counter" (its sample is named ``name_total``) or "summary" (quantile samples, and ``count``)."""
+    "counter" (its sample is named ``name_total``) or "summary" (quantile samples, and ``count``).
+
+    A large family (one sample per partition) gives ``lines`` instead: its samples already in the
+    text format (``name{partition="0",topic="t"} 5.0\n``: label names sorted, values escaped and
+    written by ``number``), about ten times cheaper than prometheus_client's sample objects."""
     name: str
     help: str
     samples: list[tuple[dict[str, str], float]] = field(default_factory=list)
     kind: str = "gauge"
     count: int = 0
+    lines: list[str] | None = None
+    counts: list[tuple[dict[str, str], float]] | None = None     # a labelled summary's ``_count`` samples
+
+
+def number(value) -> str:
+    """``value`` as prometheus_client writes it (floatToGoString: Python's repr of the float,
+    with Go's exponent form from seven digits before the point), computed directly for an
+    integer a float holds exactly (whose repr is its digits and ".0"), which most samples are."""
+    if type(value) is int and -EXACT_INTEGERS < value < EXACT_INTEGERS:
+        if value < 1_000_000:
+            return f"{value}.0"
+        digits = str(value)
+        mantissa = f"{digits[0]}.{digits[1:]}".rstrip("0").rstrip(".")
+        return f"{mantissa}e+{len(digits) - 1:02d}"
+    return _go_float()(value)
+
+
+@functools.cache
+def _go_float():
+    from prometheus_client.utils import floatToGoString      # optional: imported when first needed
+    return floatToGoString
 
 
 def gauge(name: str, help_text: str, value: float) -> Family:
@@ -54,20 +81,41 @@ def exposition(families: Callable[[], Iterable[Family]]) -> Callable[[], bytes]:
     # topic, as the JMX exporter writes them), so samples are added one by one, named as the
     # *MetricFamily classes name them (a counter's ``_total``).
     suffix = {"gauge": "", "unknown": "", "counter": "_total", "summary": ""}
+    small: list[Family] = []
 
     class NodeCollector:
         def collect(self):
-            for family in families():
+            for family in small:
                 out = Metric(family.name, family.help, family.kind)
                 for sample_labels, value in family.samples:
                     out.add_sample(family.name + suffix[family.kind], sample_labels, value)
-                if family.kind == "summary":
+                if family.counts is not None:
+                    for sample_labels, value in family.counts:
+                        out.add_sample(family.name + "_count", sample_labels, value)
+                elif family.kind == "summary":
                     out.add_sample(family.name + "_count", {}, float(family.count))
                 yield out
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(NodeCollector())
-    return lambda: generate_latest(registry)
+
+    def render() -> bytes:
+        read = list(families())
+        small[:] = [f for f in read if f.lines is None]
+        try:
+            return generate_latest(registry) + "".join(_lines_text(f, suffix[f.kind]) for f in read
+                                                       if f.lines is not None).encode("utf-8")
+        finally:
+            small.clear()
+    return render
+
+
+def _lines_text(family: Family, suffix: str) -> str:
+    """A family of ``lines`` with its HELP and TYPE as generate_latest writes them."""
+    name = family.name + suffix
+    kind = "untyped" if family.kind == "unknown" else family.kind
+    help_text = family.help.replace("\\", r"\\").replace("\n", r"\n")
+    return f"# HELP {name} {help_text}\n# TYPE {name} {kind}\n" + "".join(family.lines)
 
 
 class EndpointStartError(RuntimeError):
@@ -166,5 +214,5 @@ class MetricsEndpoint:
             await self._server.wait_closed()
 
 
-__all__ = ["Family", "gauge", "MetricsEndpoint", "EndpointStartError", "start_metrics_endpoint", "MetricsUnavailable", "MISSING_CLIENT", "exposition",
+__all__ = ["Family", "gauge", "number", "MetricsEndpoint", "EndpointStartError", "start_metrics_endpoint", "MetricsUnavailable", "MISSING_CLIENT", "exposition",
            "MAX_CONNECTIONS", "MAX_REQUEST_BYTES"]

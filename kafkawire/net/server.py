@@ -72,6 +72,7 @@ from kafkawire.net.acceptor import Acceptor, listening_sockets, open_streams
 from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas, RequestMemoryPool
 from kafkawire.net.authentication import sasl_handlers
 from kafkawire.net.connection import API_VERSIONS, API_VERSIONS_MAX, Connection, Registered
+from kafkawire.net.request_metrics import RequestMetrics
 from kafkawire.net.security import server_ssl_context
 from kafkawire.protocol.apis import api_table
 from kafkawire.protocol.framing import DEFAULT_MAX_FRAME
@@ -146,6 +147,7 @@ class KafkaServer:
         self.scram_lookup = scram_lookup         # (mechanism, user) -> stored SCRAM credential or None
         self.token_lookup = token_lookup         # (mechanism, token id) -> (credential, owner, expiry) or None
         self.reauthentications = 0                # SASL re-authentications completed (KIP-368)
+        self.request_metrics = RequestMetrics()   # kafka.network RequestMetrics (a node may share one)
         self.tls_handshake_timeout_ms = tls_handshake_timeout_ms
         # Shared by a node's listeners, as Kafka counts max.connections and each address's
         # connections across a broker's listeners; else made when the server binds.

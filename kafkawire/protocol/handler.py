@@ -57,6 +57,7 @@ class RequestContext:
     # KIP-511's ClientInformation: the software name and version of the connection's last valid
     # ApiVersions request ("unknown" before one); client telemetry's subscriptions match on them.
     client_software: tuple = ("unknown", "unknown")
+    timing: Any = None       # the request's moments for its metrics (kafkawire.net.request_metrics.request_times)
 
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]

@@ -44,7 +44,8 @@ import time
 
 from kafkawire.records import iter_batches
 
-from .index import CorruptIndexError, fsync_and_close
+from .flush_stats import timed_flush
+from .index import CorruptIndexError
 from .swap import CLEANED_SUFFIX, SWAP_SUFFIX, recover_interrupted_swaps, rename_segment_files
 from .segment import (DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_INDEX_SIZE, DELETED_SUFFIX, LogSegment, ReadResult,
                       RecoveryReport, _max_ts)
@@ -177,6 +178,10 @@ class Log:
     @property
     def segments(self) -> list[LogSegment]:
         return [self._segments[b] for b in self._bases]
+
+    @property
+    def segment_count(self) -> int:
+        return len(self._bases)
 
     @property
     def active_segment(self) -> LogSegment:
@@ -444,22 +449,27 @@ class Log:
         returns does the fsyncs and may run on another thread while the writer goes on
         appending (what it appends then waits for the next flush). Call that function
         exactly once."""
-        fds = []
+        segments_fds: list[list[int]] = []
         try:
             for base in sorted(self._dirty):
                 if base in self._segments:
                     # The last segment's indexes are rebuilt from its batches whenever the log
                     # opens (recovery), so only its .log needs to be durable: one fsync, not three.
-                    fds += self._segments[base].sync_handles(indexes=base != self._bases[-1])
+                    segments_fds.append(self._segments[base].sync_handles(indexes=base != self._bases[-1]))
         except BaseException:
-            _close_all(fds)
+            _close_all(fd for fds in segments_fds for fd in fds)
             raise
         self._dirty.clear()
         directory = self.directory if self._dir_dirty else None
         self._dir_dirty = False
 
         def sync() -> None:
-            fsync_and_close(fds)
+            for done, fds in enumerate(segments_fds):
+                try:
+                    timed_flush(fds)            # each segment's fsyncs timed, as Kafka's LogSegment.flush
+                except BaseException:
+                    _close_all(fd for later in segments_fds[done + 1:] for fd in later)
+                    raise
             if directory is not None:
                 fsync_dir(directory)
         return sync

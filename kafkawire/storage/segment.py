@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 from kafkawire.records import CorruptRecordError, iter_batches
 
-from .index import NO_TIMESTAMP, OffsetIndex, TimeIndex, fsync_and_close
+from .flush_stats import timed_flush
+from .index import NO_TIMESTAMP, OffsetIndex, TimeIndex
 from .txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 __all__ = ["LogSegment", "RecoveryReport", "ReadResult", "log_file_name", "DEFAULT_INDEX_INTERVAL_BYTES"]
@@ -362,8 +363,9 @@ class LogSegment:
     # -- durability and lifecycle --
 
     def flush(self) -> None:
-        """fsync the .log, .index and .timeindex files: ``sync_handles`` and an fsync of each."""
-        fsync_and_close(self.sync_handles())
+        """fsync the .log, .index and .timeindex files: ``sync_handles`` and an fsync of each,
+        timed (LogFlushStats, kafkawire.storage.flush_stats)."""
+        timed_flush(self.sync_handles())
 
     def sync_handles(self, *, indexes: bool = True) -> list[int]:
         """For an fsync on another thread: the .log (and with ``indexes`` the .index and

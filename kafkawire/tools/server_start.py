@@ -177,6 +177,8 @@ async def start_broker(node):
         log.error("cannot start the broker: %s", exc)
         return None
     node.extra_metric_families.append(lambda: broker_families(broker))     # on the node's endpoint, if on
+    for server in node.servers:         # the controller listener's requests too, as Kafka's share the MBeans
+        server.request_metrics = broker.request_metrics
     return broker
 
 

@@ -167,6 +167,27 @@ def test_each_broker_only_node_serves_its_raft_and_broker_metrics(cluster):
     assert total("kafka_server_brokertopicmetrics_replicationbytesout_total") > 0
     assert total("kafka_server_brokertopicmetrics_totalproducerequests_total", orders) >= 2
     assert total("kafka_server_brokertopicmetrics_failedproducerequests_total", orders) == 0
+    assert total("kafka_server_replicamanager_failedisrupdates_total") == 0      # a family of every broker
+    assert all(("kafka_server_replicamanager_isrshrinks_total", ()) in m for m in scraped.values())
+    # The per-partition gauges: on both replicas (Kafka's Partition reads 0 on a follower), the
+    # leader's with its ISR; the leaders' log end offsets add up to the 20 records sent.
+    leaders_end = 0
+    for index in ("0", "1"):
+        labels = (("partition", index), ("topic", "orders"))
+        assert total("kafka_cluster_partition_replicascount", labels) == 2
+        assert total("kafka_cluster_partition_insyncreplicascount", labels) == 2
+        assert total("kafka_cluster_partition_underreplicated", labels) == 0
+        assert sum(("kafka_log_log_numlogsegments", labels) in m for m in scraped.values()) == 2
+        leaders_end += sum(m[("kafka_log_log_logendoffset", labels)] for m in scraped.values()
+                           if m.get(("kafka_cluster_partition_replicascount", labels)) == 2)
+    assert leaders_end == 20
+    # kafka.network's request metrics of the clients' and the followers' requests
+    produced = [v for m in scraped.values() for (name, labels), v in m.items()
+                if name == "kafka_network_requestmetrics_requests_total" and ("request", "Produce") in labels]
+    assert sum(produced) >= 2           # kafka-python's produce requests, counted by their version
+    assert total("kafka_network_requestmetrics_totaltimems_count", (("request", "Fetch"),)) > 0
+    assert total("kafka_network_requestmetrics_errors_total", (("error", "NONE"), ("request", "Produce"))) >= 2
+    assert all(("kafka_log_logflushstats_logflushrateandtimems_count", ()) in m for m in scraped.values())
 
 
 def test_a_restarted_broker_only_node_keeps_its_data_and_metadata(cluster):

@@ -203,7 +203,8 @@ def test_a_throttled_answer_goes_out_at_once_and_the_connection_reads_nothing_un
 
 def _broker_quotas(client_quotas: dict, now_ms: list):
     image = SimpleNamespace(client_quotas=client_quotas, provenance=SimpleNamespace(offset=1))
-    broker = SimpleNamespace(config=SimpleNamespace(quota_window_num=11, quota_window_size_seconds=1),
+    broker = SimpleNamespace(config=SimpleNamespace(quota_window_num=11, quota_window_size_seconds=1,
+                                                    metrics_num_samples=2, metrics_sample_window_ms=30_000),
                              image=lambda: image)
     return BrokerQuotas(broker, clock=lambda: now_ms[0])
 
@@ -223,6 +224,8 @@ def test_a_throttled_consumer_fetch_is_answered_empty_and_its_size_taken_back_ou
     assert (answer.response.throttle_time_ms, answer.response.responses, answer.response.session_id,
             answer.response.node_endpoints) == (expected_ms, [], 0, leader)
     assert quotas.fetch.rates[("", "reader")].measure(0) == 0.0      # unrecorded
+    # the throttle recorded in the fetch quota's throttle-time (the larger of the two throttles)
+    assert quotas.fetch.throttle_times[("", "reader")].measure(0) == expected_ms and not quotas.request.throttle_times
     small = [("t", ZERO_UUID, PartitionData(partition_index=0, high_watermark=5, records=b"r" * 500))]
     answer = FetchApi._answer(ctx, SessionlessFetchContext({}), small, quotas, [])
     assert isinstance(answer, FetchResponse) and answer.responses[0].partitions[0].records == b"r" * 500

@@ -258,3 +258,13 @@ def test_a_broker_only_node_is_warned_that_it_uses_only_the_first_controller_lis
     assert c.controller_listener_names == ("CONTROLLER", "CONTROLLER2")
     assert ("controller.listener.names has multiple entries; only the first will be used since process.roles=broker: "
             "[CONTROLLER, CONTROLLER2]") in caplog.text
+
+
+def test_the_jmx_include_and_exclude_settings_are_regular_expressions():
+    """JmxReporter.compilePredicate: the defaults export everything; one that does not compile is refused."""
+    c = parse_server_config(props())
+    assert (c.metrics_jmx_include, c.metrics_jmx_exclude) == (".*", "")
+    assert parse_server_config(props() + "metrics.jmx.exclude=kafka.log:type=Log,.*\n").metrics_jmx_exclude == \
+        "kafka.log:type=Log,.*"
+    with pytest.raises(ConfigError, match=r"metrics\.jmx\.exclude: '\(' is not a valid regular expression"):
+        parse_server_config(props() + "metrics.jmx.exclude=(\n")
