@@ -213,7 +213,7 @@ def test_a_flush_syncs_the_txnindex_with_its_segment(tmp_path, monkeypatch):
     def spy(fds):
         synced.extend(os.readlink(f"/proc/self/fd/{fd}") for fd in fds)
         real(fds)
-    monkeypatch.setattr("kafkawire.storage.log.fsync_and_close", spy)
+    monkeypatch.setattr("kafkawire.storage.flush_stats.fsync_and_close", spy)   # what Log.flush calls, timed
     partition.log.flush()
     assert partition.log.segments[0].txn_index.path in synced
     partition.close()
