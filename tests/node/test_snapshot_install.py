@@ -23,6 +23,8 @@ from kafkawire.records import RecordBatchBuilder
 from kafkawire.raft.voters import VoterSet
 from kafkawire.storage.snapshot import PART_SUFFIX, SnapshotBuilder, SnapshotId
 
+from .test_snapshot_writing import _until
+
 LEADER = Endpoints((("CONTROLLER", "127.0.0.1", 1),))
 VOTERS = VoterSet.static({1: LEADER})
 
@@ -67,16 +69,6 @@ class ToLeader:
     async def send(self, address, body, *, api_version, timeout_ms):
         self.sent.append(type(body).__name__)
         return await self.leader.handle_request(_Ctx(api_version), body)
-
-
-async def _until(predicate, what):
-    async def poll():
-        while not predicate():
-            await asyncio.sleep(0.01)
-    try:
-        await asyncio.wait_for(poll(), 10)
-    except asyncio.TimeoutError:
-        raise AssertionError(f"timed out waiting for {what}") from None
 
 
 def test_a_snapshot_install_runs_on_the_disk_thread_and_its_effects_wait_until_it_is_durable(tmp_path):
