@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tarfile
 import tempfile
 import textwrap
@@ -400,11 +401,15 @@ def test_without_a_c_compiler_the_build_succeeds_and_kafkawire_runs_pure(tmp_pat
     build = _run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], 300, source, env)
     assert "kafkawire will run its pure-Python path" in build.stdout + build.stderr, build.stderr[-2000:]
     assert not list((source / "kafkawire").glob("_native_records*"))
-    used = _run([sys.executable, "-c", "from kafkawire._native import status; print(status())"], 60, source,
-                dict(env, PYTHONPATH=str(source))).stdout.strip()
+    # The copy must be the only kafkawire: `python -S` skips the .pth files, among them the
+    # editable install's import hook, which would find this checkout's built extension as
+    # `kafkawire._native_records` once the copy has none; the dependencies come from
+    # site-packages on PYTHONPATH instead.
+    in_copy = dict(env, PYTHONPATH=os.pathsep.join([str(source), sysconfig.get_paths()["purelib"]]))
+    used = _run([sys.executable, "-S", "-c", "from kafkawire._native import status; print(status())"], 60, source,
+                in_copy).stdout.strip()
     assert used == "pure Python", used
-    version = _run([sys.executable, "-m", "kafkawire.tools.cli", "--version"], 60, source,
-                   dict(env, PYTHONPATH=str(source)))
+    version = _run([sys.executable, "-S", "-m", "kafkawire.tools.cli", "--version"], 120, source, in_copy)
     assert version.stdout.strip().endswith("; pure Python)"), version.stdout
     assert version.stderr == ("kafkawire's C extension is not built (no C compiler at install?): running "
                               "the pure-Python record path, same results, slower (KAFKAWIRE_PURE=1 silences this)\n"), \
