@@ -25,7 +25,7 @@ import logging
 import time
 from typing import Callable
 
-from kafkawire.metadata.topic_config_synonyms import dynamic_broker_configs
+from kafkawire.metadata.topic_config_synonyms import dynamic_broker_configs, image_version
 from kafkawire.net.client_quotas import SampledRate
 
 __all__ = ["ReplicationQuota", "SimpleRate", "throttled_partitions", "LEADER", "FOLLOWER"]
@@ -83,8 +83,7 @@ class ReplicationQuota:
 
     def _refresh(self) -> None:
         image = self.image()
-        # the image's offset says whether it changed (an image may be updated in place)
-        version = (id(image), getattr(getattr(image, "provenance", None), "offset", None))
+        version = image_version(image)
         if version == self._image:
             return
         self._image = version

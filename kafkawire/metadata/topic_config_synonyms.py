@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .image import BROKER_RESOURCE
 
-__all__ = ["SYNONYMS", "NOT_DYNAMIC", "resolve_topic_config", "dynamic_broker_configs",
+__all__ = ["SYNONYMS", "NOT_DYNAMIC", "resolve_topic_config", "dynamic_broker_configs", "image_version",
            "DYNAMIC_TOPIC_CONFIG", "DYNAMIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG", "STATIC_BROKER_CONFIG"]
 
 # DescribeConfigs' ConfigSource of the level a value came from
@@ -72,6 +72,13 @@ def dynamic_broker_configs(image, name: str) -> dict[str, str]:
     """What Kafka's DynamicBrokerConfig keeps of a broker resource's configs in the image
     (``name``: a broker id, or "" for the cluster default)."""
     return {k: v for k, v in image.configs.get((BROKER_RESOURCE, name), {}).items() if k not in NOT_DYNAMIC}
+
+
+def image_version(image) -> tuple:
+    """What says whether an image's dynamic configs may have changed since a reader last looked:
+    the image object and its offset (an image may be updated in place, so identity alone is not
+    enough)."""
+    return id(image), getattr(getattr(image, "provenance", None), "offset", None)
 
 
 def _converted(value: str, unit_ms: int) -> str:

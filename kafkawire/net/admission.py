@@ -57,7 +57,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
-from kafkawire.metadata.topic_config_synonyms import dynamic_broker_configs
+from kafkawire.metadata.topic_config_synonyms import dynamic_broker_configs, image_version
 
 from .client_quotas import ClientQuotaManager, SampledRate, throttle_time_ms
 
@@ -293,7 +293,7 @@ class DynamicAdmissionLimits:
 
     def __call__(self) -> AdmissionLimits:
         image = self.image()
-        version = (id(image), getattr(getattr(image, "provenance", None), "offset", None))
+        version = image_version(image)
         if version != self._version:
             self._version = version
             self._limits = self.static if image is None else self._resolve(image)
