@@ -16,10 +16,16 @@ gauges and the per-partition Partition and Log gauges): the broker leads every p
 the image (replication factor 3, every tenth partition under-replicated), each with one
 segment and a few records' offsets; the log and replica objects are stand-ins holding what
 the families read.
+
+Each size is also rendered in steps as the endpoint renders it (``render.in_steps``), beside a
+task that takes every loop turn it can: the longest the loop went without a turn is what a
+scrape costs the node's other work at once.
 """
 from __future__ import annotations
 
 import argparse
+import asyncio
+import gc
 import statistics
 import time
 import uuid
@@ -113,9 +119,14 @@ def main() -> None:
         if args.broker:
             from kafkawire.broker.metrics import broker_families
             broker = broker_with(image)
-            render = exposition(lambda broker=broker: list(broker_families(broker)))
+            render = exposition(lambda broker=broker: broker_families(broker))
         else:
-            render = exposition(lambda image=image: list(_image_families(image)))
+            render = exposition(lambda image=image: _image_families(image))
+        # A node freezes what survives its first long full collection (kafkawire.gc.freeze.after.ms,
+        # raft/node/gc_pauses.py): without that, the first scrapes here would time the collector
+        # walking the image just built.
+        gc.collect()
+        gc.freeze()
         body = render()
         times = []
         for _ in range(args.runs):
@@ -125,6 +136,34 @@ def main() -> None:
         median = statistics.median(times)
         print(f"{count:>7} partitions: {median:7.2f} ms per scrape (min {min(times):.2f}, max {max(times):.2f}), "
               f"{median / count * 1000:.3f} ms per 1000 partitions, body {len(body)} B")
+        holds = [asyncio.run(_longest_hold(render)) for _ in range(args.runs)]
+        walls, cpus = [h[0] for h in holds], [h[1] for h in holds]
+        print(f"{'':>7}   rendered in steps, as the endpoint does: the loop held at most "
+              f"{statistics.median(walls):.2f} ms at once (median over runs; max {max(walls):.2f}), "
+              f"{statistics.median(cpus):.2f} ms of CPU (max {max(cpus):.2f})")
+
+
+async def _longest_hold(render) -> tuple[float, float]:
+    """The longest the event loop went without a turn while ``render.in_steps()`` ran, in ms of
+    wall time and of this thread's CPU time (the gaps a task that yields on every turn sees;
+    on a loaded machine the wall time also counts the time the process waited for a core)."""
+    longest = longest_cpu = 0.0
+    done = False
+
+    async def ticker():
+        nonlocal longest, longest_cpu
+        last, last_cpu = time.perf_counter(), time.thread_time()
+        while not done:
+            await asyncio.sleep(0)
+            now, now_cpu = time.perf_counter(), time.thread_time()
+            longest, longest_cpu = max(longest, now - last), max(longest_cpu, now_cpu - last_cpu)
+            last, last_cpu = now, now_cpu
+    task = asyncio.ensure_future(ticker())
+    await asyncio.sleep(0)
+    await render.in_steps()
+    done = True
+    await task
+    return longest * 1000, longest_cpu * 1000
 
 
 if __name__ == "__main__":

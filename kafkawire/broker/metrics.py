@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from kafkawire.net.metrics_http import Family, gauge
+from kafkawire.net.metrics_http import PAUSE, Family, gauge
 from kafkawire.net.request_metrics import QUANTILES, percentile
 from kafkawire.storage.flush_stats import LOG_FLUSHES
 
-from .partition_metrics import LedShape, partition_families
+from .partition_metrics import STEP, LedShape, partition_families
 from .replica_state import EXPAND, SHRINK
 from .telemetry_exporter import telemetry_families
 
@@ -109,7 +109,8 @@ def broker_families(broker) -> Iterator[Family]:
     lifecycle = broker.lifecycle
     state = NOT_RUNNING if lifecycle is None else BROKER_STATES.get(lifecycle.state, NOT_RUNNING)
     yield gauge("kafka_server_kafkaserver_brokerstate", "The broker's state (Kafka's BrokerState values)", state)
-    led = led_shapes(broker)
+    led: list[LedShape] = []
+    yield from _collect_led_shapes(broker, led)
     yield from replica_manager_families(broker, led)
     yield from broker.topic_stats.families()
     yield from partition_families(broker, led)
@@ -162,21 +163,32 @@ def quota_families(quotas) -> Iterator[Family]:
 
 def led_shapes(broker) -> list[LedShape]:
     """Each led partition's ISR as ReplicaManager reads it (one registration look-up each)."""
+    shapes: list[LedShape] = []
+    for _ in _collect_led_shapes(broker, shapes):
+        pass
+    return shapes
+
+
+def _collect_led_shapes(broker, shapes: list[LedShape]) -> Iterator:
+    """led_shapes into ``shapes``, yielding PAUSE every STEP partitions (over the led partitions
+    as they were when it began, and the image as it was then)."""
     image = broker.image()
     min_isr_of: dict[str, int] = {}
-    shapes = []
-    for partition in broker.partitions.values():
+    for index, partition in enumerate(list(broker.partitions.values())):
+        if index % STEP == 0:
+            yield PAUSE
         registration = _registration(image, partition)
         isr, replication_factor, min_isr = _isr_shape(broker, registration, partition, min_isr_of, image)
         reassigning = registration is not None and bool(registration.adding_replicas or
                                                         registration.removing_replicas)
         shapes.append((partition, len(isr), replication_factor, min_isr, reassigning))
-    return shapes
 
 
 def replica_manager_families(broker, led: list[LedShape]) -> Iterator[Family]:
     under_replicated = under_min_isr = at_min_isr = reassigning = producer_ids = 0
-    for partition, isr, replication_factor, min_isr, moving in led:
+    for index, (partition, isr, replication_factor, min_isr, moving) in enumerate(led):
+        if index % STEP == 0:
+            yield PAUSE
         under_replicated += isr < replication_factor
         under_min_isr += isr < min_isr
         at_min_isr += isr == min_isr

@@ -22,10 +22,11 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterator
 
-from kafkawire.net.metrics_http import Family, number
+from kafkawire.net.metrics_http import PAUSE, Family, number
 
 PARTITION = "kafka_cluster_partition_"
 LOG = "kafka_log_log_"
+STEP = 1000         # partitions written between two PAUSEs (a few ms)
 
 
 # A led partition's ISR as ReplicaManager's gauges read it (kafkawire.broker.metrics.led_shapes), a
@@ -69,10 +70,13 @@ def partition_families(broker, led: list[LedShape]) -> Iterator[Family]:
     and the followed partitions (broker.replica_roles)."""
     heads = [f"{PARTITION}{name}{{" for name, _ in PARTITION_GAUGES] + [f"{name}{{" for name, _ in LOG_GAUGES]
     lines: list[list[str]] = [[] for _ in heads]
-    held = [(p, _led_values(isr, replication_factor, min_isr)) for p, isr, replication_factor, min_isr, _ in led]
-    held += [(follower.partition, FOLLOWER_VALUES) for follower in broker.replica_roles.followers.values()]
+    held = [(shape[0], shape) for shape in led]
+    held += [(follower.partition, None) for follower in list(broker.replica_roles.followers.values())]
     exported = mbean_filter(broker.config)
-    for p, values in held:
+    for index, (p, shape) in enumerate(held):
+        if index % STEP == 0:
+            yield PAUSE
+        values = FOLLOWER_VALUES if shape is None else _led_values(*shape[1:4])
         # A topic name is [a-zA-Z0-9._-] only (Kafka's rule, checked at creation): nothing to escape.
         labels = f'partition="{p.partition}",topic="{p.topic}"}} '
         if exported is None:
@@ -103,4 +107,4 @@ def _log_values(partition) -> tuple[str, ...]:
             number(log_.log_end_offset), number(log_.size), number(log_.segment_count))
 
 
-__all__ = ["LedShape", "partition_families", "mbean_filter"]
+__all__ = ["LedShape", "STEP", "partition_families", "mbean_filter"]

@@ -32,6 +32,7 @@ broker-only node advertises every version it serves).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import os
 
@@ -126,7 +127,7 @@ class BrokerOnlyNode:
             return
         try:
             self.metrics_endpoint = endpoint = await start_metrics_endpoint(
-                listener, lambda: [*raft_families(driver), *broker_families(broker)])
+                listener, lambda: itertools.chain(raft_families(driver), broker_families(broker)))
         except EndpointStartError as exc:
             raise NodeStartError(str(exc)) from None
         log.info("node %d: metrics on http://%s:%d/metrics", self.config.node_id, listener[0] or "0.0.0.0",

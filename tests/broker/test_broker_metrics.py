@@ -193,3 +193,65 @@ def test_each_segment_flush_is_timed_in_log_flush_stats(tmp_path):
     m = scraped([log_flush_family()])
     assert m[("kafka_log_logflushstats_logflushrateandtimems_count", ())] == LOG_FLUSHES.count
     assert m[("kafka_log_logflushstats_logflushrateandtimems", (("quantile", "0.999"),))] >= 0
+
+
+class _StandInLog:
+    log_start_offset, log_end_offset, size, segment_count = 0, 7, 490, 1
+
+
+class _StandInPartition:
+    """What the families read of a led partition, for a scrape of thousands of them."""
+    log = _StandInLog()
+    producers = SimpleNamespace(producers={})
+
+    def __init__(self, topic, index):
+        self.topic, self.partition = topic, index
+        self.replicas = SimpleNamespace(state=SimpleNamespace(isr=(0, 1)), followers={1: None, 2: None},
+                                        effective_min_isr=2)
+
+    def high_watermark(self):
+        return 7
+
+    def last_stable_offset(self):
+        return 7
+
+
+def test_a_scrape_of_many_partitions_gives_the_loop_back_between_steps_and_renders_the_same_body(monkeypatch):
+    """A broker's scrape walks every partition held (ten samples each); rendered in steps it
+    yields to the event loop at its PAUSEs once a step's budget is spent, so other work runs
+    during it, and the body is byte for byte the one rendered in one go."""
+    from kafkawire.broker.metrics import BrokerTopicStats, IsrUpdateMeters, broker_families
+    from kafkawire.broker.partition_metrics import STEP
+    from kafkawire.net import metrics_http
+    from kafkawire.net.request_metrics import RequestMetrics
+    count = 20 * STEP
+    broker = SimpleNamespace(
+        lifecycle=None, image=lambda: None, offline_partitions={}, replica_roles=SimpleNamespace(followers={}),
+        partitions={("t", p): _StandInPartition("t", p) for p in range(count)},
+        topic_stats=BrokerTopicStats(), replication=SimpleNamespace(isr_meters=IsrUpdateMeters()),
+        request_metrics=RequestMetrics(), quotas=no_quotas(), telemetry=SimpleNamespace(exporters=[]),
+        config=SimpleNamespace(metrics_jmx_include=".*", metrics_jmx_exclude=""))
+    render = metrics_http.exposition(lambda: broker_families(broker))
+    whole = render()
+    assert whole.count(b'kafka_log_log_logendoffset{partition="') == count
+    monkeypatch.setattr(metrics_http, "STEP_BUDGET_S", 0.0)      # every PAUSE is a step
+
+    async def scrape_beside_a_ticker():
+        turns = 0
+        done = asyncio.Event()
+
+        async def ticker():
+            nonlocal turns
+            while not done.is_set():
+                turns += 1
+                await asyncio.sleep(0)
+        task = asyncio.ensure_future(ticker())
+        body = b"".join(await render.in_steps())
+        done.set()
+        await task
+        return body, turns
+    body, turns = asyncio.run(scrape_beside_a_ticker())
+    assert body == whole
+    # the led partitions are walked twice (their ISR shapes, then their samples) and summed once,
+    # a PAUSE every STEP partitions each time, and one more step per per-partition family
+    assert turns >= 3 * (count // STEP)

@@ -25,12 +25,13 @@ adds the broker's families (kafkawire.broker.metrics) through ``extra``.
 """
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Callable, Iterable, Iterator
 
 from kafkawire.net.config import ServerConfig
-from kafkawire.net.metrics_http import (MISSING_CLIENT, Family, MetricsEndpoint, MetricsUnavailable, exposition,
-                                        gauge)
+from kafkawire.net.metrics_http import (MISSING_CLIENT, PAUSE, Family, MetricsEndpoint, MetricsUnavailable,
+                                        exposition, gauge)
 
 from .driver import RaftDriver
 from .metrics import CounterRate, current_vote, kafka_state
@@ -40,6 +41,7 @@ CONTROLLER = "kafka_controller_kafkacontroller_"
 EVENT_MANAGER = "kafka_controller_controllereventmanager_"
 CONTROLLER_STATS = "kafka_controller_controllerstats_"
 # A Yammer histogram's percentile attributes (50thPercentile ... 999thPercentile) as the rules label them.
+PARTITIONS_PER_STEP = 10_000   # counted between two PAUSEs of a scrape (a few ms; metrics_http says why)
 QUANTILES = (("0.50", 0.5), ("0.75", 0.75), ("0.95", 0.95), ("0.98", 0.98), ("0.99", 0.99), ("0.999", 0.999))
 # BrokerRegistrationState's values (Kafka's enum of that name).
 FENCED, CONTROLLED_SHUTDOWN, ACTIVE = 10, 20, 30
@@ -126,7 +128,11 @@ def controller_families(driver: RaftDriver, state_machine, config: ServerConfig,
 def _image_families(image) -> Iterator[Family]:
     """ControllerMetricsChanges' counts, over the committed image as it is now."""
     partitions = offline = not_preferred = 0
-    for topic in image.topics_by_name.values():
+    paused_at = 0
+    for topic in list(image.topics_by_name.values()):
+        if partitions - paused_at >= PARTITIONS_PER_STEP:
+            paused_at = partitions
+            yield PAUSE
         for partition in topic.partitions.values():
             partitions += 1
             offline += partition.leader < 0
@@ -206,13 +212,14 @@ def _registration_state(broker) -> int:
 # --- prometheus_client ------------------------------------------------------------------------
 
 def node_families(driver: RaftDriver, state_machine, config: ServerConfig,
-                  extra: list[Callable[[], Iterable[Family]]] | None = None) -> Callable[[], list[Family]]:
+                  extra: list[Callable[[], Iterable[Family]]] | None = None) -> Callable[[], Iterable[Family]]:
     """What the node's endpoint renders: the raft and controller families, then those of each
-    source in ``extra`` (a list the node may add to later: a combined node's broker)."""
+    source in ``extra`` (a list the node may add to later: a combined node's broker); read as
+    the renderer iterates, so that it may stop at their PAUSEs."""
     idle = CounterRate(samples=config.metrics_num_samples, window_ms=config.metrics_sample_window_ms)
     sources = [] if extra is None else extra
-    return lambda: [*raft_families(driver), *controller_families(driver, state_machine, config, idle),
-                    *(family for source in sources for family in source())]
+    return lambda: itertools.chain(raft_families(driver), controller_families(driver, state_machine, config, idle),
+                                   (family for source in sources for family in source()))
 
 
 __all__ = ["MetricsEndpoint", "MetricsUnavailable", "MISSING_CLIENT", "exposition", "node_families",
