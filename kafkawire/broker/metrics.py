@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from kafkawire.net.metrics_http import PAUSE, Family, gauge
+from kafkawire.net.metrics_http import PAUSE, Family, FamilyOrPause, gauge
 from kafkawire.net.request_metrics import QUANTILES, percentile
 from kafkawire.storage.flush_stats import LOG_FLUSHES
 
@@ -104,7 +104,7 @@ class BrokerTopicStats:
                          samples, kind="counter")
 
 
-def broker_families(broker) -> Iterator[Family]:
+def broker_families(broker) -> Iterator[FamilyOrPause]:
     """Everything a broker exports (see the module docstring), read now."""
     lifecycle = broker.lifecycle
     state = NOT_RUNNING if lifecycle is None else BROKER_STATES.get(lifecycle.state, NOT_RUNNING)
@@ -184,7 +184,7 @@ def _collect_led_shapes(broker, shapes: list[LedShape]) -> Iterator:
         shapes.append((partition, len(isr), replication_factor, min_isr, reassigning))
 
 
-def replica_manager_families(broker, led: list[LedShape]) -> Iterator[Family]:
+def replica_manager_families(broker, led: list[LedShape]) -> Iterator[FamilyOrPause]:
     under_replicated = under_min_isr = at_min_isr = reassigning = producer_ids = 0
     for index, (partition, isr, replication_factor, min_isr, moving) in enumerate(led):
         if index % STEP == 0:

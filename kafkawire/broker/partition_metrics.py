@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterator
 
-from kafkawire.net.metrics_http import PAUSE, Family, number
+from kafkawire.net.metrics_http import PAUSE, Family, FamilyOrPause, number
 
 PARTITION = "kafka_cluster_partition_"
 LOG = "kafka_log_log_"
@@ -65,7 +65,7 @@ def mbean_filter(config) -> Callable[[str], bool] | None:
     return lambda name: included.fullmatch(name) is not None and excluded.fullmatch(name) is None
 
 
-def partition_families(broker, led: list[LedShape]) -> Iterator[Family]:
+def partition_families(broker, led: list[LedShape]) -> Iterator[FamilyOrPause]:
     """The Partition and Log gauges of every replica held here: ``led`` (with their ISR shape)
     and the followed partitions (broker.replica_roles)."""
     heads = [f"{PARTITION}{name}{{" for name, _ in PARTITION_GAUGES] + [f"{name}{{" for name, _ in LOG_GAUGES]

@@ -21,7 +21,7 @@ import functools
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Union
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,9 @@ class _Pause:
 # Yielded by a families iterator between pieces of a long walk: a point where a renderer on the
 # event loop may give the loop back (``render.in_steps``); ``render()`` passes over it.
 PAUSE = _Pause()
+
+# What a families iterator yields (see Family, below).
+FamilyOrPause = Union["Family", _Pause]
 
 
 class MetricsUnavailable(RuntimeError):
@@ -89,7 +92,7 @@ def gauge(name: str, help_text: str, value: float) -> Family:
     return Family(name, help_text, [({}, float(value))])
 
 
-def exposition(families: Callable[[], Iterable[Family]]) -> Callable[[], bytes]:
+def exposition(families: Callable[[], Iterable[FamilyOrPause]]) -> Callable[[], bytes]:
     """``render() -> bytes``: the text format of ``families()`` as prometheus_client writes it,
     read in one go; ``await render.in_steps()``: the same, giving the loop back at the iterator's
     PAUSEs (module docstring). Raises MetricsUnavailable (MISSING_CLIENT) when prometheus_client
@@ -182,7 +185,7 @@ class EndpointStartError(RuntimeError):
     """The endpoint cannot start: prometheus_client missing, or its listener cannot be bound."""
 
 
-async def start_metrics_endpoint(listener: tuple, families: Callable[[], Iterable[Family]]) -> "MetricsEndpoint":
+async def start_metrics_endpoint(listener: tuple, families: Callable[[], Iterable[FamilyOrPause]]) -> "MetricsEndpoint":
     """A started endpoint on ``listener`` ((host or None, port), the parsed
     ``kafkawire.metrics.prometheus.listener``) rendering ``families()``; EndpointStartError,
     naming the setting, when it cannot start."""
@@ -286,5 +289,5 @@ class MetricsEndpoint:
             await self._server.wait_closed()
 
 
-__all__ = ["Family", "PAUSE", "gauge", "number", "MetricsEndpoint", "EndpointStartError", "start_metrics_endpoint", "MetricsUnavailable", "MISSING_CLIENT", "exposition",
+__all__ = ["Family", "FamilyOrPause", "PAUSE", "gauge", "number", "MetricsEndpoint", "EndpointStartError", "start_metrics_endpoint", "MetricsUnavailable", "MISSING_CLIENT", "exposition",
            "MAX_CONNECTIONS", "MAX_REQUEST_BYTES"]

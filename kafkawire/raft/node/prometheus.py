@@ -30,8 +30,8 @@ import time
 from typing import Callable, Iterable, Iterator
 
 from kafkawire.net.config import ServerConfig
-from kafkawire.net.metrics_http import (MISSING_CLIENT, PAUSE, Family, MetricsEndpoint, MetricsUnavailable,
-                                        exposition, gauge)
+from kafkawire.net.metrics_http import (MISSING_CLIENT, PAUSE, Family, FamilyOrPause, MetricsEndpoint,
+                                        MetricsUnavailable, exposition, gauge)
 
 from .driver import RaftDriver
 from .metrics import CounterRate, current_vote, kafka_state
@@ -91,7 +91,7 @@ def raft_families(driver: RaftDriver) -> Iterator[Family]:
 
 
 def controller_families(driver: RaftDriver, state_machine, config: ServerConfig,
-                        idle: CounterRate | None = None) -> Iterator[Family]:
+                        idle: CounterRate | None = None) -> Iterator[FamilyOrPause]:
     """QuorumControllerMetrics and ControllerMetadataMetrics (kafka.controller): the committed
     image's counts, the node's offsets and what the controller measured (its ``stats`` and
     ``replay_stats``, kafkawire/controller/stats.py). Only for a state machine that keeps a
@@ -125,7 +125,7 @@ def controller_families(driver: RaftDriver, state_machine, config: ServerConfig,
                  "log's voter set", int(bool(config.controller_quorum_voters) and status.kraft_version > 0))
 
 
-def _image_families(image) -> Iterator[Family]:
+def _image_families(image) -> Iterator[FamilyOrPause]:
     """ControllerMetricsChanges' counts, over the committed image as it is now."""
     partitions = offline = not_preferred = 0
     paused_at = 0
@@ -212,7 +212,7 @@ def _registration_state(broker) -> int:
 # --- prometheus_client ------------------------------------------------------------------------
 
 def node_families(driver: RaftDriver, state_machine, config: ServerConfig,
-                  extra: list[Callable[[], Iterable[Family]]] | None = None) -> Callable[[], Iterable[Family]]:
+                  extra: list[Callable[[], Iterable[FamilyOrPause]]] | None = None) -> Callable[[], Iterable[FamilyOrPause]]:
     """What the node's endpoint renders: the raft and controller families, then those of each
     source in ``extra`` (a list the node may add to later: a combined node's broker); read as
     the renderer iterates, so that it may stop at their PAUSEs."""
