@@ -96,6 +96,7 @@ class _Led:
 def broker_with(image) -> SimpleNamespace:
     from kafkawire.broker.metrics import BrokerTopicStats, IsrUpdateMeters
     from kafkawire.net.client_quotas import ClientQuotaManager
+    from kafkawire.broker.telemetry_apis import TelemetryApis
     from kafkawire.net.request_metrics import RequestMetrics
     partitions = {(name, p): _Led(name, p, p == 0) for name, topic in image.topics_by_name.items()
                   for p in topic.partitions}
@@ -104,7 +105,7 @@ def broker_with(image) -> SimpleNamespace:
                            replication=SimpleNamespace(isr_meters=IsrUpdateMeters()), request_metrics=RequestMetrics(),
                            quotas=SimpleNamespace(produce=ClientQuotaManager(11, 1), fetch=ClientQuotaManager(11, 1),
                                                   request=ClientQuotaManager(11, 1)),
-                           telemetry=SimpleNamespace(exporters=[]),
+                           telemetry=TelemetryApis(lambda: None, max_bytes=1024, enabled=False),
                            config=SimpleNamespace(metrics_jmx_include=".*", metrics_jmx_exclude=""))
 
 

@@ -37,6 +37,8 @@ from kafkawire.metadata.image import CLIENT_METRICS_RESOURCE
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.message import uuid_to_kafka_string
 
+from .client_metrics_stats import ClientMetricsStats
+
 __all__ = ["ClientInstance", "ClientMetricsManager", "Subscription", "TelemetryRefusal", "CACHE_MAX_SIZE"]
 
 CACHE_MAX_SIZE = 16384                 # ClientMetricsManager.CACHE_MAX_SIZE
@@ -138,9 +140,11 @@ class ClientMetricsManager:
     """The broker's subscriptions (read from ``image()``) and client instances."""
 
     def __init__(self, image: Callable, *, clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
-                 cache_max_size: int = CACHE_MAX_SIZE, cache_expiry_ms: int = CACHE_EXPIRY_MS):
+                 cache_max_size: int = CACHE_MAX_SIZE, cache_expiry_ms: int = CACHE_EXPIRY_MS,
+                 stats: ClientMetricsStats | None = None):
         self.image = image
         self.clock_ms = clock_ms
+        self.stats = ClientMetricsStats(clock_ms) if stats is None else stats     # the client-metrics meters
         self.cache_max_size = cache_max_size
         self.cache_expiry_ms = cache_expiry_ms
         self.instances: OrderedDict[uuid.UUID, ClientInstance] = OrderedDict()   # least recently used first
@@ -204,8 +208,10 @@ class ClientMetricsManager:
         self.instances.pop(instance_id, None)
         self.instances[instance_id] = made
         self.connections[connection_id] = instance_id
+        self.stats.add_instance(instance_id)
         while len(self.instances) > self.cache_max_size:         # LRUCache's eviction
-            self.instances.popitem(last=False)
+            evicted, _ = self.instances.popitem(last=False)
+            self.stats.remove_instance(evicted)                  # client_metrics_stats says why
         return made
 
     def _sweep(self, now: int) -> None:
@@ -217,6 +223,7 @@ class ClientMetricsManager:
 
     def _drop(self, instance_id: uuid.UUID) -> None:
         self.instances.pop(instance_id, None)
+        self.stats.remove_instance(instance_id)
 
     def connection_closed(self, connection_id: str) -> None:
         """ConnectionDisconnectListener: the instance made on this connection goes."""

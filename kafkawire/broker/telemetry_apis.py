@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -35,6 +36,7 @@ from kafkawire.protocol.handler import ApiHandler
 from kafkawire.records.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
 
 from .client_metrics import ClientInstance, ClientMetricsManager, TelemetryRefusal
+from .client_metrics_stats import ClientMetricsStats
 from .telemetry_exporter import PrometheusTelemetryExporter
 from .telemetry_payload import TelemetryMetric, decode_metrics, metrics_data
 
@@ -76,8 +78,10 @@ class TelemetryApis:
     """The two handlers over a ClientMetricsManager, and the exporters pushes go to."""
 
     def __init__(self, image: Callable, *, max_bytes: int, enabled: bool,
-                 clock_ms: Callable[[], int] | None = None):
-        self.manager = ClientMetricsManager(image) if clock_ms is None else ClientMetricsManager(image, clock_ms=clock_ms)
+                 clock_ms: Callable[[], int] | None = None, metrics_samples: int = 2, metrics_window_ms: int = 30_000):
+        clock_ms = clock_ms or (lambda: int(time.time() * 1000))
+        self.manager = ClientMetricsManager(image, clock_ms=clock_ms, stats=ClientMetricsStats(
+            clock_ms, samples=metrics_samples, window_ms=metrics_window_ms))
         self.max_bytes = max_bytes
         self.enabled = enabled
         self.exporters: list[Callable[[TelemetryPush], None]] = []
@@ -102,6 +106,7 @@ class TelemetryApis:
         instance = self.manager.instance(instance_id, ctx)
         if (not instance.may_get(self.manager.clock_ms())
                 and instance.last_error not in (Errors.UNKNOWN_SUBSCRIPTION_ID, Errors.UNSUPPORTED_COMPRESSION_TYPE)):
+            self.manager.stats.record_throttle(instance_id)
             return GetTelemetrySubscriptionsResponse(error_code=Errors.THROTTLING_QUOTA_EXCEEDED)
         instance.last_error = Errors.NONE
         return GetTelemetrySubscriptionsResponse(
@@ -129,12 +134,15 @@ class TelemetryApis:
         finally:
             instance.terminating = request.terminating
         if len(request.metrics) > 0:
+            started = time.perf_counter()
             try:
                 await self._export(ctx, request, instance)
             except Exception as exc:        # ClientMetricsManager catches the plugin's Throwable
+                self.manager.stats.record_export_error(request.client_instance_id)
                 log.warning("client telemetry of instance %s not exported: %s", request.client_instance_id, exc)
                 instance.last_error = Errors.INVALID_RECORD
                 return Errors.INVALID_RECORD
+            self.manager.stats.record_export(request.client_instance_id, (time.perf_counter() - started) * 1000)
         instance.last_error = Errors.NONE
         return Errors.NONE
 
@@ -145,9 +153,11 @@ class TelemetryApis:
             raise TelemetryRefusal(Errors.INVALID_REQUEST, f"Client [{who}] sent the previous request with state "
                                    "terminating to TRUE, can not acceptany requests after that")
         if not instance.may_push(self.manager.clock_ms()) and not request.terminating:
+            self.manager.stats.record_throttle(who)
             raise TelemetryRefusal(Errors.THROTTLING_QUOTA_EXCEEDED,
                                    f"Request from the client [{who}] arrived before the next push interval time")
         if request.subscription_id != instance.subscription_id:
+            self.manager.stats.record_unknown_subscription()
             raise TelemetryRefusal(Errors.UNKNOWN_SUBSCRIPTION_ID, f"Unknown client subscription id for the client [{who}]")
         if request.compression_type not in KNOWN_COMPRESSION_TYPES:
             raise TelemetryRefusal(Errors.UNSUPPORTED_COMPRESSION_TYPE, f"Unknown compression type "
@@ -183,7 +193,8 @@ def client_telemetry(config, image) -> TelemetryApis:
     names kafkawire.metrics.ClientTelemetryExporter; else not served, as Kafka's broker without
     a reporter that takes client telemetry."""
     enabled = CLIENT_TELEMETRY_EXPORTER in config.metric_reporters
-    apis = TelemetryApis(image, max_bytes=config.telemetry_max_bytes, enabled=enabled)
+    apis = TelemetryApis(image, max_bytes=config.telemetry_max_bytes, enabled=enabled,
+                         metrics_samples=config.metrics_num_samples, metrics_window_ms=config.metrics_sample_window_ms)
     if enabled:
         apis.exporters.append(PrometheusTelemetryExporter())
     return apis

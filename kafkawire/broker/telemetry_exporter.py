@@ -24,7 +24,7 @@ import time
 from collections import OrderedDict
 from typing import Callable, Iterator
 
-from kafkawire.net.metrics_http import Family
+from kafkawire.net.metrics_http import Family, FamilyOrPause
 from kafkawire.protocol.message import uuid_to_kafka_string
 
 from .client_metrics import CACHE_EXPIRY_MS
@@ -101,8 +101,10 @@ class PrometheusTelemetryExporter:
         yield from by_name.values()
 
 
-def telemetry_families(apis) -> Iterator[Family]:
-    """The built-in exporters' families (none when telemetry is off)."""
+def telemetry_families(apis) -> Iterator[FamilyOrPause]:
+    """The broker's client-metrics meters (kafkawire.broker.client_metrics_stats), then the
+    built-in exporters' families (none when telemetry is off)."""
+    yield from apis.manager.stats.families(len(apis.manager.instances))
     for exporter in apis.exporters:
         if isinstance(exporter, PrometheusTelemetryExporter):
             yield from exporter.families()

@@ -120,7 +120,7 @@ def test_the_partition_and_log_gauges_of_a_led_and_a_followed_partition(tmp_path
         replica_roles=SimpleNamespace(followers={("f", 3): FollowerReplica(followed, leader_id=2, leader_epoch=0)}),
         topic_stats=BrokerTopicStats(), replication=SimpleNamespace(isr_meters=IsrUpdateMeters()),
         request_metrics=RequestMetrics(), quotas=no_quotas(),
-        telemetry=SimpleNamespace(exporters=[]), config=SimpleNamespace(metrics_jmx_include=".*", metrics_jmx_exclude=""))
+        telemetry=no_telemetry(), config=SimpleNamespace(metrics_jmx_include=".*", metrics_jmx_exclude=""))
     m = scraped(broker_families(broker))
     t0, f3 = (("partition", "0"), ("topic", "t")), (("partition", "3"), ("topic", "f"))
     for name, led_value, followed_value in [("underreplicated", 1, 0), ("underminisr", 0, 0), ("atminisr", 1, 0),
@@ -143,6 +143,11 @@ def test_the_partition_and_log_gauges_of_a_led_and_a_followed_partition(tmp_path
     assert [key for key in m if key[0].startswith(("kafka_log_log_", "kafka_cluster_"))] == [("kafka_log_log_size", f3)]
     led.close()
     followed.close()
+
+
+def no_telemetry():
+    from kafkawire.broker.telemetry_apis import TelemetryApis
+    return TelemetryApis(lambda: None, max_bytes=1024, enabled=False)
 
 
 def no_quotas() -> SimpleNamespace:
@@ -229,7 +234,7 @@ def test_a_scrape_of_many_partitions_gives_the_loop_back_between_steps_and_rende
         lifecycle=None, image=lambda: None, offline_partitions={}, replica_roles=SimpleNamespace(followers={}),
         partitions={("t", p): _StandInPartition("t", p) for p in range(count)},
         topic_stats=BrokerTopicStats(), replication=SimpleNamespace(isr_meters=IsrUpdateMeters()),
-        request_metrics=RequestMetrics(), quotas=no_quotas(), telemetry=SimpleNamespace(exporters=[]),
+        request_metrics=RequestMetrics(), quotas=no_quotas(), telemetry=no_telemetry(),
         config=SimpleNamespace(metrics_jmx_include=".*", metrics_jmx_exclude=""))
     render = metrics_http.exposition(lambda: broker_families(broker))
     whole = render()

@@ -236,6 +236,7 @@ def test_the_instance_cache_expires_after_three_intervals_or_a_minute_and_is_bou
     manager.cache_max_size = 3
     ids = [node.get(ctx=context(connection=f"k-{i}")).client_instance_id for i in range(5)]
     assert list(manager.instances) == ids[2:]     # the least recently used went first
+    assert set(manager.stats.instances) == set(ids[2:])     # and their client-metrics meters with them
 
 
 def test_an_instance_goes_with_the_connection_that_made_it():
@@ -344,3 +345,41 @@ def test_without_an_exporter_the_pair_is_answered_but_not_listed_and_a_push_only
     node.clock.now += 1000
     assert node.push(answer.client_instance_id, answer.subscription_id, b"\x1f\x8bnot gzip", GZIP) == \
         Errors.INVALID_RECORD
+
+
+def test_the_brokers_client_metrics_meters_count_throttles_unknown_subscriptions_exports_and_errors():
+    """Kafka's ClientMetricsStats (group client-metrics): instance-count, the unknown-subscription
+    meter, and per client instance the throttle, plugin-export (with its time) and plugin-error
+    meters, which go with the instance; rendered as the JMX exporter names them."""
+    from prometheus_client.parser import text_string_to_metric_families
+    node = Node(every=ALL)
+    answer = node.get()
+    iid, sid = answer.client_instance_id, answer.subscription_id
+    stats = node.apis.manager.stats
+    assert node.push(iid, sid, PAYLOAD) == 0
+    node.clock.now += 1
+    assert node.push(iid, sid, PAYLOAD) == Errors.THROTTLING_QUOTA_EXCEEDED
+    assert node.get(iid).error_code == Errors.THROTTLING_QUOTA_EXCEEDED
+    node.clock.now += 1000
+    assert node.push(iid, sid + 1, PAYLOAD) == Errors.UNKNOWN_SUBSCRIPTION_ID
+    node.clock.now += 1000
+    assert node.push(iid, sid, b"\x0b" * 64) == Errors.INVALID_RECORD        # not MetricsData: the export fails
+    other = node.get(ctx=context(connection="c-2"))
+    text = exposition(lambda: node.apis.manager.stats.families(len(node.apis.manager.instances)))().decode()
+    samples = {(s.name, s.labels.get("client_instance_id")): s.value
+               for family in text_string_to_metric_families(text) for s in family.samples}
+    me = uuid_to_kafka_string(iid)
+    assert samples[("kafka_server_client_metrics_instance_count", None)] == 2
+    assert samples[("kafka_server_client_metrics_unknown_subscription_request_count", None)] == 1
+    assert samples[("kafka_server_client_metrics_unknown_subscription_request_rate", None)] > 0
+    assert samples[("kafka_server_client_metrics_throttle_count", me)] == 2
+    assert samples[("kafka_server_client_metrics_plugin_export_count", me)] == 1
+    assert samples[("kafka_server_client_metrics_plugin_error_count", me)] == 1
+    assert samples[("kafka_server_client_metrics_plugin_export_time_max", me)] >= \
+        samples[("kafka_server_client_metrics_plugin_export_time_avg", me)] >= 0
+    newcomer = uuid_to_kafka_string(other.client_instance_id)
+    assert samples[("kafka_server_client_metrics_throttle_count", newcomer)] == 0
+    assert samples[("kafka_server_client_metrics_plugin_export_time_avg", newcomer)] != \
+        samples[("kafka_server_client_metrics_plugin_export_time_avg", newcomer)]         # NaN: no export yet
+    node.apis.connection_closed("c-1")                       # the instance goes, and its meters with it
+    assert iid not in stats.instances and other.client_instance_id in stats.instances
