@@ -117,6 +117,7 @@ class GroupApis:
     def close(self) -> None:
         self.share_apis.save()            # what is left of an old share start-offset checkpoint
         self.share_apis.keeper.close()
+        self.share_apis.initializer.close()
         self.timer.close()
         self.store.close()
 

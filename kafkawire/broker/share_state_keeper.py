@@ -116,11 +116,15 @@ class ShareStateKeeper:
                 task.add_done_callback(self._background.discard)
 
     def delete_soon(self, keys) -> None:
-        """DeleteShareGroupState for ``keys`` (a deleted group's), in the background."""
+        """DeleteShareGroupState for ``keys`` (a deleted group's), in the background, batched
+        per share coordinator."""
+        by_group: dict = {}
         for key in keys:
             self.state_epochs.pop(key, None)
             self.known.discard(key)
-            task = asyncio.ensure_future(self.persister.delete(*key))
+            by_group.setdefault(key[0], []).append(key[1:])
+        for group_id, partitions in by_group.items():
+            task = asyncio.ensure_future(self.persister.delete_many(group_id, partitions))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 
