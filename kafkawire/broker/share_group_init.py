@@ -31,7 +31,7 @@ from . import share_records as rec
 from .consumer_coordinator import GroupError, TopicsView
 
 __all__ = ["uninitialized", "initializing_record", "pending_assignment", "assignable", "ShareGroupInitializer",
-           "RETRY_INTERVAL_MS", "partitions_of"]
+           "RETRY_INTERVAL_MS", "partitions_of", "without_deleted_topics"]
 
 log = logging.getLogger(__name__)
 RETRY_INTERVAL_MS = 30_000           # group.share.initialize.retry.interval.ms (Kafka's default)
@@ -76,14 +76,15 @@ def uninitialized(group, names, view: TopicsView, now_ms: int, retry_ms: int = R
     return change
 
 
-def initializing_record(group, change: dict):
+def initializing_record(group, change: dict, view: TopicsView):
     """addInitializingTopicsRecords: ``change`` added to the initializing topics (and dropped
-    from the deleting ones)."""
-    initializing = dict(group.initializing)
+    from the deleting ones), the topics the metadata no longer has left out."""
+    initializing = {t: v for t, v in group.initializing.items() if t in view.by_id}
     for topic_id, (name, ps) in change.items():
         initializing[topic_id] = (name, initializing.get(topic_id, ("", frozenset()))[1] | ps)
-    deleting = {t: n for t, n in group.deleting.items() if t not in change}
-    return rec.state_partitions_record(group.group_id, initializing, group.initialized, deleting)
+    deleting = {t: n for t, n in group.deleting.items() if t not in change and t in view.by_id}
+    initialized = {t: v for t, v in group.initialized.items() if t in view.by_id}
+    return rec.state_partitions_record(group.group_id, initializing, initialized, deleting)
 
 
 def _moved(group, done: dict, failed: dict):
@@ -100,7 +101,7 @@ def _moved(group, done: dict, failed: dict):
     return rec.state_partitions_record(group.group_id, initializing, initialized, group.deleting)
 
 
-def pending_assignment(group, names) -> bool:
+def pending_assignment(group, names, view: TopicsView) -> bool:
     """initializedAssignmentPending: a subscribed topic's initialized partitions differ from
     those the target assignment gives out (a new assignment is due)."""
     if not group.members or not group.initialized or not names:
@@ -109,8 +110,22 @@ def pending_assignment(group, names) -> bool:
     for target in group.targets.values():
         for topic_id, ps in target.items():
             assigned.setdefault(topic_id, set()).update(ps)
-    return any(name in names and assigned.get(topic_id) != set(ps)
+    return any(name in names and topic_id in view.by_id and assigned.get(topic_id) != set(ps)
                for topic_id, (name, ps) in group.initialized.items())
+
+
+def without_deleted_topics(group, view: TopicsView):
+    """maybeCleanupShareGroupState: the record without the topics the metadata no longer has
+    (None when the group names none). Kafka writes it when the topic is deleted; kafkawire at
+    the group's next heartbeat: the share coordinator drops their state itself."""
+    gone = {t for table in (group.initializing, group.initialized, group.deleting) for t in table
+            if t not in view.by_id}
+    if not gone:
+        return None
+    return rec.state_partitions_record(
+        group.group_id, {t: v for t, v in group.initializing.items() if t not in gone},
+        {t: v for t, v in group.initialized.items() if t not in gone},
+        {t: n for t, n in group.deleting.items() if t not in gone})
 
 
 class ShareGroupInitializer:

@@ -40,7 +40,8 @@ from kafkawire.protocol.error_codes import Errors
 from . import share_records as rec
 from .consumer_coordinator import GroupError, TopicsView, metadata_hash
 from .share_group_init import assignable as assignable_partitions
-from .share_group_init import initializing_record, partitions_of, pending_assignment, uninitialized
+from .share_group_init import (initializing_record, partitions_of, pending_assignment, uninitialized,
+                               without_deleted_topics)
 from .share_records import ShareGroup, ShareMember
 
 __all__ = ["ShareGroups", "simple_assignment", "validate_heartbeat", "LEAVE_EPOCH"]
@@ -176,7 +177,7 @@ class ShareGroups:
         names = group.subscribed_topic_names(updated)
         new_hash = metadata_hash(names, view)
         group_epoch = group.group_epoch
-        if group.assignment_epoch >= group_epoch and pending_assignment(group, names):
+        if group.assignment_epoch >= group_epoch and pending_assignment(group, names, view):
             bump = True                  # partitions initialized since the last assignment
         if bump or new_hash != group.metadata_hash:
             group_epoch += 1
@@ -196,7 +197,11 @@ class ShareGroups:
         change = uninitialized(group, names, view, now)
         adopt = not group.has_state_metadata
         if change:
-            records.append(initializing_record(group, change))
+            records.append(initializing_record(group, change, view))
+        else:
+            cleaned = without_deleted_topics(group, view)
+            if cleaned is not None:
+                records.append(cleaned)
         self.groups.setdefault(group_id, group)
         try:
             self.write(group_id, records)

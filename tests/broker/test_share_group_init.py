@@ -14,7 +14,9 @@ from kafkawire.broker.share_persister import BATCH_SIZE, SharePersister
 from kafkawire.broker.share_records import STATE_PARTITIONS
 from kafkawire.protocol.error_codes import Errors
 
-from .test_share_groups import T1, FakeClassic, ShareGroups, VIEW, assigned, beat
+from kafkawire.broker.consumer_coordinator import TopicsView
+
+from .test_share_groups import T1, T2, FakeClassic, ShareGroups, VIEW, assigned, beat
 
 
 class Answer:
@@ -124,3 +126,21 @@ def test_the_persister_batches_per_share_coordinator():
     first_round = sent[:-1]
     assert sorted(first_round) == [(1, 350), (1, BATCH_SIZE), (2, 350), (2, BATCH_SIZE)]
     assert sent[-1] == (2, 1)                        # the retriable one asked again, alone
+
+
+def test_a_deleted_topic_leaves_the_record_and_does_not_ask_for_new_assignments_forever():
+    persister = FakePersister()
+    classic, groups, initializer, asked = setup(persister)
+    beat(groups, "m1", 0, ["orders", "audit"])
+    asyncio.run(initializer.run(*asked.pop()))
+    settled = beat(groups, "m1", 1)
+    assert settled.member_epoch == 2 and set(assigned(settled)) == {T1, T2}
+    without_audit = TopicsView.of([("orders", T1, 2)])
+    groups.topics = lambda: without_audit                  # "audit" deleted
+    after = beat(groups, "m1", 2)                          # the metadata hash changed: a new epoch
+    assert (after.member_epoch, assigned(after)) == (3, {T1: [0, 1]})
+    group = groups.groups["g"]
+    assert set(group.initialized) == {T1} and asked == []
+    written = len(classic.written)
+    again = beat(groups, "m1", 3)                          # no new epoch, no record, for the topic gone
+    assert again.member_epoch == 3 and len(classic.written) == written
