@@ -109,21 +109,22 @@ class ShareCoordinator:
     # -- the periodic work (ShareCoordinatorService's timers) --
 
     def snapshot_cold_partitions(self, limit: int) -> int:
-        """snapshotColdPartitions: a snapshot of the merged state of each share-partition updated
-        since its last snapshot, that snapshot older than the cold interval (at most ``limit``
-        per call: the rest at the next): how many were written."""
-        now, written = self.now_ms(), 0
-        for key, state in list(self.states.items()):
-            if written >= limit:
-                break
-            if self.updates_since_snapshot.get(key, 0) == 0 or \
-                    now - state.write_timestamp < self.settings.cold_partition_snapshot_interval_ms:
-                continue
-            snapshot = replace(state, snapshot_epoch=state.snapshot_epoch + 1, write_timestamp=now)
-            if self._write(SHARE_SNAPSHOT, key, snapshot) == Errors.NONE:
+        """snapshotColdPartitions: a new snapshot (the same state, the next snapshot epoch, written
+        now) of each share-partition whose last snapshot is older than the cold interval, so the
+        prune is not held back by a share-partition nobody writes to; nothing when every
+        share-partition's snapshot is such a cold one already (the coordinator is quiet). At most
+        ``limit`` per call: how many are left for the next."""
+        if all(s.create_timestamp != s.write_timestamp for s in self.states.values()):
+            return 0
+        now = self.now_ms()
+        cold = [key for key, s in self.states.items()
+                if now - s.write_timestamp >= self.settings.cold_partition_snapshot_interval_ms]
+        for key in cold[:limit]:
+            state = self.states[key]
+            if self._write(SHARE_SNAPSHOT, key, replace(state, snapshot_epoch=state.snapshot_epoch + 1,
+                                                        write_timestamp=now)) == Errors.NONE:
                 self.updates_since_snapshot[key] = 0
-                written += 1
-        return written
+        return max(len(cold) - limit, 0)
 
     def drop_deleted_topics(self, exists, limit: int) -> int:
         """maybeCleanupShareState: a tombstone for each share-partition of a topic that

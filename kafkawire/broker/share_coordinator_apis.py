@@ -42,8 +42,9 @@ INITIALIZE, READ, WRITE, DELETE, READ_SUMMARY = 83, 84, 85, 86, 87
 SHARE_KEY_TYPE = 2
 SHARE_FIND_MIN_VERSION = 6           # FindCoordinator v6 added the SHARE key type
 PRUNE_KEY, COLD_KEY, DROP_KEY = "share-state-prune", "share-state-cold-snapshots", "share-state-deleted-topics"
+COLD_MORE_KEY = "share-state-cold-snapshots-more"
 DROP_PER_RUN = 1_000                 # tombstones of deleted topics' share-partitions in one turn
-COLD_SNAPSHOTS_PER_RUN = 1_000       # snapshots written in one turn of the loop (the rest at the next run)
+COLD_SNAPSHOTS_PER_RUN = 1_000       # snapshots written in one turn of the loop (the rest in the next turn)
 
 
 class ShareCoordinatorApis:
@@ -134,7 +135,12 @@ class ShareCoordinatorApis:
 
     def _cold_snapshots_and_reschedule(self) -> None:
         self._schedule_cold_snapshots()
-        self.coordinator.snapshot_cold_partitions(COLD_SNAPSHOTS_PER_RUN)
+        self._cold_snapshots()
+
+    def _cold_snapshots(self) -> None:
+        """COLD_SNAPSHOTS_PER_RUN at a time, the rest in the next turn of the loop."""
+        if self.coordinator.snapshot_cold_partitions(COLD_SNAPSHOTS_PER_RUN):
+            self.timer.schedule(COLD_MORE_KEY, 0, self._cold_snapshots)
 
     # -- FindCoordinator(SHARE) --
 

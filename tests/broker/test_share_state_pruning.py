@@ -1,5 +1,5 @@
 """The share coordinator's periodic work (kafkawire.broker.share_coordinator), without I/O:
-snapshots of cold share-partitions (updated since a snapshot older than
+snapshots of cold share-partitions (a snapshot older than
 share.coordinator.cold.partition.snapshot.interval.ms) and the offset below which a
 ``__share_group_state`` partition's records are no longer needed (what the prune deletes), as
 Kafka 4.3.1's ShareCoordinatorShard.snapshotColdPartitions and ShareCoordinatorOffsetsManager
@@ -38,25 +38,32 @@ def test_cold_partitions_are_snapshotted_and_records_below_the_oldest_snapshot_a
         assert c.initialize("g", TOPIC, p, 1, 0) == (0, None)            # snapshots at offsets 0 and 1
     assert write(c, 0, start=2, batches=[(2, 4, 1, 0)], state_epoch=1)[0] == 0     # updates at 2, 3
     assert write(c, 1, start=1, state_epoch=1)[0] == 0
-    one_partition = {0: 0}                                                 # every key in partition 0
-    assert c.redundant_offsets(lambda key: 0) == one_partition
-    assert c.snapshot_cold_partitions(limit=10) == 0                       # not cold yet
-    clock[0] += 1_000
-    assert c.snapshot_cold_partitions(limit=1) == 1                        # bounded per run
-    assert c.snapshot_cold_partitions(limit=10) == 1
-    assert c.snapshot_cold_partitions(limit=10) == 0                       # nothing updated since
-    assert [decode_state_record(k, v)[0] for k, v in log.records[4:]] == [SHARE_SNAPSHOT, SHARE_SNAPSHOT]
+    assert c.redundant_offsets(lambda key: 0) == {0: 0}                    # every key in partition 0
+    assert c.snapshot_cold_partitions(limit=10) == 0 and len(log.records) == 4      # not cold yet
+    clock[0] = 1_500
+    assert c.initialize("g", TOPIC, 2, 1, 0) == (0, None)                  # offset 4
+    clock[0] = 2_000
+    assert c.snapshot_cold_partitions(limit=1) == 1                        # bounded: one left
+    assert c.snapshot_cold_partitions(limit=10) == 0                       # offsets 5 and 6
+    assert [decode_state_record(k, v)[0] for k, v in log.records[5:]] == [SHARE_SNAPSHOT, SHARE_SNAPSHOT]
+    assert c.snapshot_cold_partitions(limit=10) == 0 and len(log.records) == 7      # none cold now
     assert c.redundant_offsets(lambda key: 0) == {0: 4}                     # the older records are not needed
-    assert c.redundant_offsets(lambda key: key[2]) == {0: 4, 1: 5}
+    assert c.redundant_offsets(lambda key: key[2]) == {0: 5, 1: 6, 2: 4}
     # what a coordinator replays from offset 4 on is the state served
     copy = rebuilt(log, 4)
     assert {k: (s.start_offset, s.batches) for k, s in copy.states.items()} == \
         {k: (s.start_offset, s.batches) for k, s in c.states.items()}
     assert copy.states[("g", TOPIC, 0)].start_offset == 2
+    # a share-partition nobody writes to is snapshotted again, so it does not hold the prune back
+    clock[0] = 3_000
+    assert c.snapshot_cold_partitions(limit=10) == 0 and len(log.records) == 10
+    assert c.redundant_offsets(lambda key: 0) == {0: 7}
+    clock[0] = 4_000                                   # every snapshot a cold one already: quiet
+    assert c.snapshot_cold_partitions(limit=10) == 0 and len(log.records) == 10
     # a deleted share-partition holds nothing back; one whose snapshot offset is unknown holds
     # its partition back
     assert c.delete("g", TOPIC, 0) == (0, None)
-    assert c.redundant_offsets(lambda key: 0) == {0: 5}
+    assert c.redundant_offsets(lambda key: 0) == {0: 8}
     c.snapshot_offsets.pop(("g", TOPIC, 1))
     assert c.redundant_offsets(lambda key: 0) == {}
 
@@ -66,6 +73,7 @@ def test_the_state_of_a_deleted_topics_share_partitions_is_tombstoned_a_bounded_
     c = coordinator(log, clock)
     for p in range(3):
         c.initialize("g", TOPIC, p, 1, 0)
+    assert len(c.states) == 3
     assert c.drop_deleted_topics(lambda topic_id: True, limit=2) == 0 and len(c.states) == 3
     assert c.drop_deleted_topics(lambda topic_id: topic_id != TOPIC, limit=2) == 1     # one left for the next run
     assert c.drop_deleted_topics(lambda topic_id: topic_id != TOPIC, limit=2) == 0
