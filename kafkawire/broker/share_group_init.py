@@ -66,7 +66,10 @@ def uninitialized(group, names, view: TopicsView, now_ms: int, retry_ms: int = R
         if name not in view.by_name:
             continue
         topic_id, count = view.by_name[name]
-        done = set(group.initialized.get(topic_id, ("", frozenset()))[1])
+        initialized = group.initialized.get(topic_id, ("", frozenset()))[1]
+        if len(initialized) >= count:            # every partition (they never go): the common case
+            continue
+        done = set(initialized)
         since = group.initializing_since.get(topic_id)
         if topic_id in group.initializing and since is not None and now_ms - since < retry_ms:
             done |= group.initializing[topic_id][1]
