@@ -145,16 +145,33 @@ class ShareApis:
             return
         self.starts.save()          # what is left of an old checkpoint (the share coordinator keeps the rest)
 
-    def forget_group(self, group_id: str, partitions: dict) -> None:
-        """A deleted group's share-partitions (``partitions``, {topic id: partitions}: those its
-        ShareGroupStatePartitionMetadata names, and those seen here) are dropped, their state
-        deleted at the share coordinator (and an old checkpoint's starts): the group made again
-        under that id starts at share.auto.offset.reset."""
-        keys = {k for k in self.partitions if k[0] == group_id} | {k for k in self.starts.starts if k[0] == group_id}
-        keys |= {(group_id, t, p) for t, ps in partitions.items() for p in ps}
+    async def delete_group(self, group_id: str) -> int:
+        """DeleteGroups of a share group, in Kafka's order: its share-partitions moved to its
+        deleting topics, their state deleted at the share coordinators (DeleteShareGroupState,
+        batched; also of those this broker led for it), then the group's records tombstoned. A
+        failed state deletion is the group's error (the group stays, its deletion asked again by
+        the next DeleteGroups)."""
+        code, keys = self.groups.start_delete(group_id)
+        if code != Errors.NONE:
+            return code
+        image = self.broker.image()
+        seen = [(t, i) for g, t, i in self.partitions if g == group_id
+                and image is not None and t in image.topics_by_id]
+        keys = list(dict.fromkeys(keys + seen))
+        if keys:
+            codes = await self.keeper.persister.delete_many(group_id, keys)
+            failed = [c for c in codes.values() if c != Errors.NONE]
+            if failed:
+                return failed[0]
+        return self.groups.delete(group_id)
+
+    def forget_group(self, group_id: str) -> None:
+        """A deleted group's share-partitions (their state deleted at the share coordinator
+        already) are dropped here, with an old checkpoint's starts: the group made again under
+        that id starts at share.auto.offset.reset."""
         for key in [k for k in self.partitions if k[0] == group_id]:
             del self.partitions[key]
-        self.keeper.delete_soon(sorted(keys, key=str))        # the share coordinator's state goes too
+            self.keeper.forget(key)
         for key in [k for k in self.sessions.sessions if k[0] == group_id]:
             del self.sessions.sessions[key]
         self.starts.forget(group_id)

@@ -46,15 +46,16 @@ def assignable(group) -> dict:
 
 def partitions_of(group, view: TopicsView) -> dict:
     """{topic id: set(partitions)} of every share-partition the group has initialized, is
-    initializing, or is deleting (every partition the topic has), as
+    initializing, or is deleting (every partition the topic has), of topics that exist, as
     shareGroupBuildPartitionDeleteRequest names them."""
     keys: dict = {}
     for table in (group.initialized, group.initializing):
         for t, (_, ps) in table.items():
-            keys.setdefault(t, set()).update(ps)
-    for topic_id, name in group.deleting.items():
-        if view.by_name.get(name, (None,))[0] == topic_id:
-            keys.setdefault(topic_id, set()).update(range(view.by_name[name][1]))
+            if t in view.by_id:              # a deleted topic's state goes with it at the share coordinator
+                keys.setdefault(t, set()).update(ps)
+    for topic_id in group.deleting:
+        if topic_id in view.by_id:
+            keys.setdefault(topic_id, set()).update(range(view.by_name[view.by_id[topic_id]][1]))
     return keys
 
 

@@ -106,7 +106,7 @@ class ShareGroups:
 
     def __init__(self, classic, *, topics: Callable[[], TopicsView], timeouts: Callable,
                  on_member_gone: Callable = lambda group_id, member_id: None,
-                 on_group_deleted: Callable = lambda group_id, partitions: None,
+                 on_group_deleted: Callable = lambda group_id: None,
                  on_initialize: Callable = lambda group_id, group_epoch, change, adopt: None):
         self.classic = classic
         self.topics = topics
@@ -289,19 +289,37 @@ class ShareGroups:
 
     # -- DeleteGroups --
 
+    def start_delete(self, group_id: str) -> tuple[int, list]:
+        """sharePartitionDeleteRequests: an Empty group only (NON_EMPTY_GROUP); every
+        share-partition its ShareGroupStatePartitionMetadata names moved to its deleting topics
+        (written first, so a deletion cut short is asked for again): (error code, [(topic id,
+        partition)] whose state to delete at the share coordinator)."""
+        group = self.groups[group_id]
+        if group.members:
+            return Errors.NON_EMPTY_GROUP, []
+        view = self.topics()
+        partitions = partitions_of(group, view)
+        deleting = {t: view.by_id[t] for t in partitions}
+        if group.has_state_metadata:
+            try:
+                self.write(group_id, [rec.state_partitions_record(group_id, {}, {}, deleting)])
+            except GroupError as exc:
+                return exc.code, []
+        return Errors.NONE, [(t, p) for t, ps in partitions.items() for p in sorted(ps)]
+
     def delete(self, group_id: str) -> int:
         """ShareGroup.validateDeleteGroup and createGroupTombstoneRecords: an Empty group only
-        (NON_EMPTY_GROUP), every record of it tombstoned: an error code."""
+        (NON_EMPTY_GROUP), every record of it tombstoned: an error code. Its share-partitions'
+        state is deleted before (``start_delete``)."""
         group = self.groups[group_id]
         if group.members:
             return Errors.NON_EMPTY_GROUP
-        partitions = partitions_of(group, self.topics())
         try:
             self.write(group_id, [rec.target_metadata_tombstone(group_id), rec.state_partitions_tombstone(group_id),
                                   rec.epoch_tombstone(group_id)])
         except GroupError as exc:
             return exc.code
-        self.on_group_deleted(group_id, partitions)
+        self.on_group_deleted(group_id)
         return Errors.NONE
 
     # -- ShareGroupDescribe --

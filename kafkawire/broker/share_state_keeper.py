@@ -117,18 +117,10 @@ class ShareStateKeeper:
                 self._background.add(task)
                 task.add_done_callback(self._background.discard)
 
-    def delete_soon(self, keys) -> None:
-        """DeleteShareGroupState for ``keys`` (a deleted group's), in the background, batched
-        per share coordinator."""
-        by_group: dict = {}
-        for key in keys:
-            self.state_epochs.pop(key, None)
-            self.known.discard(key)
-            by_group.setdefault(key[0], []).append(key[1:])
-        for group_id, partitions in by_group.items():
-            task = asyncio.ensure_future(self.persister.delete_many(group_id, partitions))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+    def forget(self, key) -> None:
+        """The share-partition's state is deleted at the share coordinator: nothing kept here."""
+        self.state_epochs.pop(key, None)
+        self.known.discard(key)
 
     def close(self) -> None:
         for task in list(self._background) + list(self._loading.values()):

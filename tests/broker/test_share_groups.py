@@ -125,18 +125,23 @@ def test_a_silent_member_is_fenced_and_its_records_released():
 def test_only_an_empty_share_group_is_deleted_and_its_records_are_tombstoned():
     deleted: list = []
     classic, groups = coordinator()
-    groups.on_group_deleted = lambda group_id, partitions: deleted.append((group_id, partitions))
+    groups.on_group_deleted = deleted.append
     beat(groups, "m1", 0, ["orders"])
+    assert groups.start_delete("g") == (Errors.NON_EMPTY_GROUP, [])
     assert groups.delete("g") == Errors.NON_EMPTY_GROUP
     beat(groups, "m1", -1)
-    assert groups.delete("g") == Errors.NONE and groups.groups == {}
-    # the share-partitions whose state goes (DeleteShareGroupState): every initialized one
-    assert deleted == [("g", {T1: {0, 1}, T2: {0, 1, 2, 3, 4}})]
+    # the share-partitions whose state goes first (DeleteShareGroupState): every initialized one,
+    # recorded as deleting before
+    code, keys = groups.start_delete("g")
+    assert code == Errors.NONE and sorted(keys) == [(T1, 0), (T1, 1)] + [(T2, p) for p in range(5)]
+    group = groups.groups["g"]
+    assert (group.initialized, group.initializing, group.deleting) == ({}, {}, {T1: "orders", T2: "audit"})
+    assert groups.delete("g") == Errors.NONE and groups.groups == {} and deleted == ["g"]
     replica_classic, replica = coordinator()
     for key, value in classic.written:
         consumer_admin.replay(replica_classic, key, value)
     assert replica.groups == {}
-    assert [int.from_bytes(k[:2], "big") for k, v in classic.written[-3:]] == [12, 15, 11]
+    assert [int.from_bytes(k[:2], "big") for k, v in classic.written[-4:]] == [15, 12, 15, 11]
     assert all(v is None for k, v in classic.written[-3:])
 
 

@@ -187,6 +187,14 @@ def test_share_group_members_fetch_acknowledge_and_redeliver(kafkawire_broker):
             AckBatch(first_offset=0, last_offset=0, acknowledge_types=[ACCEPT])])])]), 1)
     assert acked_v1.error_code == Errors.NONE and acked_v1.responses[0].partitions[0].error_code == Errors.NONE
     assert heartbeat(node, m1, -1).member_epoch == -1
+    def start_offsets():                 # at the share coordinator (this node), -1: no state
+        from kafkawire.messages.read_share_group_state_summary_request import (
+            PartitionData as SummaryPartition, ReadShareGroupStateSummaryRequest, ReadStateSummaryData)
+        return [p.start_offset for p in call(node, ReadShareGroupStateSummaryRequest(group_id=GROUP, topics=[
+            ReadStateSummaryData(topic_id=topic_id, partitions=[SummaryPartition(partition=i, leader_epoch=0)
+                                                                for i in (0, 1)])]), 1).results[0].partitions]
+    assert start_offsets() == [6, 1]
     deleted = call(node, DeleteGroupsRequest(groups_names=[GROUP, GROUP]), 2).results
     assert [r.error_code for r in deleted] == [Errors.NONE, Errors.GROUP_ID_NOT_FOUND]
+    assert start_offsets() == [-1, -1]            # the state is deleted before DeleteGroups answers
     assert call(node, ShareGroupDescribeRequest(group_ids=[GROUP]), 1).groups[0].error_code == Errors.GROUP_ID_NOT_FOUND
