@@ -117,6 +117,7 @@ class GroupApis:
     def close(self) -> None:
         self.share_apis.save()            # what is left of an old share start-offset checkpoint
         self.share_apis.keeper.close()
+        self.share_apis.initializer.close()
         self.timer.close()
         self.store.close()
 
@@ -259,7 +260,9 @@ class GroupApis:
         results = []
         for group_id in request.groups_names:        # a repeated name: GROUP_ID_NOT_FOUND the second time
             code = self.store.coordinator_error(group_id) if group_id else Errors.INVALID_GROUP_ID
-            if code == Errors.NONE:
+            if code == Errors.NONE and group_id in self.coordinator.share_groups:
+                code = await self.share_apis.delete_group(group_id)     # the share coordinator's state first
+            elif code == Errors.NONE:
                 code = self.offsets.delete(group_id)
             results.append(DeletableGroupResult(group_id=group_id, error_code=code))
         return DeleteGroupsResponse(results=results)

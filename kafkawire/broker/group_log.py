@@ -81,6 +81,7 @@ class OffsetsTopic:
         self._creating: asyncio.Task | None = None
         self._last_failure: str | None = None
         self.txn_offsets = None                # TxnOffsetCommit's pending offsets (kafkawire.broker.group_txn_offsets)
+        self.replay_offset = -1                # the offset of the record being replayed at load
 
     # -- where a group lives --
 
@@ -213,6 +214,7 @@ class OffsetsTopic:
                 replay = functools.partial(self.txn_offsets.replay_pending, batch.producer_id, index)
             for record in batch:
                 records += 1
+                self.replay_offset = record.offset        # the share coordinator keeps its snapshots' offsets
                 try:
                     replay(record.key, record.value)
                 except (DecodeError, ValueError) as exc:

@@ -51,6 +51,7 @@ from .share_checkpoint import FILE_NAME, ShareStarts
 from .share_authorization import topic_reader
 from .share_batches import batch_bounds, deliverable
 from .consumer_coordinator import GroupError
+from .share_group_init import ShareGroupInitializer
 from .share_groups import ShareGroups, validate_heartbeat
 from .share_partition import SharePartition, ShareSettings
 from .share_sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSessionError, ShareSessions
@@ -82,7 +83,8 @@ class ShareApis:
         self.apis = apis
         self.broker = apis.broker
         self.groups = ShareGroups(apis.coordinator, topics=apis.consumer_apis.topics, timeouts=self.timeouts,
-                                  on_member_gone=self.release_member, on_group_deleted=self.forget_group)
+                                  on_member_gone=self.release_member, on_group_deleted=self.forget_group,
+                                  on_initialize=self._initialize)
         self.sessions = ShareSessions()
         # (group id, topic id, partition) -> its SharePartition, on this broker as the leader
         self.partitions: dict[tuple, SharePartition] = {}
@@ -90,6 +92,11 @@ class ShareApis:
         self._save_scheduled = False
         self.offsets = ShareOffsets(self)
         self.keeper = ShareStateKeeper(self)          # the state read from / written to the share coordinator
+        # the group coordinator's initialization of its groups' share-partitions
+        self.initializer = ShareGroupInitializer(self.groups, self.keeper.persister)
+
+    def _initialize(self, group_id: str, group_epoch: int, change: dict, adopt: bool) -> None:
+        self.initializer.start(group_id, group_epoch, change, adopt)
 
     def handlers(self) -> dict[int, ApiHandler]:
         return {SHARE_GROUP_HEARTBEAT: ApiHandler(self.heartbeat, min_version=1, max_version=1),
@@ -138,14 +145,33 @@ class ShareApis:
             return
         self.starts.save()          # what is left of an old checkpoint (the share coordinator keeps the rest)
 
+    async def delete_group(self, group_id: str) -> int:
+        """DeleteGroups of a share group, in Kafka's order: its share-partitions moved to its
+        deleting topics, their state deleted at the share coordinators (DeleteShareGroupState,
+        batched; also of those this broker led for it), then the group's records tombstoned. A
+        failed state deletion is the group's error (the group stays, its deletion asked again by
+        the next DeleteGroups)."""
+        code, keys = self.groups.start_delete(group_id)
+        if code != Errors.NONE:
+            return code
+        image = self.broker.image()
+        seen = [(t, i) for g, t, i in self.partitions if g == group_id
+                and image is not None and t in image.topics_by_id]
+        keys = list(dict.fromkeys(keys + seen))
+        if keys:
+            codes = await self.keeper.persister.delete_many(group_id, keys)
+            failed = [c for c in codes.values() if c != Errors.NONE]
+            if failed:
+                return failed[0]
+        return self.groups.delete(group_id)
+
     def forget_group(self, group_id: str) -> None:
-        """A deleted group's share-partitions seen here are dropped, their state deleted at the
-        share coordinator (and an old checkpoint's starts): the group made again under that id
-        starts at share.auto.offset.reset."""
-        keys = {k for k in self.partitions if k[0] == group_id} | {k for k in self.starts.starts if k[0] == group_id}
+        """A deleted group's share-partitions (their state deleted at the share coordinator
+        already) are dropped here, with an old checkpoint's starts: the group made again under
+        that id starts at share.auto.offset.reset."""
         for key in [k for k in self.partitions if k[0] == group_id]:
             del self.partitions[key]
-        self.keeper.delete_soon(sorted(keys, key=str))        # the share coordinator's state goes too
+            self.keeper.forget(key)
         for key in [k for k in self.sessions.sessions if k[0] == group_id]:
             del self.sessions.sessions[key]
         self.starts.forget(group_id)

@@ -42,11 +42,14 @@ DEFAULT_LEADER_EPOCH = DEFAULT_STATE_EPOCH = 0       # PartitionFactory's, in a 
 class ShareCoordinatorSettings:
     """Kafka's names and defaults (ShareCoordinatorConfig)."""
     snapshot_update_records_per_snapshot: int = 500    # share.coordinator.snapshot.update.records.per.snapshot
+    cold_partition_snapshot_interval_ms: int = 300_000  # share.coordinator.cold.partition.snapshot.interval.ms
 
 
 class ShareCoordinator:
-    def __init__(self, settings: ShareCoordinatorSettings, *, persist, partition_count, now_ms):
+    def __init__(self, settings: ShareCoordinatorSettings, *, persist, partition_count, now_ms,
+                 last_offset=lambda: None):
         self.settings = settings
+        self.last_offset = last_offset          # the offset of the record ``persist`` appended last
         self.persist = persist
         self.partition_count = partition_count
         self.now_ms = now_ms
@@ -54,16 +57,20 @@ class ShareCoordinator:
         self.leader_epochs: dict[ShareKey, int] = {}       # the largest seen, as Kafka's leaderEpochMap
         self.state_epochs: dict[ShareKey, int] = {}
         self.updates_since_snapshot: dict[ShareKey, int] = {}
+        self.snapshot_offsets: dict[ShareKey, int] = {}    # where each one's latest snapshot is in the topic
 
     # -- replay --
 
-    def replay(self, record_type: int, key: ShareKey, state: ShareState | None) -> None:
-        """Apply a record (as written, or read back at load): a snapshot replaces the state, an
-        update merges into it, a snapshot tombstone forgets the share-partition."""
+    def replay(self, record_type: int, key: ShareKey, state: ShareState | None, offset: int | None = None) -> None:
+        """Apply a record (as written, or read back at load; ``offset``: where it is in the
+        topic, when known): a snapshot replaces the state, an update merges into it, a snapshot
+        tombstone forgets the share-partition."""
         if record_type == SHARE_SNAPSHOT and state is None:
-            for table in (self.states, self.leader_epochs, self.state_epochs, self.updates_since_snapshot):
+            for table in self._tables():
                 table.pop(key, None)
             return
+        if record_type == SHARE_SNAPSHOT and state is not None and offset is not None:
+            self.snapshot_offsets[key] = offset
         if state is None:                           # an update tombstone: Kafka never writes one
             return
         self._raise_epoch(self.leader_epochs, key, state.leader_epoch)
@@ -92,8 +99,56 @@ class ShareCoordinator:
             record = update_record(group_id, topic_id, partition, state)
         code = self.persist(group_id, topic_id, partition, [record])
         if code == Errors.NONE:
-            self.replay(record_type, key, state)
+            self.replay(record_type, key, state, self.last_offset())
         return code
+
+    def _tables(self) -> tuple:
+        return (self.states, self.leader_epochs, self.state_epochs, self.updates_since_snapshot,
+                self.snapshot_offsets)
+
+    # -- the periodic work (ShareCoordinatorService's timers) --
+
+    def snapshot_cold_partitions(self, limit: int) -> int:
+        """snapshotColdPartitions: a new snapshot (the same state, the next snapshot epoch, written
+        now) of each share-partition whose last snapshot is older than the cold interval, so the
+        prune is not held back by a share-partition nobody writes to; nothing when every
+        share-partition's snapshot is such a cold one already (the coordinator is quiet). At most
+        ``limit`` per call: how many are left for the next."""
+        if all(s.create_timestamp != s.write_timestamp for s in self.states.values()):
+            return 0
+        now = self.now_ms()
+        cold = [key for key, s in self.states.items()
+                if now - s.write_timestamp >= self.settings.cold_partition_snapshot_interval_ms]
+        for key in cold[:limit]:
+            state = self.states[key]
+            if self._write(SHARE_SNAPSHOT, key, replace(state, snapshot_epoch=state.snapshot_epoch + 1,
+                                                        write_timestamp=now)) == Errors.NONE:
+                self.updates_since_snapshot[key] = 0
+        return max(len(cold) - limit, 0)
+
+    def drop_deleted_topics(self, exists, limit: int) -> int:
+        """maybeCleanupShareState: a tombstone for each share-partition of a topic that
+        ``exists(topic id)`` says is gone (at most ``limit`` per call): how many are left."""
+        gone = [key for key in self.states if not exists(key[1])]
+        for key in gone[:limit]:
+            self._write(SHARE_SNAPSHOT, key, None)
+        return max(len(gone) - limit, 0)
+
+    def redundant_offsets(self, partition_of) -> dict:
+        """ShareCoordinatorOffsetsManager.lastRedundantOffset per ``__share_group_state``
+        partition (``partition_of(key)``): the lowest offset of a share-partition's latest
+        snapshot there, below which no record is needed to rebuild the state; a partition with a
+        share-partition whose snapshot's offset is not known is left out."""
+        lowest: dict[int, int] = {}
+        unknown: set = set()
+        for key in self.states:
+            index = partition_of(key)
+            offset = self.snapshot_offsets.get(key)
+            if offset is None:
+                unknown.add(index)
+            elif offset < lowest.get(index, offset + 1):
+                lowest[index] = offset
+        return {index: offset for index, offset in lowest.items() if index not in unknown}
 
     # -- checks --
 
@@ -213,7 +268,7 @@ class ShareCoordinator:
     def forget(self, owned) -> None:
         """Drop the share-partitions ``owned(key)`` says were in a partition no longer led here."""
         for key in [k for k in self.states if owned(k)]:
-            for table in (self.states, self.leader_epochs, self.state_epochs, self.updates_since_snapshot):
+            for table in self._tables():
                 table.pop(key, None)
 
 

@@ -17,6 +17,7 @@ The ACL check (CLUSTER_ACTION on the cluster) runs before these handlers
 """
 from __future__ import annotations
 
+import logging
 import time
 
 from kafkawire.messages import delete_share_group_state_response as dsr
@@ -28,15 +29,22 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 
 from .coordinator_acks import replicated_handlers
+from .group_log import LoopTimer
 from .share_coordinator import ShareCoordinator, ShareCoordinatorSettings
 from .share_state_records import coordinator_key, parse_coordinator_key
 from .share_state_topic import ShareStateLoader, ShareStateTopic
 
 __all__ = ["ShareCoordinatorApis", "SHARE_KEY_TYPE"]
 
+log = logging.getLogger(__name__)
+
 INITIALIZE, READ, WRITE, DELETE, READ_SUMMARY = 83, 84, 85, 86, 87
 SHARE_KEY_TYPE = 2
 SHARE_FIND_MIN_VERSION = 6           # FindCoordinator v6 added the SHARE key type
+PRUNE_KEY, COLD_KEY, DROP_KEY = "share-state-prune", "share-state-cold-snapshots", "share-state-deleted-topics"
+COLD_MORE_KEY = "share-state-cold-snapshots-more"
+DROP_PER_RUN = 1_000                 # tombstones of deleted topics' share-partitions in one turn
+COLD_SNAPSHOTS_PER_RUN = 1_000       # snapshots written in one turn of the loop (the rest in the next turn)
 
 
 class ShareCoordinatorApis:
@@ -45,9 +53,15 @@ class ShareCoordinatorApis:
         c = broker.config
         self.coordinator = ShareCoordinator(
             ShareCoordinatorSettings(
-                snapshot_update_records_per_snapshot=c.share_coordinator_snapshot_update_records_per_snapshot),
-            persist=self._persist, partition_count=self._partition_count, now_ms=lambda: int(time.time() * 1000))
-        self.store = ShareStateTopic(broker, None, ShareStateLoader(self.coordinator))
+                snapshot_update_records_per_snapshot=c.share_coordinator_snapshot_update_records_per_snapshot,
+                cold_partition_snapshot_interval_ms=c.share_coordinator_cold_partition_snapshot_interval_ms),
+            persist=self._persist, partition_count=self._partition_count, now_ms=lambda: int(time.time() * 1000),
+            last_offset=lambda: self.store.last_offset)
+        loader = ShareStateLoader(self.coordinator)
+        self.store = ShareStateTopic(broker, None, loader)
+        loader.store = self.store
+        self.timer: LoopTimer | None = None           # the periodic work, from the first metadata on
+        self._topic_ids: set = set()                  # the topics of the last image seen
 
     def handlers(self) -> dict[int, ApiHandler]:
         return replicated_handlers({
@@ -60,9 +74,73 @@ class ShareCoordinatorApis:
 
     def on_metadata(self) -> None:
         self.store.on_metadata()
+        if self.timer is None:
+            self.timer = LoopTimer()
+            self._schedule_prune()
+            self._schedule_cold_snapshots()
+        image = self.broker.image()
+        if image is None:
+            return
+        topic_ids = set(image.topics_by_id)
+        if self._topic_ids - topic_ids:                 # topics deleted: their share-partitions' state goes
+            self.drop_deleted_topics()
+        self._topic_ids = topic_ids
+
+    def drop_deleted_topics(self) -> None:
+        """Tombstone the state of the deleted topics' share-partitions, DROP_PER_RUN at a time
+        (the rest in the next turn of the loop)."""
+        image = self.broker.image()
+        if image is None:
+            return
+        left = self.coordinator.drop_deleted_topics(lambda topic_id: topic_id in image.topics_by_id, DROP_PER_RUN)
+        if left:
+            self.timer.schedule(DROP_KEY, 0, self.drop_deleted_topics)
 
     def close(self) -> None:
+        if self.timer is not None:
+            self.timer.close()
         self.store.close()
+
+    # -- the periodic work, as ShareCoordinatorService's timers --
+
+    def _schedule_prune(self) -> None:
+        self.timer.schedule(PRUNE_KEY, self.broker.config.share_coordinator_state_topic_prune_interval_ms,
+                            self._prune_and_reschedule)
+
+    def _prune_and_reschedule(self) -> None:
+        self._schedule_prune()
+        self.drop_deleted_topics()          # also those of partitions loaded after their topic went
+        self.prune()
+
+    def prune(self) -> dict:
+        """Delete each loaded ``__share_group_state`` partition's records below the oldest latest
+        snapshot of its share-partitions (the partition's log start moved there, as a
+        DeleteRecords does; never above the high watermark, never twice to the same offset):
+        {partition: new log start} of those moved."""
+        moved = {}
+        redundant = self.coordinator.redundant_offsets(lambda key: self.store.partition_of(coordinator_key(*key)))
+        for index, offset in sorted(redundant.items()):
+            partition = self.broker.partitions.get((self.store.TOPIC, index))
+            if index not in self.store.loaded or partition is None:
+                continue
+            offset = min(offset, partition.high_watermark())
+            if partition.maybe_increment_log_start_offset(offset):
+                moved[index] = offset
+                log.info("Pruned %s-%d below offset %d.", self.store.TOPIC, index, offset)
+        return moved
+
+    def _schedule_cold_snapshots(self) -> None:
+        self.timer.schedule(COLD_KEY, self.broker.config.share_coordinator_cold_partition_snapshot_interval_ms,
+                            self._cold_snapshots_and_reschedule)
+
+    def _cold_snapshots_and_reschedule(self) -> None:
+        self._schedule_cold_snapshots()
+        self._cold_snapshots()
+
+    def _cold_snapshots(self) -> None:
+        """COLD_SNAPSHOTS_PER_RUN at a time, the rest in the next turn of the loop."""
+        if self.coordinator.snapshot_cold_partitions(COLD_SNAPSHOTS_PER_RUN):
+            self.timer.schedule(COLD_MORE_KEY, 0, self._cold_snapshots)
 
     # -- FindCoordinator(SHARE) --
 

@@ -14,10 +14,13 @@ to ``__consumer_offsets`` and then replayed into the state, as for consumer grou
 Share groups live in ``classic.share_groups``, one name space with the classic and consumer
 groups: a share heartbeat for a group of another type is GROUP_ID_NOT_FOUND, as in Kafka.
 
+Only the partitions whose share-partition state the share coordinator has initialized are
+assigned: a heartbeat records the subscribed partitions not initialized yet as initializing
+(ShareGroupStatePartitionMetadata) and hands them to ``on_initialize`` (kafkawire.broker
+.share_group_init, which initializes them in the background and records the outcome); the
+heartbeat after that assigns them.
+
 Differences from Kafka kept here (docs/differences.md):
-- every subscribed partition is assignable at once: Kafka first has the share coordinator
-  initialize each partition's state (InitializeShareGroupState, ShareGroupStatePartitionMetadata
-  records); kafkawire keeps that state on the partition leader, in memory;
 - the simple assignor's balance is Kafka's (each partition to ceil(members / partitions) members,
   the members' counts differing by one at most) but its choice is a plain round robin over the
   sorted members and partitions, not sticky to the previous assignment.
@@ -36,6 +39,9 @@ from kafkawire.protocol.error_codes import Errors
 
 from . import share_records as rec
 from .consumer_coordinator import GroupError, TopicsView, metadata_hash
+from .share_group_init import assignable as assignable_partitions
+from .share_group_init import (initializing_record, partitions_of, pending_assignment, uninitialized,
+                               without_deleted_topics)
 from .share_records import ShareGroup, ShareMember
 
 __all__ = ["ShareGroups", "simple_assignment", "validate_heartbeat", "LEAVE_EPOCH"]
@@ -65,16 +71,18 @@ def validate_heartbeat(request) -> None:
         raise GroupError(Errors.INVALID_REQUEST, "MemberEpoch is invalid.")
 
 
-def simple_assignment(members: dict, view: TopicsView) -> dict:
+def simple_assignment(members: dict, view: TopicsView, assignable: dict | None = None) -> dict:
     """``members``: member id -> its subscribed topic names. Each member's target
-    ({topic id: frozenset(partitions)}): every partition of the subscribed topics goes to
-    ceil(members / partitions) of its subscribers, round robin over the sorted members."""
+    ({topic id: frozenset(partitions)}): every partition of the subscribed topics (of those in
+    ``assignable``, {topic id: partitions}, when given) goes to ceil(members / partitions) of its
+    subscribers, round robin over the sorted members."""
     targets: dict[str, dict] = {m: {} for m in members}
     by_subscription: dict[tuple, list] = {}
     for member_id, topics in sorted(members.items()):
         by_subscription.setdefault(tuple(sorted(t for t in topics if t in view.by_name)), []).append(member_id)
     for topics, member_ids in by_subscription.items():
-        partitions = [(view.by_name[t][0], p) for t in topics for p in range(view.by_name[t][1])]
+        partitions = [(view.by_name[t][0], p) for t in topics for p in range(view.by_name[t][1])
+                      if assignable is None or p in assignable.get(view.by_name[t][0], ())]
         if not partitions:
             continue
         sharing = -(-len(member_ids) // len(partitions))         # ceil(members / partitions)
@@ -98,12 +106,14 @@ class ShareGroups:
 
     def __init__(self, classic, *, topics: Callable[[], TopicsView], timeouts: Callable,
                  on_member_gone: Callable = lambda group_id, member_id: None,
-                 on_group_deleted: Callable = lambda group_id: None):
+                 on_group_deleted: Callable = lambda group_id: None,
+                 on_initialize: Callable = lambda group_id, group_epoch, change, adopt: None):
         self.classic = classic
         self.topics = topics
         self.timeouts = timeouts
         self.on_member_gone = on_member_gone
         self.on_group_deleted = on_group_deleted
+        self.on_initialize = on_initialize
         self.groups: dict[str, ShareGroup] = {}
         classic.share_groups = self.groups
         classic.share = self
@@ -164,8 +174,11 @@ class ShareGroups:
             records.append(rec.member_record(group_id, updated))
             bump = updated.subscribed != member.subscribed
         view = self.topics()
-        new_hash = metadata_hash(group.subscribed_topic_names(updated), view)
+        names = group.subscribed_topic_names(updated)
+        new_hash = metadata_hash(names, view)
         group_epoch = group.group_epoch
+        if group.assignment_epoch >= group_epoch and pending_assignment(group, names, view):
+            bump = True                  # partitions initialized since the last assignment
         if bump or new_hash != group.metadata_hash:
             group_epoch += 1
             records.append(rec.epoch_record(group_id, group_epoch, new_hash))
@@ -180,6 +193,15 @@ class ShareGroups:
                                       assigned=_subscribed_only(target, updated.subscribed, view))
             if reconciled != updated or member_id not in group.members:
                 records.append(rec.current_record(group_id, reconciled))
+        now = self.classic.now_ms()
+        change = uninitialized(group, names, view, now)
+        adopt = not group.has_state_metadata
+        if change:
+            records.append(initializing_record(group, change, view))
+        else:
+            cleaned = without_deleted_topics(group, view)
+            if cleaned is not None:
+                records.append(cleaned)
         self.groups.setdefault(group_id, group)
         try:
             self.write(group_id, records)
@@ -187,6 +209,9 @@ class ShareGroups:
             if not group.members and group.group_epoch == 0:
                 self.groups.pop(group_id, None)          # nothing written: the new group is not kept
             raise
+        if change:
+            group.initializing_since.update((topic_id, now) for topic_id in change)
+            self.on_initialize(group_id, group_epoch, change, adopt)
         self.schedule_session(group_id, member_id)
         response = ShareGroupHeartbeatResponse(error_code=Errors.NONE, member_id=member_id,
                                                member_epoch=reconciled.member_epoch,
@@ -202,7 +227,7 @@ class ShareGroups:
         changes written as records: the targets."""
         subscriptions = {m.member_id: m.subscribed for m in group.members.values()}
         subscriptions[updated.member_id] = updated.subscribed
-        targets = simple_assignment(subscriptions, view)
+        targets = simple_assignment(subscriptions, view, assignable_partitions(group))
         for member_id, target in targets.items():
             if group.targets.get(member_id) != target:
                 records.append(rec.target_record(group.group_id, member_id, target))
@@ -264,9 +289,28 @@ class ShareGroups:
 
     # -- DeleteGroups --
 
+    def start_delete(self, group_id: str) -> tuple[int, list]:
+        """sharePartitionDeleteRequests: an Empty group only (NON_EMPTY_GROUP); every
+        share-partition its ShareGroupStatePartitionMetadata names moved to its deleting topics
+        (written first, so a deletion cut short is asked for again): (error code, [(topic id,
+        partition)] whose state to delete at the share coordinator)."""
+        group = self.groups[group_id]
+        if group.members:
+            return Errors.NON_EMPTY_GROUP, []
+        view = self.topics()
+        partitions = partitions_of(group, view)
+        deleting = {t: view.by_id[t] for t in partitions}
+        if group.has_state_metadata:
+            try:
+                self.write(group_id, [rec.state_partitions_record(group_id, {}, {}, deleting)])
+            except GroupError as exc:
+                return exc.code, []
+        return Errors.NONE, [(t, p) for t, ps in partitions.items() for p in sorted(ps)]
+
     def delete(self, group_id: str) -> int:
         """ShareGroup.validateDeleteGroup and createGroupTombstoneRecords: an Empty group only
-        (NON_EMPTY_GROUP), every record of it tombstoned: an error code."""
+        (NON_EMPTY_GROUP), every record of it tombstoned: an error code. Its share-partitions'
+        state is deleted before (``start_delete``)."""
         group = self.groups[group_id]
         if group.members:
             return Errors.NON_EMPTY_GROUP

@@ -10,16 +10,18 @@ share coordinator (kafkawire.broker.share_persister), wherever the partition is 
   "uninitialized") for a share-partition without state; the lag (high watermark - start offset
   - records acknowledged or archived above it, Kafka's formula) for a partition led here only
   (-1 elsewhere: kafkawire's group coordinator does not ask the leader for its high watermark).
-  Without topics: the share-partitions of the group known on this broker (kafkawire writes no
-  ShareGroupStatePartitionMetadata naming them all).
+  Without topics: the share-partitions the group coordinator has initialized (its
+  ShareGroupStatePartitionMetadata, kafkawire.broker.share_group_init).
 - Alter: the group must be Empty (NON_EMPTY_GROUP, as throwIfShareGroupIsNotEmpty); each
   share-partition is initialized again at the given offset with the next state epoch
   (InitializeShareGroupState), which fences its leader's older state (FENCED_STATE_EPOCH at its
-  next write: it reads the new state).
+  next write: it reads the new state), and recorded as initialized.
 - Delete: the group must exist (GROUP_ID_NOT_FOUND) and be Empty (NON_EMPTY_GROUP, as
   validateDeleteGroup); each partition of the topic with state has it deleted
-  (DeleteShareGroupState: the next fetch starts at ``share.auto.offset.reset``); a topic without
-  any is UNKNOWN_TOPIC_OR_PARTITION ("There is no offset information to delete.").
+  (DeleteShareGroupState: the next fetch starts at ``share.auto.offset.reset``), the topic moved
+  to the group's deleting topics first and dropped from them once deleted, as Kafka's
+  coordinator records it; a topic without any is UNKNOWN_TOPIC_OR_PARTITION ("There is no
+  offset information to delete.").
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from kafkawire.protocol.error_codes import Errors
 
 from .consumer_coordinator import GroupError
 from .share_partition import ACKNOWLEDGED, ARCHIVED
+from .share_records import state_partitions_record
 
 __all__ = ["ShareOffsets", "UNINITIALIZED"]
 
@@ -99,15 +102,25 @@ class ShareOffsets:
         return describe.DescribeShareGroupOffsetsResponseGroup(group_id=group_id, topics=answered)
 
     def _known(self, group_id: str, image) -> list:
-        keys = {k for k in self.share.partitions if k[0] == group_id}
-        keys.update(k for k in self.share.keeper.known if k[0] == group_id)
-        keys.update(k for k in self.share.starts.starts if k[0] == group_id)
+        """initializedShareGroupPartitions: the initialized share-partitions of topics that exist."""
+        group = self.share.groups.groups.get(group_id)
         by_topic: dict[str, list] = {}
-        for _, topic_id, index in keys:
+        for topic_id, (_, partitions) in ({} if group is None else group.initialized).items():
             topic = image.topics_by_id.get(topic_id)
-            if topic is not None and index in topic.partitions:
-                by_topic.setdefault(topic.name, []).append(index)
+            if topic is not None:
+                by_topic[topic.name] = [p for p in partitions if p in topic.partitions]
         return [(name, sorted(ps)) for name, ps in sorted(by_topic.items())]
+
+    def _record(self, group_id: str, initialized=None, deleting=None) -> None:
+        """Write the group's ShareGroupStatePartitionMetadata with ``initialized`` ({topic id:
+        (name, partitions)}) and ``deleting`` ({topic id: name}) in place of its own (a group
+        that does not exist has none: nothing written)."""
+        group = self.share.groups.groups.get(group_id)
+        if group is None:
+            return
+        self.share.groups.write(group_id, [state_partitions_record(
+            group_id, group.initializing, group.initialized if initialized is None else initialized,
+            group.deleting if deleting is None else deleting)])
 
     async def _describe_partition(self, group_id: str, topic, index: int):
         answer = describe.DescribeShareGroupOffsetsResponsePartition(
@@ -152,8 +165,24 @@ class ShareOffsets:
                 answer.partitions.append(alter.AlterShareGroupOffsetsResponsePartition(
                     partition_index=p.partition_index, error_code=code, error_message=message))
             responses.append(answer)
+            self._record_altered(group_id, topic, answer)
         self.share.changed()
         return alter.AlterShareGroupOffsetsResponse(responses=responses)
+
+    def _record_altered(self, group_id: str, topic, answer) -> None:
+        """The altered share-partitions are initialized ones now."""
+        altered = {p.partition_index for p in answer.partitions if p.error_code == Errors.NONE}
+        group = self.share.groups.groups.get(group_id)
+        if topic is None or not altered or group is None:
+            return
+        initialized = dict(group.initialized)
+        initialized[topic.id] = (topic.name, initialized.get(topic.id, ("", frozenset()))[1] | altered)
+        try:
+            self._record(group_id, initialized=initialized)
+        except GroupError as exc:
+            for p in answer.partitions:
+                if p.partition_index in altered:
+                    p.error_code, p.error_message = exc.code, Errors.for_code(exc.code).message
 
     async def _alter_partition(self, group_id: str, topic, index: int, start: int):
         if topic is None or index not in topic.partitions:
@@ -192,7 +221,14 @@ class ShareOffsets:
                     topic_name=name, error_code=Errors.UNKNOWN_TOPIC_OR_PARTITION,
                     error_message=Errors.UNKNOWN_TOPIC_OR_PARTITION.message))
                 continue
-            if not await self._forget(group_id, topic):
+            try:
+                found = await self._forget(group_id, topic)
+            except GroupError as exc:                 # the group's record not written
+                responses.append(delete.DeleteShareGroupOffsetsResponseTopic(
+                    topic_name=name, topic_id=topic.id, error_code=exc.code,
+                    error_message=Errors.for_code(exc.code).message))
+                continue
+            if not found:
                 responses.append(delete.DeleteShareGroupOffsetsResponseTopic(
                     topic_name=name, error_code=Errors.UNKNOWN_TOPIC_OR_PARTITION, error_message=NO_OFFSETS))
                 continue
@@ -202,7 +238,12 @@ class ShareOffsets:
 
     async def _forget(self, group_id: str, topic) -> bool:
         """Delete the group's share-partition state of each partition of the topic: whether there
-        was any (the share coordinator's, or an old checkpoint's)."""
+        was any (initialized by the group coordinator, else found at the share coordinator or in
+        an old checkpoint: a group served before the group coordinator recorded them)."""
+        group = self.share.groups.groups.get(group_id)
+        if group is not None and (topic.id in group.initialized or topic.id in group.deleting):
+            await self._forget_recorded(group_id, group, topic)
+            return True
         persister, starts, found = self.share.keeper.persister, self.share.starts, False
         for index in sorted(topic.partitions):
             key = (group_id, topic.id, index)
@@ -217,6 +258,23 @@ class ShareOffsets:
                 del starts.starts[key]
                 starts.dirty = True
         return found
+
+    async def _forget_recorded(self, group_id: str, group, topic) -> None:
+        """sharePartitionsEligibleForOffsetDeletion: the topic moved from initialized to deleting,
+        its state deleted (every partition for a topic deleting already), then dropped from
+        deleting (kept there when a deletion failed: the next DeleteShareGroupOffsets or
+        DeleteGroups asks again)."""
+        partitions = sorted(group.initialized[topic.id][1]) if topic.id in group.initialized \
+            else sorted(topic.partitions)
+        self._record(group_id, initialized={t: v for t, v in group.initialized.items() if t != topic.id},
+                     deleting={**group.deleting, topic.id: topic.name})
+        codes = await self.share.keeper.persister.delete_many(group_id, [(topic.id, p) for p in partitions])
+        for p in partitions:
+            self.share.partitions.pop((group_id, topic.id, p), None)
+            self.share.keeper.known.discard((group_id, topic.id, p))
+        group = self.share.groups.groups.get(group_id)
+        if group is not None and all(c == Errors.NONE for c in codes.values()):
+            self._record(group_id, deleting={t: n for t, n in group.deleting.items() if t != topic.id})
 
 
 def _alter_error(code: int, message: str | None = None) -> alter.AlterShareGroupOffsetsResponse:

@@ -35,6 +35,7 @@ __all__ = ["SharePersister"]
 
 log = logging.getLogger(__name__)
 RETRIES, BACKOFF_S = 50, 0.1
+BATCH_SIZE = 1_000           # share-partitions in one batched request to a share coordinator
 RETRIABLE = {int(Errors.COORDINATOR_NOT_AVAILABLE), int(Errors.COORDINATOR_LOAD_IN_PROGRESS),
              int(Errors.NOT_COORDINATOR), int(Errors.NETWORK_EXCEPTION), int(Errors.REQUEST_TIMED_OUT)}
 
@@ -60,20 +61,26 @@ class SharePersister:
             await asyncio.sleep(BACKOFF_S)
         raise AssertionError("unreachable")
 
+    async def _request(self, api_key: int, node_id: int, request):
+        """The response of the share coordinator ``node_id`` (in process when it is this node),
+        or a _Failed when it is not known."""
+        roles = getattr(self.broker, "replica_roles", None)
+        if node_id == self.broker.node_id or (node_id >= 0 and roles is None):
+            return await self._local_handler(api_key)(self._own_context(api_key, request), request)
+        endpoint = None if node_id < 0 or roles is None else roles.endpoint_of(node_id)
+        if endpoint is None:
+            return _Failed(Errors.COORDINATOR_NOT_AVAILABLE)
+        return await self.peers.client().send(endpoint, request, api_version=request.VALID_VERSIONS[1])
+
     async def _send_once(self, api_key: int, group_id, topic_id, partition, request):
         node_id = self._coordinator(group_id, topic_id, partition)
-        roles = getattr(self.broker, "replica_roles", None)
         try:
-            if node_id == self.broker.node_id or (node_id >= 0 and roles is None):
-                response = await self._local_handler(api_key)(self._own_context(api_key, request), request)
-            else:
-                endpoint = None if node_id < 0 or roles is None else roles.endpoint_of(node_id)
-                if endpoint is None:
-                    return _Failed(Errors.COORDINATOR_NOT_AVAILABLE)
-                response = await self.peers.client().send(endpoint, request, api_version=request.VALID_VERSIONS[1])
+            response = await self._request(api_key, node_id, request)
         except (TransportError, OSError, asyncio.TimeoutError) as exc:
             log.debug("share state request to node %d failed: %s", node_id, exc)
             return _Failed(Errors.NETWORK_EXCEPTION)
+        if isinstance(response, _Failed):
+            return response
         for result in response.results:
             for p in result.partitions:
                 return p
@@ -129,8 +136,75 @@ class SharePersister:
             topic_id=topic_id, partitions=[dsq.PartitionData(partition=partition)])])
         return (await self._send(DELETE, group_id, topic_id, partition, request)).error_code
 
+    # -- batched, as PersisterStateManager batches its requests per share coordinator --
+
+    async def initialize_many(self, group_id, keys, state_epoch: int, start_offset: int) -> dict:
+        """InitializeShareGroupState of ``keys`` ([(topic id, partition)]): {key: error code}."""
+        def build(chunk):
+            return isq.InitializeShareGroupStateRequest(group_id=group_id, topics=[
+                isq.InitializeStateData(topic_id=t, partitions=[isq.PartitionData(
+                    partition=p, state_epoch=state_epoch, start_offset=start_offset) for p in ps])
+                for t, ps in _by_topic(chunk).items()])
+        return {k: r.error_code for k, r in (await self._send_many(INITIALIZE, group_id, keys, build)).items()}
+
+    async def summary_many(self, group_id, keys) -> dict:
+        """ReadShareGroupStateSummary of ``keys``: {key: partition result (its error_code)}."""
+        def build(chunk):
+            return ssq.ReadShareGroupStateSummaryRequest(group_id=group_id, topics=[
+                ssq.ReadStateSummaryData(topic_id=t, partitions=[ssq.PartitionData(partition=p, leader_epoch=-1)
+                                                                  for p in ps])
+                for t, ps in _by_topic(chunk).items()])
+        return await self._send_many(READ_SUMMARY, group_id, keys, build)
+
+    async def delete_many(self, group_id, keys) -> dict:
+        """DeleteShareGroupState of ``keys``: {key: error code}."""
+        def build(chunk):
+            return dsq.DeleteShareGroupStateRequest(group_id=group_id, topics=[
+                dsq.DeleteStateData(topic_id=t, partitions=[dsq.PartitionData(partition=p) for p in ps])
+                for t, ps in _by_topic(chunk).items()])
+        return {k: r.error_code for k, r in (await self._send_many(DELETE, group_id, keys, build)).items()}
+
+    async def _send_many(self, api_key: int, group_id, keys, build) -> dict:
+        """One request per share coordinator for ``keys`` (at most BATCH_SIZE share-partitions
+        each), the share-partitions answered with a retriable error asked again, ``BACKOFF_S``
+        apart, at most ``RETRIES`` times: {key: its partition result}."""
+        pending, results = list(dict.fromkeys(keys)), {}
+        for attempt in range(RETRIES):
+            by_node: dict[int, list] = {}
+            for key in pending:
+                by_node.setdefault(self._coordinator(group_id, *key), []).append(key)
+            sends = [self._send_batch(api_key, node, chunk, build(chunk))
+                     for node, node_keys in by_node.items()
+                     for chunk in (node_keys[i:i + BATCH_SIZE] for i in range(0, len(node_keys), BATCH_SIZE))]
+            for answered in await asyncio.gather(*sends):
+                results.update(answered)
+            pending = [k for k in pending if results[k].error_code in RETRIABLE]
+            if not pending or attempt == RETRIES - 1:
+                return results
+            await asyncio.sleep(BACKOFF_S)
+        return results
+
+    async def _send_batch(self, api_key: int, node_id: int, keys: list, request) -> dict:
+        try:
+            response = await self._request(api_key, node_id, request)
+        except (TransportError, OSError, asyncio.TimeoutError) as exc:
+            log.debug("share state request to node %d failed: %s", node_id, exc)
+            response = None
+        answered = {} if response is None or isinstance(response, _Failed) else {
+            (result.topic_id, p.partition): p for result in response.results for p in result.partitions}
+        failed = response if isinstance(response, _Failed) else _Failed(
+            Errors.NETWORK_EXCEPTION if response is None else Errors.UNKNOWN_SERVER_ERROR)
+        return {k: answered.get(k, failed) for k in keys}
+
     def close_soon(self) -> None:
         self.peers.close_soon()
+
+
+def _by_topic(keys) -> dict:
+    by_topic: dict = {}
+    for topic_id, partition in keys:
+        by_topic.setdefault(topic_id, []).append(partition)
+    return by_topic
 
 
 class _Failed:

@@ -7,9 +7,9 @@ runtime applies its records: the state rebuilt at load is the state served.
     ShareGroupTargetAssignmentMetadata (12) the assignment epoch
     ShareGroupTargetAssignmentMember (13)   a member's target partitions
     ShareGroupCurrentMemberAssignment (14)  a member's epochs, state and assigned partitions
-    ShareGroupStatePartitionMetadata (15)   not written: it records the share-partitions the group
-                                            coordinator initialized at the share coordinator, and
-                                            kafkawire's leaders initialize them (docs/differences.md)
+    ShareGroupStatePartitionMetadata (15)   the topics' partitions whose state the group coordinator
+                                            is initializing / has initialized at the share
+                                            coordinator, and the topics whose state it is deleting
 
 Each record is ``(record type, key message, value message | None)``, None a tombstone; partitions
 are ``{topic id: frozenset(partitions)}``.
@@ -33,12 +33,14 @@ from kafkawire.messages.share_group_target_assignment_member_value import (
 from kafkawire.messages.share_group_target_assignment_metadata_key import ShareGroupTargetAssignmentMetadataKey
 from kafkawire.messages.share_group_target_assignment_metadata_value import ShareGroupTargetAssignmentMetadataValue
 
+from kafkawire.messages.share_group_state_partition_metadata_value import TopicInfo, TopicPartitionsInfo
+
 from .group_records import decode_typed, encode_typed
 
 __all__ = ["ShareGroup", "ShareMember", "SHARE_RECORD_TYPES", "encode", "decode", "apply", "epoch_record",
            "member_record", "member_tombstone", "target_record", "target_tombstone", "target_metadata_record",
            "current_record", "current_tombstone", "epoch_tombstone", "target_metadata_tombstone",
-           "state_partitions_tombstone"]
+           "state_partitions_tombstone", "state_partitions_record"]
 
 MEMBER_METADATA, GROUP_EPOCH, TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT, STATE_PARTITIONS = 10, 11, 12, 13, 14, 15
 _CLASSES = {
@@ -76,6 +78,13 @@ class ShareGroup:
         self.assignment_epoch = 0
         self.members: dict[str, ShareMember] = {}
         self.targets: dict[str, dict] = {}           # member id -> its target partitions
+        # ShareGroupStatePartitionMetadata: topic id -> (topic name, frozenset(partitions))
+        self.initializing: dict = {}
+        self.initialized: dict = {}
+        self.deleting: dict = {}                      # topic id -> topic name
+        self.has_state_metadata = False               # a record 15 was written or replayed
+        # topic id -> when its initialization was last asked for (memory only, as Kafka's InitMapValue)
+        self.initializing_since: dict = {}
 
     @property
     def state(self) -> str:
@@ -151,6 +160,18 @@ def state_partitions_tombstone(group_id: str):
     return STATE_PARTITIONS, ShareGroupStatePartitionMetadataKey(group_id=group_id), None
 
 
+def state_partitions_record(group_id: str, initializing: dict, initialized: dict, deleting: dict):
+    """``initializing``/``initialized``: {topic id: (name, partitions)}; ``deleting``: {topic id: name}."""
+    def infos(table):
+        return [TopicPartitionsInfo(topic_id=t, topic_name=name, partitions=sorted(ps))
+                for t, (name, ps) in sorted(table.items(), key=lambda item: str(item[0]))]
+    return STATE_PARTITIONS, ShareGroupStatePartitionMetadataKey(group_id=group_id), \
+        ShareGroupStatePartitionMetadataValue(
+            initializing_topics=infos(initializing), initialized_topics=infos(initialized),
+            deleting_topics=[TopicInfo(topic_id=t, topic_name=name)
+                             for t, name in sorted(deleting.items(), key=lambda item: str(item[0]))])
+
+
 def current_tombstone(group_id: str, member_id: str):
     return CURRENT_ASSIGNMENT, ShareGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id), None
 
@@ -161,6 +182,9 @@ def apply(groups: dict, record) -> None:
     """Apply one share-group record to ``groups`` (group id -> ShareGroup)."""
     record_type, key, value = record
     if record_type == STATE_PARTITIONS:
+        if key.group_id not in groups and value is not None:
+            groups[key.group_id] = ShareGroup(key.group_id)      # getOrMaybeCreatePersistedShareGroup
+        _apply_state_partitions(groups.get(key.group_id), value)
         return
     group = groups.get(key.group_id)
     if group is None:
@@ -191,3 +215,21 @@ def apply(groups: dict, record) -> None:
         group.members[key.member_id] = group.members[key.member_id].copy(
             member_epoch=value.member_epoch, previous_member_epoch=value.previous_member_epoch,
             assigned={t.topic_id: frozenset(t.partitions) for t in value.assigned_partitions})
+
+
+def _apply_state_partitions(group: ShareGroup | None, value) -> None:
+    """GroupMetadataManager.replay of ShareGroupStatePartitionMetadata: the tables replaced, or
+    emptied by a tombstone. A topic still initializing after a load is asked for again at the
+    group's next heartbeat (its time of asking is not in the record)."""
+    if group is None:
+        return
+    if value is None:
+        group.initializing, group.initialized, group.deleting = {}, {}, {}
+        group.initializing_since.clear()
+        group.has_state_metadata = False
+        return
+    group.initializing = {t.topic_id: (t.topic_name, frozenset(t.partitions)) for t in value.initializing_topics}
+    group.initialized = {t.topic_id: (t.topic_name, frozenset(t.partitions)) for t in value.initialized_topics}
+    group.deleting = {t.topic_id: t.topic_name for t in value.deleting_topics}
+    group.initializing_since = {t: ts for t, ts in group.initializing_since.items() if t in group.initializing}
+    group.has_state_metadata = True

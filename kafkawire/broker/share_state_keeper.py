@@ -10,9 +10,11 @@ coordinator sees them in order.
     code = await keeper.load((group, topic_id, index), partition, settings)
     codes = await keeper.write_dirty(keys)          # {key: error code of its write}
 
-A share-partition the coordinator has no state for is initialized here (state epoch 0, start
-offset -1): in Kafka the group coordinator initializes it before assigning it (kafkawire's
-group coordinator does not yet, docs/differences.md). A start offset of -1 is resolved as
+The group coordinator initializes a share-partition before it assigns it
+(kafkawire.broker.share_group_init), so a consumer finds its state; one the coordinator has no
+state for (a client fetching a partition it was not assigned) is still initialized here, as a
+fallback Kafka's leader does not have (state epoch 0, start offset -1: docs/differences.md).
+A start offset of -1 is resolved as
 before the coordinator existed: the leader's old checkpoint (kafkawire.broker.share_checkpoint),
 else ``share.auto.offset.reset``; it is written at once. A write refused with
 FENCED_STATE_EPOCH or FENCED_LEADER_EPOCH drops the share-partition here (read again next time).
@@ -115,14 +117,10 @@ class ShareStateKeeper:
                 self._background.add(task)
                 task.add_done_callback(self._background.discard)
 
-    def delete_soon(self, keys) -> None:
-        """DeleteShareGroupState for ``keys`` (a deleted group's), in the background."""
-        for key in keys:
-            self.state_epochs.pop(key, None)
-            self.known.discard(key)
-            task = asyncio.ensure_future(self.persister.delete(*key))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+    def forget(self, key) -> None:
+        """The share-partition's state is deleted at the share coordinator: nothing kept here."""
+        self.state_epochs.pop(key, None)
+        self.known.discard(key)
 
     def close(self) -> None:
         for task in list(self._background) + list(self._loading.values()):

@@ -18,7 +18,10 @@ import logging
 
 from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig
 
+from kafkawire.protocol.error_codes import Errors
+
 from .group_log import OffsetsTopic
+from .group_records import partition_for
 from .share_state_records import SHARE_STATE_TOPIC, coordinator_key, decode_state_record
 
 __all__ = ["ShareStateTopic", "ShareStateLoader"]
@@ -28,6 +31,17 @@ log = logging.getLogger(__name__)
 
 class ShareStateTopic(OffsetsTopic):
     TOPIC = SHARE_STATE_TOPIC
+    last_offset = -1                  # the offset of the record ``persist`` appended last
+
+    def persist(self, group_id: str, records: list, *, producer=None) -> int:
+        code = super().persist(group_id, records, producer=producer)
+        if code == Errors.NONE:
+            partition = self.broker.partitions.get((self.TOPIC, self.partition_of(group_id)))
+            self.last_offset = partition.log.log_end_offset - 1
+        return code
+
+    def partition_of(self, key: str) -> int:
+        return partition_for(key, self.partitions(self.broker.image()))
 
     def creatable_topic(self, c) -> CreatableTopic:
         return CreatableTopic(
@@ -49,21 +63,22 @@ class ShareStateLoader:
     def __init__(self, coordinator):
         self.coordinator = coordinator
         self.staged: list = []
+        self.store = None                 # the ShareStateTopic (its replay_offset: the record's offset)
 
     def replay(self, key, value) -> None:
         decoded = decode_state_record(key, value)
         if decoded is not None:
-            self.staged.append(decoded)
+            self.staged.append((*decoded, None if self.store is None else self.store.replay_offset))
 
     def after_load(self, loaded_here) -> None:
         def here(share_key) -> bool:
             return loaded_here(coordinator_key(*share_key))
         self.coordinator.forget(here)
         kept = []
-        for record_type, share_key, state in self.staged:
+        for record_type, share_key, state, offset in self.staged:
             if here(share_key):
-                self.coordinator.replay(record_type, share_key, state)
+                self.coordinator.replay(record_type, share_key, state, offset)
             else:
-                kept.append((record_type, share_key, state))
+                kept.append((record_type, share_key, state, offset))
         self.staged = kept
 

@@ -154,6 +154,8 @@ class ServerConfig:
     share_coordinator_state_topic_min_isr: int = 2
     share_coordinator_state_topic_segment_bytes: int = 100 * 1024 * 1024
     share_coordinator_snapshot_update_records_per_snapshot: int = 500
+    share_coordinator_state_topic_prune_interval_ms: int = 5 * 60 * 1000
+    share_coordinator_cold_partition_snapshot_interval_ms: int = 5 * 60 * 1000
     share_coordinator_write_timeout_ms: int = 5000
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10_000
     transaction_remove_expired_transaction_cleanup_interval_ms: int = 3_600_000

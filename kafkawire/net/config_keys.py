@@ -229,6 +229,11 @@ _KEYS = (
     _Key("share.coordinator.snapshot.update.records.per.snapshot", lambda k, v: _int_between(k, v, 0, 500), "500",
          "ShareCoordinatorConfig"),
     _Key("share.coordinator.write.timeout.ms", lambda k, v: _int(k, v, 1), "5000", "ShareCoordinatorConfig"),
+    # ShareCoordinatorConfig (internal): INT 5 minutes atLeast(1), twice
+    _Key("share.coordinator.state.topic.prune.interval.ms", lambda k, v: _int(k, v, 1), str(5 * 60 * 1000),
+         "ShareCoordinatorConfig"),
+    _Key("share.coordinator.cold.partition.snapshot.interval.ms", lambda k, v: _int(k, v, 1), str(5 * 60 * 1000),
+         "ShareCoordinatorConfig"),
     # SocketServerConfigs: INT 100 MiB atLeast(1); LONG 10 minutes
     _Key("socket.request.max.bytes", lambda k, v: _int(k, v, 1), str(100 * 1024 * 1024), "SocketServerConfigs"),
     _Key("connections.max.idle.ms", _long, str(10 * 60 * 1000), "SocketServerConfigs"),

@@ -142,13 +142,15 @@ def test_a_restarted_leader_delivers_no_acknowledged_record_again_and_keeps_deli
     delivered again, and the ones in flight are, their delivery counts kept (2: the second time)."""
     from kafkawire.broker.share_partition import ACCEPT
     from kafkawire.messages.share_fetch_request import AcknowledgementBatch
-    from .test_share_groups_wire import GROUP, delivered, heartbeat, share_fetch, wait_for_coordinator
+    from .test_share_groups_wire import (GROUP, assigned_once_initialized, delivered, heartbeat, share_fetch,
+                                         wait_for_coordinator)
     node.create_topic("shared")
     broker = node.broker
     topic_id = call(broker, MetadataRequest(topics=[MetadataRequestTopic(name="shared")]), 12).topics[0].topic_id
     wait_for_coordinator(broker)
     member = str(uuid.uuid4())
     assert heartbeat(broker, member, 0, ["shared"]).error_code == Errors.NONE
+    assert assigned_once_initialized(broker, member, 1).assignment.topic_partitions[0].partitions == [0]
     assert share_fetch(broker, member, 0, topic_id, [0]).error_code == Errors.NONE       # starts at 0
     node.produce("shared", build_batch([(None, b"v%d" % i, (), 0) for i in range(5)]))
     assert delivered(share_fetch(broker, member, 1, topic_id, [], wait_ms=5_000))[0][1] == [(0, 4, 1)]
@@ -162,6 +164,8 @@ def test_a_restarted_leader_delivers_no_acknowledged_record_again_and_keeps_deli
         assert time.monotonic() < deadline, f"the broker did not open its port in {WAIT_S} s"
         time.sleep(0.02)
     wait_for_coordinator(broker)
-    assert heartbeat(broker, member, 0, ["shared"]).error_code == Errors.NONE      # the member rejoins
+    rejoined = heartbeat(broker, member, 0, ["shared"])           # the member rejoins, assigned at once:
+    assert rejoined.error_code == Errors.NONE                      # the coordinator replayed what it initialized
+    assert [(t.topic_id, t.partitions) for t in rejoined.assignment.topic_partitions] == [(topic_id, [0])]
     resumed = share_fetch(broker, member, 0, topic_id, [0], wait_ms=5_000)
     assert delivered(resumed)[0] == ([b"v3", b"v4"], [(3, 4, 2)])

@@ -3,6 +3,7 @@ embedded broker (the group coordinator and the partitions' leader): Kafka 4.3.1'
 start offsets kafkawire's share-partitions keep on their leader (kafkawire.broker.share_offsets)."""
 from __future__ import annotations
 
+import time
 import uuid
 
 from kafkawire.broker.share_partition import ACCEPT
@@ -65,6 +66,17 @@ def offsets(node, topics=None, group=GROUP):
             for t in answer.topics}
 
 
+def wait_initialized(node):
+    """The group's described share-partitions once the group coordinator lists any (bounded)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        described = offsets(node)
+        if described:
+            return described
+        time.sleep(0.02)
+    raise AssertionError("no share-partition initialized in 10 s")
+
+
 def alter(node, starts: dict, topic=TOPIC):
     response = call(node, AlterShareGroupOffsetsRequest(group_id=GROUP, topics=[AlterShareGroupOffsetsRequestTopic(
         topic_name=topic, partitions=[AlterShareGroupOffsetsRequestPartition(partition_index=p, start_offset=o)
@@ -85,7 +97,9 @@ def test_share_group_offsets_describe_alter_delete(kafkawire_broker):
     topic_id = create_topic(node, TOPIC, 2)
     member = str(uuid.uuid4())
     assert join(node, member).member_epoch >= 1
-    assert offsets(node) == {}                                        # nothing fetched yet
+    # the share-partitions the group coordinator initialized (its ShareGroupStatePartitionMetadata),
+    # at start offset -1 until their leader's first fetch resolves share.auto.offset.reset
+    assert wait_initialized(node) == {TOPIC: {0: (-1, -1, 0), 1: (-1, -1, 0)}}
     share_fetch(node, member, 0, topic_id, [0, 1])                    # both start at the high watermark, 0
     produce(node, TOPIC, 0, [b"a", b"b", b"c", b"d", b"e", b"f"])
     assert delivered(share_fetch(node, member, 1, topic_id, [], wait_ms=5_000))[0][1] == [(0, 5, 1)]

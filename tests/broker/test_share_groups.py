@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 
 from kafkawire.broker import consumer_admin
+from kafkawire.broker import share_records as records
 from kafkawire.broker.consumer_coordinator import TopicsView
 from kafkawire.broker.share_groups import ShareGroups, simple_assignment
 from kafkawire.messages.share_group_heartbeat_request import ShareGroupHeartbeatRequest
@@ -47,10 +48,16 @@ class FakeClassic:
         return 1_000
 
 
-def coordinator(gone=None):
+def coordinator(gone=None, initialized=True):
+    """``initialized``: group g's partitions of VIEW are initialized at the share coordinator
+    already (its ShareGroupStatePartitionMetadata written), so heartbeats assign them at once."""
     classic = FakeClassic()
     groups = ShareGroups(classic, topics=lambda: VIEW, timeouts=lambda g: (45_000, 5_000),
                          on_member_gone=lambda g, m: gone.append((g, m)) if gone is not None else None)
+    if initialized:
+        groups.write("g", [records.state_partitions_record("g", {}, {
+            topic_id: (name, frozenset(range(count))) for name, (topic_id, count) in VIEW.by_name.items()}, {})])
+        classic.written.clear()
     return classic, groups
 
 
@@ -120,19 +127,26 @@ def test_only_an_empty_share_group_is_deleted_and_its_records_are_tombstoned():
     classic, groups = coordinator()
     groups.on_group_deleted = deleted.append
     beat(groups, "m1", 0, ["orders"])
+    assert groups.start_delete("g") == (Errors.NON_EMPTY_GROUP, [])
     assert groups.delete("g") == Errors.NON_EMPTY_GROUP
     beat(groups, "m1", -1)
+    # the share-partitions whose state goes first (DeleteShareGroupState): every initialized one,
+    # recorded as deleting before
+    code, keys = groups.start_delete("g")
+    assert code == Errors.NONE and sorted(keys) == [(T1, 0), (T1, 1)] + [(T2, p) for p in range(5)]
+    group = groups.groups["g"]
+    assert (group.initialized, group.initializing, group.deleting) == ({}, {}, {T1: "orders", T2: "audit"})
     assert groups.delete("g") == Errors.NONE and groups.groups == {} and deleted == ["g"]
     replica_classic, replica = coordinator()
     for key, value in classic.written:
         consumer_admin.replay(replica_classic, key, value)
     assert replica.groups == {}
-    assert [int.from_bytes(k[:2], "big") for k, v in classic.written[-3:]] == [12, 15, 11]
+    assert [int.from_bytes(k[:2], "big") for k, v in classic.written[-4:]] == [15, 12, 15, 11]
     assert all(v is None for k, v in classic.written[-3:])
 
 
 def test_a_failed_write_changes_nothing():
-    classic, groups = coordinator()
+    classic, groups = coordinator(initialized=False)
     classic.error = Errors.NOT_COORDINATOR
     assert beat(groups, "m1", 0, ["orders"]).error_code == Errors.NOT_COORDINATOR
     assert groups.groups == {} and classic.timer.scheduled == {}

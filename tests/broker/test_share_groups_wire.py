@@ -70,6 +70,18 @@ def heartbeat(node, member_id: str, epoch: int, topics=None):
                                                  subscribed_topic_names=topics), 1)
 
 
+def assigned_once_initialized(node, member_id: str, epoch: int):
+    """Heartbeat until the group coordinator has initialized the share-partitions and assigns
+    them (bounded): the answer."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        answer = heartbeat(node, member_id, epoch)
+        if answer.assignment is not None and answer.assignment.topic_partitions:
+            return answer
+        time.sleep(0.02)
+    raise AssertionError("the share-partitions were not initialized in 10 s")
+
+
 def share_fetch(node, member_id: str, epoch: int, topic_id, partitions, acks=None, wait_ms=0, version=2):
     acks = acks or {}
     return call(node, ShareFetchRequest(
@@ -102,8 +114,10 @@ def test_share_group_members_fetch_acknowledge_and_redeliver(kafkawire_broker):
 
     assert heartbeat(node, m1, 0).error_code == Errors.INVALID_REQUEST            # no subscription
     joined = heartbeat(node, m1, 0, [TOPIC])
-    assert (joined.error_code, joined.member_epoch) == (Errors.NONE, 1)
-    assert sorted(joined.assignment.topic_partitions[0].partitions) == [0, 1]
+    # nothing assigned until the share coordinator initialized the share-partitions (as in Kafka)
+    assert (joined.error_code, joined.member_epoch, joined.assignment.topic_partitions) == (Errors.NONE, 1, [])
+    initialized = assigned_once_initialized(node, m1, 1)
+    assert initialized.member_epoch == 2 and sorted(initialized.assignment.topic_partitions[0].partitions) == [0, 1]
     assert heartbeat(node, m1, 5).error_code == Errors.FENCED_MEMBER_EPOCH
 
     # the first fetch opens the session and starts each share-partition at its high watermark (0)
@@ -115,7 +129,7 @@ def test_share_group_members_fetch_acknowledge_and_redeliver(kafkawire_broker):
     assert first.acquisition_lock_timeout_ms == 30_000
 
     second = heartbeat(node, m2, 0, [TOPIC])                  # two members, two partitions: one each
-    assert second.member_epoch == 2 and len(second.assignment.topic_partitions[0].partitions) == 1
+    assert second.member_epoch == 3 and len(second.assignment.topic_partitions[0].partitions) == 1
     assert delivered(share_fetch(node, m2, 0, topic_id, [0])) == {0: ([], [])}   # all locked by m1
 
     bad = call(node, ShareAcknowledgeRequest(group_id=GROUP, member_id=m1, share_session_epoch=7, topics=[]), 2)
@@ -173,6 +187,14 @@ def test_share_group_members_fetch_acknowledge_and_redeliver(kafkawire_broker):
             AckBatch(first_offset=0, last_offset=0, acknowledge_types=[ACCEPT])])])]), 1)
     assert acked_v1.error_code == Errors.NONE and acked_v1.responses[0].partitions[0].error_code == Errors.NONE
     assert heartbeat(node, m1, -1).member_epoch == -1
+    def start_offsets():                 # at the share coordinator (this node), -1: no state
+        from kafkawire.messages.read_share_group_state_summary_request import (
+            PartitionData as SummaryPartition, ReadShareGroupStateSummaryRequest, ReadStateSummaryData)
+        return [p.start_offset for p in call(node, ReadShareGroupStateSummaryRequest(group_id=GROUP, topics=[
+            ReadStateSummaryData(topic_id=topic_id, partitions=[SummaryPartition(partition=i, leader_epoch=0)
+                                                                for i in (0, 1)])]), 1).results[0].partitions]
+    assert start_offsets() == [6, 1]
     deleted = call(node, DeleteGroupsRequest(groups_names=[GROUP, GROUP]), 2).results
     assert [r.error_code for r in deleted] == [Errors.NONE, Errors.GROUP_ID_NOT_FOUND]
+    assert start_offsets() == [-1, -1]            # the state is deleted before DeleteGroups answers
     assert call(node, ShareGroupDescribeRequest(group_ids=[GROUP]), 1).groups[0].error_code == Errors.GROUP_ID_NOT_FOUND

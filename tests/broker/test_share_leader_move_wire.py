@@ -19,7 +19,7 @@ from kafkawire.messages.share_fetch_request import AcknowledgementBatch
 from kafkawire.protocol.error_codes import Errors
 
 from .test_replication_follower_wire import NODES, WAIT_S, three_combined_nodes
-from .test_share_groups_wire import GROUP, delivered, heartbeat, produce, share_fetch
+from .test_share_groups_wire import GROUP, assigned_once_initialized, delivered, heartbeat, produce, share_fetch
 from .wire import call
 
 TOPIC = "moving-queue"
@@ -63,6 +63,8 @@ def test_a_new_leader_on_another_broker_resumes_the_share_partition_from_the_sha
         member = str(uuid.uuid4())
         quorum.wait_until(lambda: heartbeat(group_node, member, 0, [TOPIC]).error_code == Errors.NONE, WAIT_S,
                           "the member joined")
+        # assigned once the group coordinator initialized it at the share coordinator (another node)
+        assert assigned_once_initialized(group_node, member, 1).assignment.topic_partitions[0].partitions == [0]
         assert share_fetch(brokers[old], member, 0, topic_id, [0]).error_code == Errors.NONE     # starts at 0
         produce(brokers[old], TOPIC, 0, [b"v%d" % i for i in range(5)])
         assert delivered(share_fetch(brokers[old], member, 1, topic_id, [], wait_ms=5_000))[0][1] == [(0, 4, 1)]

@@ -770,6 +770,12 @@ def test_delete_share_group_offsets_refuses_a_topic_without_read(node):
             group_id="g-dlsgo-topic", member_id=member, member_epoch=0, subscribed_topic_names=["t-commit"]),
             1)).error_code == 0
     until(joined, "the share group made on its coordinator")
+
+    def initialized():                 # the group coordinator initialized t-commit's share-partitions
+        answer = node.call(node.send("controller", "c-secret", ShareGroupHeartbeatRequest(
+            group_id="g-dlsgo-topic", member_id=member, member_epoch=1), 1))
+        return answer.assignment is not None and bool(answer.assignment.topic_partitions)
+    until(initialized, "the share-partitions initialized and assigned")
     left = node.call(node.send("controller", "c-secret", ShareGroupHeartbeatRequest(
         group_id="g-dlsgo-topic", member_id=member, member_epoch=-1), 1))
     assert left.error_code == 0, left
@@ -780,5 +786,7 @@ def test_delete_share_group_offsets_refuses_a_topic_without_read(node):
     assert refused.error_code == 0 and [(t.topic_name, t.error_code) for t in refused.responses] == [
         ("t-commit", TOPIC_AUTH)], refused
     grant(node, user, acl(TOPIC, "t-commit", Op.READ))
-    allowed = node.call(node.send(user, "p", request, 0))        # nothing fetched: no offsets to delete
-    assert [(t.topic_name, t.error_code) for t in allowed.responses] == [("t-commit", 3)], allowed
+    allowed = node.call(node.send(user, "p", request, 0))        # the initialized state is deleted
+    assert [(t.topic_name, t.error_code) for t in allowed.responses] == [("t-commit", 0)], allowed
+    again = node.call(node.send(user, "p", request, 0))          # none left: no offsets to delete
+    assert [(t.topic_name, t.error_code) for t in again.responses] == [("t-commit", 3)], again
