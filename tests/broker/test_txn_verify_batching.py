@@ -9,6 +9,7 @@ while the coordinator answers CONCURRENT_TRANSACTIONS, for a bounded time; and
 from __future__ import annotations
 
 import asyncio
+import itertools
 import struct
 from types import SimpleNamespace
 
@@ -246,3 +247,25 @@ def test_the_produce_path_with_verification_off():
     assert b.partitions[T0].producers.verifications == {}
     result = checks(b, 12)
     assert len(b.calls) == 1 and result.refusal("t", 0) is None and result.guard("t", 0) is VERIFICATION_OFF
+
+
+def test_txn_offset_commit_answers_a_replaced_verification_as_kafkas_group_coordinator(tmp_path):
+    """A TxnOffsetCommit whose verification was replaced by a newer one of its transactional id
+    (NETWORK_EXCEPTION) is COORDINATOR_LOAD_IN_PROGRESS, which producers retry (Kafka's
+    CoordinatorOperationExceptionHelper); NETWORK_EXCEPTION would be fatal to a Java producer."""
+    from .test_txn_state_topic import StandInBroker, init, txn_offset_commit
+
+    async def replaced(transactional_id, producer_id, epoch, partitions, **kwargs):
+        return dict.fromkeys(partitions, Errors.NETWORK_EXCEPTION)
+
+    async def go():
+        b = StandInBroker(tmp_path, itertools.count(1000))
+        try:
+            await b.load()
+            code, pid, epoch = await init(b)
+            assert code == Errors.NONE
+            b.txn_apis.txn_offset_commit_api.verifier = SimpleNamespace(verify=replaced)
+            assert await txn_offset_commit(b, pid, epoch, 5) == Errors.COORDINATOR_LOAD_IN_PROGRESS
+        finally:
+            b.close()
+    asyncio.run(go())
