@@ -205,8 +205,9 @@ class Broker:
         self.txn_markers = TxnMarkersApi(self)
         self.txn_marker_listeners: list = []
         self.txn_verifier = None
+        self.txn_verification_enabled = None   # () -> transaction.partition.verification.enable now
         # The transaction coordinator (__transaction_state); it sets txn_verifier (KIP-890's check
-        # of transactional produce batches) and adds its listener to txn_marker_listeners.
+        # of transactional produce batches) and its setting, and adds its listener to txn_marker_listeners.
         self.txn_apis = TxnApis(self)
         self.txn_apis.install()
         # The share coordinator (__share_group_state): the share-partitions' delivery state.

@@ -11,7 +11,9 @@ through ``find``.
     apis.on_metadata()                     # load newly led __transaction_state partitions
 
 What ``install`` puts on the broker: ``broker.txn_verifier = apis.verify`` (KIP-890: the
-produce path's check of a transactional batch, kafkawire.broker.txn_verification) and a
+produce path's check of a transactional batch, kafkawire.broker.txn_verification),
+``broker.txn_verification_enabled`` (``transaction.partition.verification.enable`` as it stands,
+kafkawire.broker.txn_verify_setting) and a
 listener in ``broker.txn_marker_listeners`` (TxnOffsetCommit's offsets become committed on a
 COMMIT marker).
 
@@ -141,6 +143,7 @@ class TxnApis:
     def install(self) -> None:
         """Set the broker's KIP-890 verifier and add TxnOffsetCommit's marker listener."""
         self.broker.txn_verifier = self.verify
+        self.broker.txn_verification_enabled = self.verifier.enabled
         self.broker.txn_marker_listeners.append(self.txn_offset_commit_api.on_marker)
 
     def _schedule(self, key: str) -> None:

@@ -3,9 +3,11 @@ answer it (v0-v5, Kafka 4.3.1's versions): topics resolved against the metadata 
 unknown one UNKNOWN_TOPIC_OR_PARTITION; the group checked (INVALID_GROUP_ID, NOT_COORDINATOR,
 COORDINATOR_LOAD_IN_PROGRESS, answered COORDINATOR_NOT_AVAILABLE before v2); the group's
 ``__consumer_offsets`` partition verified as part of the producer's transaction (KIP-890, added
-to it from v5, asked of its coordinator: kafkawire.broker.txn_verify_routing); the member checked (ILLEGAL_GENERATION,
-UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID); then the offsets written in the producer's transaction
-(kafkawire.broker.group_txn_offsets), committed when its COMMIT marker reaches the partition.
+to it from v5, asked of its coordinator: kafkawire.broker.txn_verify_routing; its errors mapped
+as Kafka's group coordinator maps them, NETWORK_EXCEPTION to COORDINATOR_LOAD_IN_PROGRESS); the
+member checked (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID); then the offsets
+written in the producer's transaction (kafkawire.broker.group_txn_offsets), committed when its
+COMMIT marker reaches the partition.
 
 The markers reach the group coordinator through ``broker.txn_marker_listeners``: a callback
 ``(topic, partition, producer_id, producer_epoch, committed, coordinator_epoch)`` called after a
@@ -23,6 +25,19 @@ from .group_txn_offsets import TxnOffsets
 from .txn_verify import txn_offset_commit_operation
 
 __all__ = ["TxnOffsetCommitApi"]
+
+# A verification error as the group coordinator answers it (Kafka's
+# CoordinatorOperationExceptionHelper.handleOperationException): NETWORK_EXCEPTION (a lost
+# connection, or an older verification of the transactional id replaced by a newer one,
+# kafkawire.broker.txn_verify_routing) is COORDINATOR_LOAD_IN_PROGRESS, which producers retry.
+_VERIFICATION_ERRORS = {
+    Errors.NETWORK_EXCEPTION: Errors.COORDINATOR_LOAD_IN_PROGRESS,
+    **dict.fromkeys((Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.NOT_ENOUGH_REPLICAS, Errors.REQUEST_TIMED_OUT),
+                    Errors.COORDINATOR_NOT_AVAILABLE),
+    **dict.fromkeys((Errors.NOT_LEADER_OR_FOLLOWER, Errors.KAFKA_STORAGE_ERROR), Errors.NOT_COORDINATOR),
+    **dict.fromkeys((Errors.MESSAGE_TOO_LARGE, Errors.RECORD_LIST_TOO_LARGE, Errors.INVALID_FETCH_SIZE),
+                    Errors.UNKNOWN_SERVER_ERROR),
+}
 
 
 class TxnOffsetCommitApi:
@@ -86,7 +101,7 @@ class TxnOffsetCommitApi:
                                                 operation=txn_offset_commit_operation(version))
         code = verified[offsets_partition]
         if code != Errors.NONE:
-            return code
+            return _VERIFICATION_ERRORS.get(code, code)
         try:
             self.txn_offsets.validate(group_id, request.generation_id_or_member_epoch, request.member_id or "",
                                       request.group_instance_id, partitions)

@@ -17,13 +17,22 @@ verification).
   the transaction"; NETWORK_EXCEPTION, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
   NOT_COORDINATOR (and CONCURRENT_TRANSACTIONS before Produce v12) become NOT_ENOUGH_REPLICAS,
   which old clients retry. The others append with their guard, which the producer state
-  requires of a batch opening a transaction. Without a verifier, nothing is verified (Kafka with
-  ``transaction.partition.verification.enable=false``).
+  requires of a batch opening a transaction.
+* Produce v12+: a CONCURRENT_TRANSACTIONS answer is asked again, every
+  ``add.partitions.to.txn.retry.backoff.ms`` for ``add.partitions.to.txn.retry.backoff.max.ms``
+  (ReplicaManager's retry, which spares the client a produce retry while its previous transaction
+  completes); after that the produce answers CONCURRENT_TRANSACTIONS.
+* ``transaction.partition.verification.enable`` false (``broker.txn_verification_enabled()``,
+  kafkawire.broker.txn_verify_setting): Produce v11 and older are not verified; v12+ still adds
+  its partitions at the coordinator, and no append needs a guard. Without a verifier nothing is
+  verified.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import struct
+import time
 from dataclasses import dataclass, field
 
 from kafkawire.protocol.error_codes import Errors
@@ -90,8 +99,39 @@ async def transaction_checks(broker, request, version: int, topic_name, now_ms: 
         return checks
     if broker.txn_verifier is None:
         return checks
-    await _verify(broker, request.transactional_id, batches, checks, version, now_ms)
+    enabled = _enabled(broker)
+    if not enabled and version < EPOCH_BUMP_PRODUCE_VERSION:
+        return checks               # ReplicaManager skips what would only check the partition
+    await _verify_retrying(broker, request.transactional_id, batches, checks, version, now_ms)
+    if not enabled:
+        checks.guards = {}          # verified (added), but the appends need no guard (batchMissingRequiredVerification)
     return checks
+
+
+def _enabled(broker) -> bool:
+    setting = getattr(broker, "txn_verification_enabled", None)
+    return True if setting is None else setting()
+
+
+async def _verify_retrying(broker, transactional_id: str, batches: dict, checks: TxnChecks, version: int,
+                           now_ms: int) -> None:
+    """ReplicaManager.handleProduceAppend's verification: for Produce v12+ a CONCURRENT_TRANSACTIONS
+    answer (the producer's previous transaction still completing) is asked again every
+    ``add.partitions.to.txn.retry.backoff.ms`` until ``add.partitions.to.txn.retry.backoff.max.ms``
+    (at most ``request.timeout.ms``) has passed since the first ask; then the last answers stand."""
+    config = broker.config
+    retry_for_s = min(getattr(config, "add_partitions_to_txn_retry_backoff_max_ms", 100),
+                      getattr(config, "request_timeout_ms", 30_000)) / 1000
+    backoff_s = getattr(config, "add_partitions_to_txn_retry_backoff_ms", 20) / 1000
+    started = time.monotonic()
+    while True:
+        checks.errors, checks.guards = {}, {}
+        await _verify(broker, transactional_id, batches, checks, version, now_ms)
+        if version < EPOCH_BUMP_PRODUCE_VERSION or time.monotonic() - started >= retry_for_s:
+            return
+        if not any(code == Errors.CONCURRENT_TRANSACTIONS for code, _ in checks.errors.values()):
+            return
+        await asyncio.sleep(backoff_s)      # ReplicaManager's scheduled retry
 
 
 async def _verify(broker, transactional_id: str, batches: dict, checks: TxnChecks, version: int,

@@ -25,6 +25,7 @@ _TYPES = {
     "inter.broker.listener.name": "STRING", "metadata.log.dir": "STRING", "log.message.timestamp.type": "STRING",
     "max.connections.per.ip.overrides": "STRING", "broker.rack": "STRING", "replica.selector.class": "STRING",
     "log.cleaner.enable": "BOOLEAN", "log.cleaner.io.max.bytes.per.second": "DOUBLE",
+    "transaction.partition.verification.enable": "BOOLEAN",
     "log.cleaner.io.buffer.load.factor": "DOUBLE",
     "offsets.topic.replication.factor": "SHORT",
     "transaction.state.log.replication.factor": "SHORT",
@@ -44,7 +45,9 @@ _DYNAMIC = frozenset({"listeners", "listener.security.protocol.map", "max.connec
                       "max.connections.per.ip.overrides", "max.connection.creation.rate", "metric.reporters",
                       # LogCleaner.RECONFIGURABLE_CONFIGS (kafkawire reads them at start only)
                       "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
-                      "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms"})
+                      "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms",
+                      # DYNAMIC_PRODUCER_STATE_MANAGER_CONFIGS (kafkawire.broker.txn_verify_setting)
+                      "transaction.partition.verification.enable"})
 _TOPIC_SYNONYMS = frozenset(synonym for synonyms in SYNONYMS.values() for synonym, _ in synonyms)
 
 

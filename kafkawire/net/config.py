@@ -144,6 +144,9 @@ class ServerConfig:
     producer_id_expiration_ms: int = 86_400_000
     producer_id_expiration_check_interval_ms: int = 600_000
     transaction_max_timeout_ms: int = 900_000
+    transaction_partition_verification_enable: bool = True
+    add_partitions_to_txn_retry_backoff_max_ms: int = 100
+    add_partitions_to_txn_retry_backoff_ms: int = 20
     transaction_state_log_num_partitions: int = 50
     transaction_state_log_replication_factor: int = 3
     transaction_state_log_segment_bytes: int = 100 * 1024 * 1024

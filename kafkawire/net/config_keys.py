@@ -205,6 +205,11 @@ _KEYS = (
     _Key("producer.id.expiration.ms", lambda k, v: _int(k, v, 1), "86400000", "TransactionLogConfig"),
     _Key("producer.id.expiration.check.interval.ms", lambda k, v: _int(k, v, 1), "600000", "TransactionLogConfig"),
     _Key("transaction.max.timeout.ms", lambda k, v: _int(k, v, 1), "900000", "TransactionStateManagerConfig"),
+    # TransactionLogConfig: BOOLEAN true (dynamic: kafkawire.broker.txn_verify_setting);
+    # AddPartitionsToTxnConfig: INT 100 atLeast(0), INT 20 atLeast(1)
+    _Key("transaction.partition.verification.enable", _bool, "true", "TransactionLogConfig"),
+    _Key("add.partitions.to.txn.retry.backoff.max.ms", lambda k, v: _int(k, v, 0), "100", "AddPartitionsToTxnConfig"),
+    _Key("add.partitions.to.txn.retry.backoff.ms", lambda k, v: _int(k, v, 1), "20", "AddPartitionsToTxnConfig"),
     # The transaction coordinator: TransactionLogConfig INT 50, SHORT 3, INT 100 MiB, INT 2 (all
     # atLeast(1)); TransactionStateManagerConfig INT 7 days, INT 10 s, INT 1 hour (atLeast(1))
     _Key("transaction.state.log.num.partitions", lambda k, v: _int(k, v, 1), "50", "TransactionLogConfig"),

@@ -437,3 +437,55 @@ def test_kafka_pythons_read_committed_consumer_skips_the_aborted_records(kafkawi
     finally:
         consumer.close()
     assert got == [b"plain-1", b"committed", b"plain-2"]
+
+
+def test_verification_switched_off_and_on_again_for_this_broker_through_the_wire(kafkawire_broker):
+    """transaction.partition.verification.enable set false for this broker by
+    IncrementalAlterConfigs (kafka-configs --entity-type brokers --entity-name 1): a transactional
+    batch (Produce v9) to a partition never added to its transaction is appended unverified, as
+    Kafka appends it; the setting deleted again, the next such batch is INVALID_TXN_STATE (the
+    coordinator's TRANSACTION_ABORTABLE as a v9 client is told it)."""
+    from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
+    from kafkawire.messages.end_txn_request import EndTxnRequest
+    from kafkawire.messages.incremental_alter_configs_request import (AlterableConfig, AlterConfigsResource,
+                                                                      IncrementalAlterConfigsRequest)
+    from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
+
+    from .test_leader_epoch_apis import call, wait_until
+
+    def now() -> int:
+        return int(time.time() * 1000)
+    node, topic, other, txn_id = kafkawire_broker, "txn-verification-switch", "txn-verification-added", \
+        "verification-switch-tx"
+    call(node, CreateTopicsRequest(timeout_ms=10_000, topics=[CreatableTopic(
+        name=name, num_partitions=1, replication_factor=1, assignments=[], configs=[]) for name in (topic, other)]))
+
+    def produce(records: bytes, transactional_id: str | None = None) -> int:
+        response = call(node, ProduceRequest(transactional_id=transactional_id, acks=1, timeout_ms=5000, topic_data=[
+            TopicProduceData(name=topic, partition_data=[PartitionProduceData(index=0, records=records)])]),
+            api_version=9)
+        return response.responses[0].partition_responses[0].error_code
+
+    def set_verification(value: str | None) -> None:
+        answer = call(node, IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+            resource_type=4, resource_name="1", configs=[AlterableConfig(
+                name="transaction.partition.verification.enable", config_operation=0 if value else 1,
+                value=value)])]), api_version=1)
+        assert [r.error_code for r in answer.responses] == [Errors.NONE], answer
+    wait_until(lambda: produce(build_batch([(b"k", b"plain")])) == Errors.NONE, "the new topic's leader")
+    pid, epoch = open_transaction(node, txn_id, other, 0)          # the transaction has the other topic only
+    assert produce(txn_batch(pid, epoch=epoch, timestamp=now()), txn_id) == Errors.INVALID_TXN_STATE
+    set_verification("false")
+    try:
+        wait_until(lambda: produce(txn_batch(pid, epoch=epoch, timestamp=now()), txn_id) == Errors.NONE,
+                   "the unverified append")
+    finally:
+        set_verification(None)
+    answer = call(node, WriteTxnMarkersRequest(markers=[marker(pid, [0], commit=False, epoch=epoch, topic=topic)]),
+                  api_version=1)                                  # the hanging transaction ends
+    assert results(answer) == {(pid, topic, 0): Errors.NONE}
+    wait_until(lambda: produce(txn_batch(pid, seq=1, epoch=epoch, timestamp=now()), txn_id) == Errors.INVALID_TXN_STATE,
+               "verification on again")
+    ended = call(node, EndTxnRequest(transactional_id=txn_id, producer_id=pid, producer_epoch=epoch, committed=False),
+                 api_version=3)
+    assert ended.error_code == Errors.NONE
