@@ -2,9 +2,12 @@
 them for Hadoop, and the pyarrow filesystem they build.
 
 Spark jobs set these as Hadoop configuration (``spark.hadoop.fs.s3a.access.key`` in the
-session, or as an option of a file source); a Python data source cannot see the session's
-Hadoop configuration, so they are given as options of the read, with or without the
-``spark.hadoop.`` prefix:
+session, or as an option of a file source). A Python data source's planner and tasks cannot
+see the session, so ``kafkawire.spark.register(spark)`` copies the session's
+``spark.hadoop.*`` settings among these keys when it is called, and carries them with the
+registered data source as defaults under each read's own options (the read's win; a
+session setting changed after ``register`` is seen once ``register`` is called again).
+A read's options take them with or without the ``spark.hadoop.`` prefix:
 
 ======================================  ==================================================
 fs.s3a.access.key / fs.s3a.secret.key   credentials (else the usual AWS chain: the
@@ -79,7 +82,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["RemoteSettings", "remote_settings", "filesystem_for", "call_deadline", "FS_OPTION_PREFIXES"]
+__all__ = ["RemoteSettings", "remote_settings", "filesystem_for", "call_deadline", "FS_OPTION_PREFIXES",
+           "session_hadoop_options", "with_session_defaults"]
 
 # the Hadoop keys a read takes as options: fs.* for every store, and HDFS client keys
 _HADOOP_PREFIXES = ("fs.", "dfs.", "hadoop.security.authentication")
@@ -246,6 +250,33 @@ def _hdfs_settings(options: dict) -> dict:
     timeout = next((v for k, v in config.items() if k.lower() == "dfs.client.socket-timeout"), "60000")
     return dict(hdfs_config=tuple(sorted(config.items())),
                 hdfs_deadline=_seconds("dfs.client.socket-timeout", timeout))
+
+
+def _hadoop_key(name) -> str | None:
+    """The Hadoop key an option names (without ``spark.hadoop.``), None for another option."""
+    key = str(name)
+    if key.lower().startswith("spark.hadoop."):
+        key = key[len("spark.hadoop."):]
+    return key if key.lower().startswith(_HADOOP_PREFIXES) else None
+
+
+def session_hadoop_options(conf: dict) -> dict:
+    """The session's ``spark.hadoop.*`` settings that a read takes as options (the ``fs.*``,
+    ``dfs.*`` and ``hadoop.security.authentication`` keys above), without the prefix: what
+    ``register`` carries with the data source to the planner and the tasks."""
+    return {key: str(value) for name, value in conf.items()
+            if str(name).lower().startswith("spark.hadoop.") and (key := _hadoop_key(name)) and value is not None}
+
+
+def with_session_defaults(options, session: dict):
+    """The read's options over the session's Hadoop settings: a key the read gives (with or
+    without ``spark.hadoop.``, in any case) wins over the session's."""
+    if not session:
+        return options
+    given = {key.lower() for name in options if (key := _hadoop_key(name))}
+    merged = {key: value for key, value in session.items() if key.lower() not in given}
+    merged.update(options)
+    return merged
 
 
 def remote_settings(options: dict) -> RemoteSettings:
