@@ -288,7 +288,7 @@ def remote_settings(options: dict) -> RemoteSettings:
 def call_deadline(scheme: str, settings: RemoteSettings) -> float | None:
     """How long one call to ``scheme``'s pyarrow client may take before the read gives up on
     it; None where the client bounds its requests itself (S3). hdfs-native waits for ever on
-    a namenode that accepts a connection and never answers (libhdfs for ipc.client.* retries)."""
+    a namenode that accepts a connection and never answers; libhdfs' calls get the same bound."""
     if scheme in _HDFS_SCHEMES:
         return settings.hdfs_deadline
     if scheme in _GCS_SCHEMES:
