@@ -55,6 +55,14 @@ def test_a_glob_and_viewfs_read_the_same_as_on_disk(hdfs, logdir, remote):
     same_on_both(logdir / "orders-0", remote.replace(hdfs.root, hdfs.other_root) + "/orders-0", hdfs)
 
 
+def test_hdfs_uris_without_a_namenode_read_fs_default_fs(hdfs, logdir, remote):
+    """hdfs:///path is fs.defaultFS's filesystem, as in Hadoop (the key in lower case, as
+    Spark passes it)."""
+    namenode = hdfs.root.rsplit("/", 1)[0]
+    same_on_both(logdir / "orders-0", remote.replace(namenode, "hdfs://") + "/orders-0", hdfs,
+                 **{"fs.defaultfs": namenode})
+
+
 def test_spark_reads_the_hdfs_copy_as_the_reader_reads_the_disk(spark, hdfs, logdir, remote):
     """Through Spark: the options reach the planner and the executors' tasks."""
     columns = ("topic", "partition", "offset", "key", "value", "timestamp")
