@@ -196,7 +196,9 @@ class Files:
         m = _URI_RE.match(path)
         scheme = m.group(1).lower()
         filesystem, prefix = _filesystem(scheme, m.group(2), self.remote)
-        return filesystem, (prefix + (m.group(3) or "").rstrip("/")) or "/", call_deadline(scheme, self.remote)
+        # a client that bounds each call itself (hdfs.py's) needs no waiting thread around it
+        deadline = None if getattr(filesystem, "bounds_its_calls", False) else call_deadline(scheme, self.remote)
+        return filesystem, (prefix + (m.group(3) or "").rstrip("/")) or "/", deadline
 
     def _info(self, path: str):
         filesystem, fs_path, deadline = self._remote(path)

@@ -8,7 +8,9 @@ Which client reads HDFS: hdfs-native where it is installed (``pip install
 'kafkawire[hdfs]'``), else pyarrow's HadoopFileSystem (libhdfs, a JVM and Hadoop's CLASSPATH
 on every machine). One rule, decided by what is installed, not by trying to load libhdfs
 (that starts a JVM inside the Python process): hdfs-native is the client tested here end to
-end, and its every call is bounded by the reader (``files._within``), like libhdfs'.
+end. It bounds no call itself (a namenode that accepts a connection and never answers holds
+a call for ever), so each call here is its asynchronous one with ``dfs.client.socket-timeout``
+as a deadline, cancelled past it; libhdfs' calls are bounded by ``files._within`` instead.
 
 Hadoop's configuration reaches hdfs-native as Hadoop keys: the read's ``dfs.*``,
 ``fs.defaultFS``, ``fs.viewfs.mounttable.*`` and ``hadoop.security.authentication``
@@ -17,6 +19,8 @@ options (see ``remote_options.py``) over the ``core-site.xml`` and ``hdfs-site.x
 """
 from __future__ import annotations
 
+import asyncio
+import errno
 import functools
 
 __all__ = ["hdfs_native_installed", "HdfsNativeFileSystem"]
@@ -32,18 +36,26 @@ def hdfs_native_installed() -> bool:
 
 def _failure(e: BaseException) -> BaseException:
     """hdfs-native's error as ours: a missing file stays FileNotFoundError (``files.py``
-    names the URI), anything else an OSError with the first line of what the client said
-    (a namenode's error carries its Java stack trace; a client bug is a Rust panic, a
-    BaseException)."""
-    if isinstance(e, FileNotFoundError):
+    names the URI), a deadline passed a TimeoutError, anything else an OSError with the
+    first line of what the client said (a namenode's error carries its Java stack trace; a
+    client bug is a Rust panic, a BaseException)."""
+    if isinstance(e, (FileNotFoundError, TimeoutError)):
         return e
     said = (str(e).strip().splitlines() or [type(e).__name__])[0][:_MESSAGE_LIMIT]
     return OSError(f"HDFS: {said}")
 
 
-def _call(fn, *args):
+def _call(deadline: float, fn, *args):
+    """``await fn(*args)`` given up after ``deadline`` seconds. The call is hdfs-native's
+    asynchronous one, run in an event loop of its own: given up, it is cancelled (no thread
+    is left waiting on a namenode that never answers, as a blocking call would be)."""
+    async def bounded():
+        async with asyncio.timeout(deadline):
+            return await fn(*args)
     try:
-        return fn(*args)
+        return asyncio.run(bounded())
+    except TimeoutError:
+        raise TimeoutError(errno.ETIMEDOUT, f"no answer within {deadline:g} s") from None
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as e:   # noqa: BLE001 - pyo3's PanicException is a BaseException
@@ -53,43 +65,55 @@ def _call(fn, *args):
 class _File:
     """An open HDFS file; ``read_at`` as pyarrow's (the caller keeps within the size)."""
 
-    __slots__ = ("_reader",)
+    __slots__ = ("_reader", "_deadline")
 
-    def __init__(self, reader):
-        self._reader = reader
+    def __init__(self, reader, deadline: float):
+        self._reader, self._deadline = reader, deadline
 
     def size(self) -> int:
-        return _call(len, self._reader)
+        return len(self._reader)        # known since the open
 
     def read_at(self, n: int, position: int) -> bytes:
-        return _call(self._reader.read_range, position, n)
+        return _call(self._deadline, self._reader.read_range, position, n)
 
     def close(self) -> None:
-        _call(self._reader.close)
+        _call(self._deadline, self._reader.close)
 
 
 class HdfsNativeFileSystem:
-    """One hdfs-native client for ``scheme://authority``; paths are the URI's (``/a/b``)."""
+    """One hdfs-native client for ``scheme://authority``; paths are the URI's (``/a/b``).
+    Each call is bounded by ``deadline`` here (``bounds_its_calls``: files.py adds no
+    thread of its own)."""
 
-    def __init__(self, scheme: str, authority: str, config: dict):
-        from hdfs_native import Client
+    bounds_its_calls = True
+
+    def __init__(self, scheme: str, authority: str, config: dict, deadline: float):
+        from hdfs_native import AsyncClient
         # an empty authority (hdfs:///path) is fs.defaultFS's filesystem, as in Hadoop
         url = f"{scheme}://{authority}" if authority else config.get("fs.defaultFS")
-        self._client = _call(Client, url, dict(config))
+        self._deadline = deadline
+        try:
+            self._client = AsyncClient(url, dict(config))
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:   # noqa: BLE001 - as in _call
+            raise _failure(e) from None
 
     def get_file_info(self, what):
         import pyarrow.fs as pafs
         if isinstance(what, pafs.FileSelector):
             return self._listing(what)
         try:
-            status = _call(self._client.get_file_info, what)
+            status = _call(self._deadline, self._client.get_file_info, what)
         except FileNotFoundError:
             return pafs.FileInfo(what, pafs.FileType.NotFound)
         return _info(what, status)
 
     def _listing(self, selector) -> list:
+        async def listing():
+            return [status async for status in self._client.list_status(selector.base_dir, selector.recursive)]
         try:
-            statuses = _call(lambda: list(self._client.list_status(selector.base_dir, selector.recursive)))
+            statuses = _call(self._deadline, listing)
         except FileNotFoundError:
             if selector.allow_not_found:
                 return []
@@ -100,7 +124,7 @@ class HdfsNativeFileSystem:
         return [_info(status.path, status) for status in statuses]
 
     def open_input_file(self, path: str) -> _File:
-        return _File(_call(self._client.read, path))
+        return _File(_call(self._deadline, self._client.read, path), self._deadline)
 
 
 def _info(path: str, status):

@@ -70,9 +70,10 @@ configuration files on its CLASSPATH, Kerberos from the ticket cache) and takes 
 
 pyarrow's GCS and Azure clients and hdfs-native take no request timeout (a server that
 accepts a connection and never answers holds a GCS request 120 s, an Azure or HDFS one for
-ever), so a call to them runs
-in a thread that the reading thread waits for at most the deadline above; past it the read
-fails with a TimeoutError naming the file, and the abandoned call ends when its client does.
+ever), so a call to GCS or Azure runs in a thread that the reading thread waits for at
+most the deadline above; past it the read fails with a TimeoutError naming the file, and the
+abandoned call ends when its client does. A call to HDFS is hdfs-native's asynchronous one,
+cancelled at its deadline (hdfs.py), with the same TimeoutError.
 
 Secrets are kept out of ``repr`` (an error message or a log line never shows them).
 """
@@ -287,8 +288,8 @@ def remote_settings(options: dict) -> RemoteSettings:
 
 def call_deadline(scheme: str, settings: RemoteSettings) -> float | None:
     """How long one call to ``scheme``'s pyarrow client may take before the read gives up on
-    it; None where the client bounds its requests itself (S3). hdfs-native waits for ever on
-    a namenode that accepts a connection and never answers; libhdfs' calls get the same bound."""
+    it; None where the client bounds its requests itself (S3). For HDFS, hdfs.py's client
+    applies it to each call itself; libhdfs' calls get it from files.py."""
     if scheme in _HDFS_SCHEMES:
         return settings.hdfs_deadline
     if scheme in _GCS_SCHEMES:
@@ -367,7 +368,7 @@ def _hdfs(scheme: str, authority: str, settings: RemoteSettings):
     from .hdfs import HdfsNativeFileSystem, hdfs_native_installed
     if hdfs_native_installed():
         try:
-            return HdfsNativeFileSystem(scheme, authority, _hdfs_config(settings, authority)), ""
+            return HdfsNativeFileSystem(scheme, authority, _hdfs_config(settings, authority), settings.hdfs_deadline), ""
         except OSError as e:
             raise OSError(f"{scheme}://{authority}: {e}") from None
     import pyarrow.fs as pafs

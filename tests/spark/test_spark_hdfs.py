@@ -8,6 +8,7 @@ accepts a connection and never answers fails the read in bounded time naming the
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 
@@ -108,11 +109,15 @@ def test_a_path_missing_on_hdfs_is_named(hdfs):
 
 def test_a_namenode_that_never_answers_fails_the_read_in_bounded_time():
     """hdfs-native waits for ever on a namenode that accepts the connection and says nothing;
-    the reader gives the call up after dfs.client.socket-timeout (1 s here), naming the file."""
+    the reader cancels the call after dfs.client.socket-timeout (1 s here), naming the file,
+    and leaves no thread behind waiting on it."""
+    waiting = lambda: sum(t.name == "kafkawire-remote-call" for t in threading.enumerate())  # noqa: E731
+    before = waiting()
     error, took = read_from_a_silent_server(lambda port: f"hdfs://127.0.0.1:{port}/logs/orders-0",
                                             lambda port: {"dfs.client.socket-timeout": "1000"})
     assert isinstance(error, TimeoutError) and "/logs/orders-0" in str(error), error
     assert "no answer within 1 s" in str(error) and took < 30, (error, took)
+    assert waiting() == before
 
 
 # --- options ------------------------------------------------------------------------------
