@@ -53,6 +53,7 @@ CI_PROGRAMS = {
 CI_TOOLS = {
     ".tools/azurite/node_modules/.bin/azurite-blob": "Azurite, Azure storage's emulator (.ci/install-emulators)",
     ".tools/gcs/bin/gcp-storage-emulator": "Google Cloud Storage's emulator (.ci/install-emulators)",
+    ".tools/hdfs/.installed": "Hadoop's MiniDFSCluster jars, from Maven (.ci/install-emulators)",
 }
 
 

@@ -47,9 +47,21 @@ def register(spark, *, filter_pushdown: bool = True) -> None:
     ``filter_pushdown`` also turns on Spark's switch for Python data source filter
     pushdown (off by default in Spark), so filters on partition, offset and timestamp are
     served from the indexes instead of by reading everything.
+
+    The session's ``spark.hadoop.*`` settings that say how to reach a remote filesystem
+    (``spark.hadoop.fs.s3a.endpoint``, ``spark.hadoop.dfs.*``, ...: remote_options.py) are
+    copied now and carried with the format to every read as defaults under the read's own
+    options; a setting changed later is seen once ``register`` is called again.
     """
+    from .remote_options import session_hadoop_options
     from .source import KafkaWireDataSource       # lazy: it needs pyspark, an optional dependency
-    spark.dataSource.register(KafkaWireDataSource)
+    source = KafkaWireDataSource
+    captured = session_hadoop_options(spark.conf.getAll)
+    if captured:
+        source = type("KafkaWireSessionDataSource", (KafkaWireDataSource,),
+                      {"session_options": captured, "__module__": __name__,
+                       "__doc__": KafkaWireDataSource.__doc__})
+    spark.dataSource.register(source)
     if filter_pushdown:
         spark.conf.set(_PUSHDOWN_CONF, "true")
 
@@ -57,11 +69,12 @@ def register(spark, *, filter_pushdown: bool = True) -> None:
 def load(spark, path: str, **options):
     """``spark.read.format("kafkawire").options(**options).load(path)``, after checking in the
     driver that ``path`` exists (a local path, or a remote URI reached with the ``fs.*``
-    options): a wrong path is then one FileNotFoundError naming it, not a
+    options over the session's ``spark.hadoop.*`` settings): a wrong path is then one FileNotFoundError naming it, not a
     failure inside Spark's Python worker surfacing as a Py4J stack trace."""
     from .files import Files
-    from .remote_options import remote_settings
-    if Files(remote_settings(options)).kind(path) is None:
+    from .remote_options import remote_settings, session_hadoop_options, with_session_defaults
+    session = session_hadoop_options(spark.conf.getAll) if spark is not None else {}
+    if Files(remote_settings(with_session_defaults(options, session))).kind(path) is None:
         raise FileNotFoundError(f"kafkawire: no such file or directory: {path}")
     reader = spark.read.format(FORMAT)
     for key, value in options.items():

@@ -3,7 +3,7 @@
 A path is either local (``/data/kafka-logs``, ``file:///data/kafka-logs``, Hadoop's
 ``file:/data/kafka-logs``), read with ``os`` calls exactly as before (``pread`` in whole
 batches: routing local files through another layer would only cost time), or a URI of a
-remote filesystem, read through pyarrow's filesystems:
+remote filesystem, read through pyarrow's filesystems (or, for HDFS, a client shaped as one):
 
 =========================  ==============================================================
 ``s3://`` ``s3a://``       S3 and S3-compatible stores (pyarrow's S3FileSystem)
@@ -11,8 +11,9 @@ remote filesystem, read through pyarrow's filesystems:
 ``gs://`` ``gcs://``       Google Cloud Storage (GcsFileSystem)
 ``abfs://`` ``abfss://``   Azure Data Lake / Blob storage (AzureFileSystem),
 ``wasb://`` ``wasbs://``   ``abfs[s]://<container>@<account>.dfs.core.windows.net/<path>``
-``hdfs://`` ``viewfs://``  HDFS (HadoopFileSystem: needs libhdfs, a JVM and Hadoop's
-                           CLASSPATH on every machine, as pyarrow documents)
+``hdfs://`` ``viewfs://``  HDFS: hdfs-native (``kafkawire[hdfs]``, no JVM, no libhdfs;
+                           ``hdfs.py``) where installed, else pyarrow's HadoopFileSystem
+                           (libhdfs, a JVM and Hadoop's CLASSPATH on every machine)
 =========================  ==============================================================
 
 Remote paths stay URIs all the way to the tasks, so an error names the file as the user
@@ -22,8 +23,10 @@ ranges (a ranged GET per chunk of whole batches), directories are listed once ea
 missing file is the same ``FileNotFoundError`` a local read raises, naming the path.
 
 How a remote filesystem is reached (credentials, endpoint, timeouts, retries) comes from
-the read's options, named as Spark users name them for Hadoop (``fs.s3a.*``); see
-``remote_options.py``. A :class:`Files` holds those settings, is small and picklable, and
+the read's options, named as Spark users name them for Hadoop (``fs.s3a.*``, ``dfs.*``),
+over the session's ``spark.hadoop.*`` settings captured by ``register``; see
+``remote_options.py``. Every call to a client that bounds no request itself (GCS's, Azure's,
+HDFS's) is given up after the read's deadline for it, with a TimeoutError naming the file. A :class:`Files` holds those settings, is small and picklable, and
 travels with each task to the executors; each worker process builds one pyarrow
 filesystem per (scheme, bucket, settings) and reuses it.
 """
@@ -193,7 +196,9 @@ class Files:
         m = _URI_RE.match(path)
         scheme = m.group(1).lower()
         filesystem, prefix = _filesystem(scheme, m.group(2), self.remote)
-        return filesystem, (prefix + (m.group(3) or "").rstrip("/")) or "/", call_deadline(scheme, self.remote)
+        # a client that bounds each call itself (hdfs.py's) needs no waiting thread around it
+        deadline = None if getattr(filesystem, "bounds_its_calls", False) else call_deadline(scheme, self.remote)
+        return filesystem, (prefix + (m.group(3) or "").rstrip("/")) or "/", deadline
 
     def _info(self, path: str):
         filesystem, fs_path, deadline = self._remote(path)

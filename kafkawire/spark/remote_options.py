@@ -2,9 +2,12 @@
 them for Hadoop, and the pyarrow filesystem they build.
 
 Spark jobs set these as Hadoop configuration (``spark.hadoop.fs.s3a.access.key`` in the
-session, or as an option of a file source); a Python data source cannot see the session's
-Hadoop configuration, so they are given as options of the read, with or without the
-``spark.hadoop.`` prefix:
+session, or as an option of a file source). A Python data source's planner and tasks cannot
+see the session, so ``kafkawire.spark.register(spark)`` copies the session's
+``spark.hadoop.*`` settings among these keys when it is called, and carries them with the
+registered data source as defaults under each read's own options (the read's win; a
+session setting changed after ``register`` is seen once ``register`` is called again).
+A read's options take them with or without the ``spark.hadoop.`` prefix:
 
 ======================================  ==================================================
 fs.s3a.access.key / fs.s3a.secret.key   credentials (else the usual AWS chain: the
@@ -36,17 +39,41 @@ fs.azure.abfs.endpoint                  host[:port] of the storage service (an e
 fs.azure.always.use.https               default true; false: abfs:// and wasb:// use http
 fs.azure.http.read.timeout              default 30s: a call fails after 4x this (the
                                         Azure SDK's try and its 3 retries)
+fs.defaultFS                            HDFS: the filesystem of hdfs:///path (no authority)
+dfs.nameservices, dfs.ha.namenodes.*,   HDFS high availability: a nameservice's namenodes
+dfs.namenode.rpc-address.*              (hdfs://<nameservice>/path)
+dfs.client.failover.*                   (random.order, resolve-needed, resolver.useFQDN)
+fs.viewfs.mounttable.<name>.link.*      viewfs:// mount points; hdfs-native needs a
+fs.viewfs.mounttable.<name>.linkFallback  linkFallback too
+dfs.client.use.datanode.hostname        reach datanodes by hostname (default false)
+dfs.data.transfer.protection            SASL on the datanodes' data transfer
+hadoop.security.authentication          kerberos: from the ticket cache (KRB5CCNAME), or
+                                        a delegation token file (HADOOP_TOKEN_FILE_LOCATION)
+dfs.client.socket-timeout               default 60s: one HDFS call (a namenode RPC, opening
+                                        a file, a ranged read) fails after this
 ======================================  ==================================================
 
 Times are milliseconds, or a number with ``ms``, ``s``, ``m`` or ``h`` (Hadoop 3.4's
 forms). Other ``fs.*`` options (``fs.s3a.impl``, ...) configure Hadoop's own clients and are
-accepted and ignored, as ``kafka.*`` options are. HDFS reads with libhdfs' settings
-(Kerberos from the ticket cache).
+accepted and ignored, as ``kafka.*`` options are.
 
-pyarrow's GCS and Azure clients take no request timeout (a server that accepts a connection
-and never answers holds a GCS request 120 s, an Azure one for ever), so a call to them runs
-in a thread that the reading thread waits for at most the deadline above; past it the read
-fails with a TimeoutError naming the file, and the abandoned call ends when its client does.
+HDFS is read with hdfs-native (``kafkawire[hdfs]``; see ``hdfs.py``), which takes every
+``dfs.*``, ``fs.viewfs.*``, ``fs.defaultFS`` and ``hadoop.security.authentication`` option as
+Hadoop configuration over ``$HADOOP_CONF_DIR``'s ``core-site.xml`` and ``hdfs-site.xml``; the
+keys above are the ones it acts on, any other (``dfs.client.read.shortcircuit``,
+``dfs.encryption.key.provider.uri``, ``hadoop.rpc.protection``, ...) is passed and not read.
+Spark hands a data source its options in lower case: ``fs.defaultFS``, ``linkFallback``,
+``useFQDN`` and a nameservice spelled as in the URI get their capitals back, but a mount
+table's link paths stay lower case (give those in ``$HADOOP_CONF_DIR``). Where hdfs-native is
+not installed, pyarrow's HadoopFileSystem reads HDFS with libhdfs' own settings (Hadoop's
+configuration files on its CLASSPATH, Kerberos from the ticket cache) and takes none of these.
+
+pyarrow's GCS and Azure clients and hdfs-native take no request timeout (a server that
+accepts a connection and never answers holds a GCS request 120 s, an Azure or HDFS one for
+ever), so a call to GCS or Azure runs in a thread that the reading thread waits for at
+most the deadline above; past it the read fails with a TimeoutError naming the file, and the
+abandoned call ends when its client does. A call to HDFS is hdfs-native's asynchronous one,
+cancelled at its deadline (hdfs.py), with the same TimeoutError.
 
 Secrets are kept out of ``repr`` (an error message or a log line never shows them).
 """
@@ -56,12 +83,21 @@ import os
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["RemoteSettings", "remote_settings", "filesystem_for", "call_deadline", "FS_OPTION_PREFIXES"]
+__all__ = ["RemoteSettings", "remote_settings", "filesystem_for", "call_deadline", "FS_OPTION_PREFIXES",
+           "session_hadoop_options", "with_session_defaults"]
 
-FS_OPTION_PREFIXES = ("fs.", "spark.hadoop.fs.")
+# the Hadoop keys a read takes as options: fs.* for every store, and HDFS client keys
+_HADOOP_PREFIXES = ("fs.", "dfs.", "hadoop.security.authentication")
+FS_OPTION_PREFIXES = _HADOOP_PREFIXES + tuple(f"spark.hadoop.{p}" for p in _HADOOP_PREFIXES)
 _S3_SCHEMES = {"s3", "s3a", "s3n"}
 _GCS_SCHEMES = {"gs", "gcs"}
 _AZURE_SCHEMES = {"abfs", "abfss", "wasb", "wasbs"}
+_HDFS_SCHEMES = {"hdfs", "viewfs"}
+# The HDFS keys hdfs-native reads; Spark hands a data source its options in lower case, so
+# the few that Hadoop spells with capitals get them back (and a nameservice's name the URI's).
+_HDFS_KEYS = ("dfs.", "fs.viewfs.", "fs.defaultfs", "hadoop.security.authentication")
+_HADOOP_CAPITALS = (("fs.defaultfs", "fs.defaultFS"), (".linkfallback", ".linkFallback"),
+                    (".usefqdn", ".useFQDN"))
 _ANONYMOUS = "org.apache.hadoop.fs.s3a.anonymousawscredentialsprovider"
 _AZURE_KEY_RE = re.compile(r"^fs\.azure\.account\.key\.([a-z0-9]+)\.(?:dfs|blob)\.core\.windows\.net$")
 _TIME_RE = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|m|h)?$")
@@ -98,6 +134,8 @@ class RemoteSettings:
     azure_endpoint: str | None = None     # host[:port] of fs.azure.abfs.endpoint
     azure_https: bool = True              # fs.azure.always.use.https
     azure_deadline: float = 30.0 * AZURE_SDK_ATTEMPTS
+    hdfs_config: tuple = field(default=(), repr=False)   # ((Hadoop key, value), ...) for hdfs-native
+    hdfs_deadline: float = 60.0           # dfs.client.socket-timeout
 
 
 def _seconds(name: str, raw) -> float:
@@ -195,15 +233,65 @@ def _azure_settings(fs: dict) -> dict:
                 azure_deadline=read_timeout * AZURE_SDK_ATTEMPTS)
 
 
+def _hdfs_settings(options: dict) -> dict:
+    """The HDFS client's Hadoop keys among the options (without ``spark.hadoop.``, with
+    Hadoop's capitals), and the deadline of one call: ``dfs.client.socket-timeout``."""
+    config = {}
+    for key, value in options.items():
+        key = str(key)
+        if key.lower().startswith("spark.hadoop."):
+            key = key[len("spark.hadoop."):]
+        lower = key.lower()
+        if value is None or not lower.startswith(_HDFS_KEYS):
+            continue
+        if key == lower:
+            for spelled, capitalised in _HADOOP_CAPITALS:
+                key = key.replace(spelled, capitalised)
+        config[key] = str(value)
+    timeout = next((v for k, v in config.items() if k.lower() == "dfs.client.socket-timeout"), "60000")
+    return dict(hdfs_config=tuple(sorted(config.items())),
+                hdfs_deadline=_seconds("dfs.client.socket-timeout", timeout))
+
+
+def _hadoop_key(name) -> str | None:
+    """The Hadoop key an option names (without ``spark.hadoop.``), None for another option."""
+    key = str(name)
+    if key.lower().startswith("spark.hadoop."):
+        key = key[len("spark.hadoop."):]
+    return key if key.lower().startswith(_HADOOP_PREFIXES) else None
+
+
+def session_hadoop_options(conf: dict) -> dict:
+    """The session's ``spark.hadoop.*`` settings that a read takes as options (the ``fs.*``,
+    ``dfs.*`` and ``hadoop.security.authentication`` keys above), without the prefix: what
+    ``register`` carries with the data source to the planner and the tasks."""
+    return {key: str(value) for name, value in conf.items()
+            if str(name).lower().startswith("spark.hadoop.") and (key := _hadoop_key(name)) and value is not None}
+
+
+def with_session_defaults(options, session: dict):
+    """The read's options over the session's Hadoop settings: a key the read gives (with or
+    without ``spark.hadoop.``, in any case) wins over the session's."""
+    if not session:
+        return options
+    given = {key.lower() for name in options if (key := _hadoop_key(name))}
+    merged = {key: value for key, value in session.items() if key.lower() not in given}
+    merged.update(options)
+    return merged
+
+
 def remote_settings(options: dict) -> RemoteSettings:
     """The settings the options give (checked: a bad value names its option)."""
     fs = _fs_options(options)
-    return RemoteSettings(**_s3_settings(fs), **_gcs_settings(fs), **_azure_settings(fs))
+    return RemoteSettings(**_s3_settings(fs), **_gcs_settings(fs), **_azure_settings(fs), **_hdfs_settings(options))
 
 
 def call_deadline(scheme: str, settings: RemoteSettings) -> float | None:
     """How long one call to ``scheme``'s pyarrow client may take before the read gives up on
-    it; None where the client bounds its requests itself (S3, HDFS)."""
+    it; None where the client bounds its requests itself (S3). For HDFS, hdfs.py's client
+    applies it to each call itself; libhdfs' calls get it from files.py."""
+    if scheme in _HDFS_SCHEMES:
+        return settings.hdfs_deadline
     if scheme in _GCS_SCHEMES:
         return settings.gcs_deadline
     if scheme in _AZURE_SCHEMES:
@@ -262,9 +350,42 @@ def _azure(scheme: str, authority: str, settings: RemoteSettings):
                            blob_storage_scheme=http, dfs_storage_scheme=http), container
 
 
+def _hdfs_config(settings: RemoteSettings, authority: str) -> dict:
+    """The Hadoop keys for ``authority``: a nameservice (or mount table) named in a key in
+    lower case, as Spark hands options over, is renamed as the URI spells it."""
+    host = authority.rpartition("@")[2].partition(":")[0]
+    config = {}
+    for key, value in settings.hdfs_config:
+        if host and host != host.lower():
+            parts = key.split(".")
+            key = ".".join(host if part == host.lower() else part for part in parts)
+        config[key] = value
+    return config
+
+
+def _hdfs(scheme: str, authority: str, settings: RemoteSettings):
+    """hdfs-native where it is installed, else pyarrow's HadoopFileSystem (libhdfs): see hdfs.py."""
+    from .hdfs import HdfsNativeFileSystem, hdfs_native_installed
+    if hdfs_native_installed():
+        try:
+            return HdfsNativeFileSystem(scheme, authority, _hdfs_config(settings, authority), settings.hdfs_deadline), ""
+        except OSError as e:
+            raise OSError(f"{scheme}://{authority}: {e}") from None
+    import pyarrow.fs as pafs
+    try:
+        filesystem, root = pafs.FileSystem.from_uri(f"{scheme}://{authority}/")
+    except (OSError, ValueError) as e:
+        raise OSError(f"{scheme}://{authority}: cannot reach HDFS through pyarrow's HadoopFileSystem "
+                      f"(libhdfs), nor through hdfs-native, which is not installed "
+                      f"(pip install 'kafkawire[hdfs]'): {e}") from None
+    return filesystem, root.rstrip("/")
+
+
 def filesystem_for(scheme: str, authority: str, settings: RemoteSettings):
     """(pyarrow filesystem, prefix of its paths) for URIs ``scheme://authority/...``."""
     import pyarrow.fs as pafs
+    if scheme in _HDFS_SCHEMES:
+        return _hdfs(scheme, authority, settings)
     if scheme in _S3_SCHEMES:
         return _s3(authority, settings), authority
     if scheme in _GCS_SCHEMES:

@@ -24,6 +24,7 @@ from .plan import (PlanError, latest_offset, log_start_offset, pack_tasks, parti
                    plan_batch, spread_split_bytes, start_offset, task_bytes, tasks_for_range,
                    vanished_rule, without_vanished)
 from .reader import ReadSettings, default_names, names_for_options, read_task, settings_for
+from .remote_options import with_session_defaults
 from .tail import LogTail
 from .watermarks import HighWatermarks
 
@@ -70,19 +71,26 @@ def _planning_for_pushdown() -> bool:
 class KafkaWireDataSource(DataSource):
     """``spark.read.format("kafkawire").load(path)``; see kafkawire.spark for the options."""
 
+    # the session's spark.hadoop.* settings that register() copied into a subclass it made;
+    # they travel with the class to the planner and the tasks (Spark pickles it by value)
+    session_options: dict = {}
+
     @classmethod
     def name(cls) -> str:
         return FORMAT
 
+    def _options(self):
+        return with_session_defaults(self.options, self.session_options)
+
     def schema(self) -> str:
-        return ddl(names_for_options(self.options))
+        return ddl(names_for_options(self._options()))
 
     def reader(self, schema) -> DataSourceReader:
         cls = KafkaWirePushdownReader if _planning_for_pushdown() else KafkaWireBatchReader
-        return cls(self.options, schema)
+        return cls(self._options(), schema)
 
     def streamReader(self, schema) -> DataSourceStreamReader:
-        return KafkaWireStreamReader(self.options, schema)
+        return KafkaWireStreamReader(self._options(), schema)
 
 
 class KafkaWireBatchReader(DataSourceReader):

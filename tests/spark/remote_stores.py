@@ -5,11 +5,15 @@ or cut short, and a bounded failure naming the file when the server never answer
 
 S3 is moto's server (a package of the [dev] extra); Google Cloud Storage is
 gcp-storage-emulator and Azure Blob storage is Azurite, which .ci/install-emulators installs
-under .tools/ (without them their tests skip, and fail under CI=true)."""
+under .tools/ (without them their tests skip, and fail under CI=true); HDFS is Hadoop's
+MiniDFSCluster (a namenode and a datanode in one JVM, tests/spark/hdfs/MiniHdfs.java), whose
+jars .ci/install-emulators brings with Maven into .tools/hdfs/, read with hdfs-native."""
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -166,6 +170,127 @@ class Azure(LocalStore):
                                        dfs_storage_authority=f"127.0.0.1:{port}",
                                        blob_storage_scheme="http", dfs_storage_scheme="http")
         self.fs.create_dir(BUCKET)
+
+
+HDFS_SOURCES = REPO / "tests" / "spark" / "hdfs"
+HDFS_TOOLS = TOOLS / "hdfs"
+
+
+def _hdfs_launcher() -> str:
+    """The classpath of MiniHdfs: its class, compiled once per version of its source into
+    .tools/hdfs/, and the jars .ci/install-emulators fetched for the pom's version."""
+    pom_pin = hashlib.sha256((HDFS_SOURCES / "pom.xml").read_bytes()).hexdigest()[:16]
+    stamp = HDFS_TOOLS / ".installed"
+    if not stamp.exists() or stamp.read_text().strip() != pom_pin:
+        unavailable(f"{stamp.relative_to(REPO)} does not name tests/spark/hdfs/pom.xml's jars "
+                    f"(Hadoop's MiniDFSCluster): run .ci/install-emulators")
+    if shutil.which("java") is None or shutil.which("javac") is None:
+        unavailable("java and javac are not on PATH (a JDK 17 runs Hadoop's MiniDFSCluster)")
+    source = HDFS_SOURCES / "MiniHdfs.java"
+    classes = HDFS_TOOLS / f"classes-{hashlib.sha256(source.read_bytes()).hexdigest()[:16]}"
+    libs = f"{HDFS_TOOLS / 'libs'}/*"
+    if not classes.exists():
+        building = Path(tempfile.mkdtemp(dir=HDFS_TOOLS))
+        result = subprocess.run(["javac", "-nowarn", "-d", str(building), "-cp", libs, str(source)],
+                                capture_output=True, text=True, timeout=120)
+        if result.returncode != 0:
+            raise RuntimeError(f"javac MiniHdfs.java failed:\n{(result.stdout + result.stderr)[-3000:]}")
+        try:
+            building.rename(classes)
+        except OSError:
+            shutil.rmtree(building)      # another run compiled it first
+    return f"{classes}:{libs}"
+
+
+class _HdfsWriter:
+    """What the checks write and delete with, as pyarrow's filesystems of the other stores:
+    paths start with the "bucket" (a top directory here)."""
+
+    def __init__(self, url: str):
+        from hdfs_native import Client
+        self.client = Client(url)
+
+    def open_output_stream(self, key: str):
+        from hdfs_native import WriteOptions
+        return self.client.create(f"/{key}", WriteOptions(overwrite=True, create_parent=True))
+
+    def delete_file(self, key: str) -> None:
+        assert self.client.delete(f"/{key}")
+
+
+class HDFS(LocalStore):
+    """Hadoop 3.4.1's MiniDFSCluster on 127.0.0.1 (its namenode's RPC on a free port, one
+    datanode), read with hdfs-native as a Spark user names it: hdfs://namenode:port/path, or
+    viewfs://cluster/path through a mount table given as Hadoop's fs.viewfs.* options (in
+    lower case, as Spark hands options to a data source)."""
+
+    name = "MiniDFSCluster"
+
+    def __init__(self):
+        if importlib.util.find_spec("hdfs_native") is None:
+            unavailable("hdfs-native is not installed (kafkawire's HDFS client): pip install -e '.[dev]'")
+        classpath = _hdfs_launcher()
+        self.base = tempfile.mkdtemp(prefix="mini-hdfs-")
+        self.output = tempfile.TemporaryFile()
+        self.process = subprocess.Popen(
+            # C1 only and the serial collector: the cluster starts in about 60% of the time
+            # (5.4-7.9 s against 11.4-14.0 s at load 7), and its work here is small
+            ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+             f"-Dlog4j.configuration=file:{HDFS_SOURCES / 'log4j.properties'}",
+             "-cp", classpath, "MiniHdfs", self.base],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.output)
+        port = self._namenode_port()
+        namenode = f"hdfs://127.0.0.1:{port}"
+        self.root, self.other_root = f"{namenode}/{BUCKET}", f"viewfs://cluster/{BUCKET}"
+        self.options = {"dfs.client.socket-timeout": "10000",
+                        f"fs.viewfs.mounttable.cluster.link./{BUCKET}": self.root,
+                        "fs.viewfs.mounttable.cluster.linkfallback": f"{namenode}/"}
+        self.fs = _HdfsWriter(namenode)
+
+    def upload(self, local_dir, name: str) -> str:
+        """As the other stores', a file at a time in 16 threads: closing an HDFS file waits
+        for the namenode to learn that the datanode has its block (hdfs-native asks again
+        after 500 ms), so one after another a directory of segments takes seconds."""
+        from concurrent.futures import ThreadPoolExecutor
+        files = [(directory, file_name) for directory, _, names in os.walk(local_dir) for file_name in names]
+
+        def put(found):
+            directory, file_name = found
+            relative = os.path.relpath(os.path.join(directory, file_name), local_dir)
+            with open(os.path.join(directory, file_name), "rb") as source, \
+                    self.fs.open_output_stream(f"{BUCKET}/{name}/{relative}") as out:
+                out.write(source.read())
+
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(put, files))
+        return f"{self.root}/{name}"
+
+    def _namenode_port(self) -> int:
+        """The port MiniHdfs prints once its datanode has registered (bounded: 90 s)."""
+        said: list = []
+        reader = threading.Thread(target=lambda: said.append(self.process.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(timeout=90)
+        line = said[0].decode(errors="replace").split() if said else []
+        if len(line) == 2 and line[0] == "namenode":
+            return int(line[1])
+        self.stop()
+        self.output.seek(0)
+        raise RuntimeError(f"MiniDFSCluster did not start within 90 s (status {self.process.returncode}):\n"
+                           f"{self.output.read().decode(errors='replace')[-3000:]}")
+
+    def stop(self) -> None:
+        try:
+            self.process.stdin.close()      # MiniHdfs shuts its cluster down at the end of its input
+            self.process.wait(timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        if self.process.poll() is None:
+            super().stop()
+        else:
+            self.output.close()
+        self.process.stdout.close()
+        shutil.rmtree(self.base, ignore_errors=True)
 
 
 def running(store_class):

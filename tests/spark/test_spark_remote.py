@@ -91,6 +91,37 @@ def test_spark_reads_the_s3_copy_as_the_reader_reads_the_disk(spark, s3, logdir,
     assert got == want
 
 
+def test_the_sessions_spark_hadoop_settings_reach_the_tasks_under_the_reads_options(spark, s3, logdir, remote):
+    """Credentials and endpoint set only on the session (spark.hadoop.fs.s3a.*), as Spark
+    users set them for Hadoop's S3A: register() carries them to the planner and the tasks.
+    A read's own option wins over the session's (an endpoint where nothing listens), and a
+    read that fails shows no secret."""
+    from kafkawire.spark import load, register
+    from tests.spark.remote_stores import free_port
+    want = [r["offset"] for r in read_direct(logdir / "orders-0")]
+    session = {f"spark.hadoop.{key}": value for key, value in s3.options.items()}
+    session["spark.hadoop.fs.s3a.secret.key"] = "session-secret-never-shown"    # moto takes any
+    uri = f"{remote}/orders-0"
+
+    def offsets(reader):
+        return sorted(reader.load(uri).select("offset").toArrow().column("offset").to_pylist())
+    try:
+        for key, value in session.items():
+            spark.conf.set(key, value)
+        register(spark)
+        assert offsets(spark.read.format("kafkawire")) == want and len(want) == 1200
+        spark.conf.set("spark.hadoop.fs.s3a.endpoint", f"http://127.0.0.1:{free_port()}")   # nothing there
+        register(spark)
+        assert offsets(spark.read.format("kafkawire").option("fs.s3a.endpoint", s3.options["fs.s3a.endpoint"])) == want
+        with pytest.raises(OSError) as failed:
+            load(spark, uri)        # the session's endpoint: checked in the driver, before Spark is asked
+        assert uri in str(failed.value) and "session-secret-never-shown" not in str(failed.value)
+    finally:
+        for key in session:
+            spark.conf.unset(key)
+        register(spark)
+
+
 def test_a_stream_over_s3_picks_up_appended_batches_and_new_segments(s3, tmp_path):
     pytest.importorskip("pyspark", reason="pyspark is not installed: pip install -e '.[dev]'")
     from pyspark.sql.streaming.datasource import ReadAllAvailable
@@ -158,6 +189,20 @@ def test_a_server_that_never_answers_fails_the_read_in_bounded_time():
 
 
 # --- options ------------------------------------------------------------------------------
+
+def test_session_hadoop_settings_are_defaults_under_the_reads_options():
+    from kafkawire.spark.remote_options import session_hadoop_options, with_session_defaults
+    session = session_hadoop_options({"spark.hadoop.fs.s3a.endpoint": "session:9000", "spark.app.name": "x",
+                                      "spark.hadoop.fs.s3a.access.key": "session-id", "fs.s3a.other": "not hadoop's",
+                                      "spark.hadoop.dfs.client.socket-timeout": "5000",
+                                      "spark.hadoop.yarn.resourcemanager.address": "rm:8032"})
+    assert session == {"fs.s3a.endpoint": "session:9000", "fs.s3a.access.key": "session-id",
+                       "dfs.client.socket-timeout": "5000"}
+    merged = with_session_defaults({"spark.hadoop.FS.S3A.ENDPOINT": "read:9000", "path": "s3a://b/x"}, session)
+    settings = remote_settings(merged)
+    assert (settings.endpoint, settings.access_key, settings.hdfs_deadline) == ("read:9000", "session-id", 5.0)
+    assert with_session_defaults({"path": "p"}, {}) == {"path": "p"}
+
 
 def test_fs_options_are_hadoops_names_and_secrets_stay_out_of_messages():
     settings = remote_settings({"spark.hadoop.fs.s3a.access.key": "AKIA-secret-id",
