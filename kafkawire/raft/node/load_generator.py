@@ -93,14 +93,14 @@ class _Repeated(Sequence):
     seconds behind its schedule (a stalled loop) is due more records than any queue takes."""
 
     def __init__(self, record: bytes, count: int):
-        self.record, self.count = record, count
+        self.record, self.length = record, count
 
     def __len__(self) -> int:
-        return self.count
+        return self.length
 
     def __getitem__(self, index):
         if isinstance(index, slice):
-            return (self.record,) * len(range(*index.indices(self.count)))
-        if not -self.count <= index < self.count:
+            return (self.record,) * len(range(*index.indices(self.length)))
+        if not -self.length <= index < self.length:
             raise IndexError(index)
         return self.record
