@@ -11,10 +11,12 @@ How each number is obtained:
   A commit needs at least the leader's fsync, one follower fetch round trip and that
   follower's fsync (the two fsyncs overlap only partly), so the floor is a lower bound.
 * commit latency: `kafkawire test-raft-server` (Kafka's TestRaftServer workload) on each
-  node; the leader schedules appends of one 256-byte record at the target rate (refused ones,
-  AppendQueueFull, are dropped and counted) and times each from its queueing in the driver to
-  its commit (the driver's commit-latency window, the last 16384 appends). Medians and p99
-  come from the leader's metrics file at the end of the measuring window.
+  node; the leader schedules appends of one 256-byte record at the target rate, those due in
+  a tick in one call (refused ones are dropped and counted, "appends refused") and times each
+  from when it was due to its commit (the driver's commit-latency window: its last 16384
+  samples, each standing for one append or for a share of a chunk of them, up to 4 per
+  chunk, so at 100,000/s they span a second or two; 0.16 s before 2026-11-30). Medians and
+  p99 come from the leader's metrics file at the end of the measuring window.
 * throughput: the high watermark's growth over the window (DescribeQuorum before and after,
   asked of whichever node leads then).
 * leader CPU per committed record: the leader process's CPU seconds over the window (user +
