@@ -123,3 +123,15 @@ def test_the_workload_hands_the_driver_its_due_records_in_one_call():
     taken = generator._schedule(10_000_000, late_s=0.25, interval_s=0.001)      # a stalled loop's backlog
     count, head, due_ms, spacing_ms = Driver.calls[0]
     assert (taken, count, head, due_ms, spacing_ms) == (4, 10_000_000, (generator.payload,) * 3, 49_750, 1.0)
+
+
+def test_the_latency_window_keeps_the_newest_samples_that_stand_for_its_size():
+    now = [0.0]
+    window = LatencyWindow(size=100, clock=lambda: now[0])
+    window.record(1, 60)
+    window.record(2, 30)
+    window.record(3, 30)              # 120 appends kept: without the first, only 60
+    assert window.count() == 120 and window.percentile(0) == 1
+    window.record(4, 50)              # the first two now stand for what the newest 80 do not need
+    assert window.count() == 110 and [ms for ms, _ in window.samples] == [2, 3, 4]
+    assert window.avg() == pytest.approx((2 * 30 + 3 * 30 + 4 * 50) / 110)

@@ -36,11 +36,11 @@ def _monotonic_ms() -> float:
 
 class LatencyWindow:
     """Kafka's Avg and Max over sampled windows, plus percentiles over the last ``size``
-    samples (kafkawire's addition, for benchmarks/quorum.py). A sample may stand for several
+    appends (kafkawire's addition, for benchmarks/quorum.py). A sample may stand for several
     appends (its weight): a leader's workload commits its one-record appends in chunks of
     hundreds, and one weighted sample per chunk, not one per record, keeps the metric's cost
-    per batch. Averages and percentiles count each append; ``size`` bounds the samples kept,
-    so at a weight of hundreds they span as many more appends."""
+    per batch. Averages and percentiles count each append; the samples kept are the newest
+    that stand for ``size`` appends (the oldest of them may stand for a few more)."""
 
     # record_spread stands for a chunk by at most this many samples, at the middle of equal
     # shares of it: a percentile is off by at most 1/8 of the chunk's spread of latencies.
@@ -48,15 +48,27 @@ class LatencyWindow:
 
     def __init__(self, size: int = 16384, *, samples: int = DEFAULT_SAMPLES, window_ms: int = DEFAULT_WINDOW_MS,
                  clock: Callable[[], float] = _monotonic_ms):
-        self.samples: deque[tuple[float, int]] = deque(maxlen=size)               # (ms, weight)
-        self._timed: deque[tuple[float, float, int]] = deque(maxlen=size)     # (when, ms, weight)
+        self.size = size
+        self.samples: deque[tuple[float, int]] = deque()               # (ms, weight)
+        self._timed: deque[tuple[float, float, int]] = deque()     # (when, ms, weight)
+        self._kept = self._timed_kept = 0      # the appends samples and _timed stand for
         self.span_ms = samples * window_ms
         self.clock = clock
 
     def record(self, ms: float, weight: int = 1) -> None:
         """``weight`` appends that each took ``ms``."""
-        self.samples.append((ms, weight))
-        self._timed.append((self.clock(), ms, weight))
+        self._add(self.clock(), ms, weight)
+
+    def _add(self, when: float, ms: float, weight: int) -> None:
+        samples, timed, size = self.samples, self._timed, self.size
+        samples.append((ms, weight))
+        timed.append((when, ms, weight))
+        self._kept += weight
+        self._timed_kept += weight
+        while self._kept - samples[0][1] >= size:
+            self._kept -= samples.popleft()[1]
+        while self._timed_kept - timed[0][2] >= size:
+            self._timed_kept -= timed.popleft()[2]
 
     def record_spread(self, oldest_ms: float, newest_ms: float, count: int) -> None:
         """``count`` appends whose latencies fall evenly from ``oldest_ms`` (the first
@@ -72,19 +84,17 @@ class LatencyWindow:
         first = 0
         for i in range(points):
             weight = share + (i < extra)
-            ms = oldest_ms - step * (first + (weight - 1) / 2)     # the middle append of this share
-            self.samples.append((ms, weight))
-            self._timed.append((when, ms, weight))
+            self._add(when, oldest_ms - step * (first + (weight - 1) / 2), weight)    # this share's middle append
             first += weight
 
     def count(self) -> int:
         """The appends the kept samples stand for."""
-        return sum(weight for _, weight in self.samples)
+        return self._kept
 
     def _recent(self) -> deque[tuple[float, float, int]]:
         since = self.clock() - self.span_ms
         while self._timed and self._timed[0][0] < since:
-            self._timed.popleft()
+            self._timed_kept -= self._timed.popleft()[2]
         return self._timed
 
     def avg(self) -> float:
