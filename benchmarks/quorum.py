@@ -13,10 +13,9 @@ How each number is obtained:
 * commit latency: `kafkawire test-raft-server` (Kafka's TestRaftServer workload) on each
   node; the leader schedules appends of one 256-byte record at the target rate, those due in
   a tick in one call (refused ones are dropped and counted, "appends refused") and times each
-  from when it was due to its commit (the driver's commit-latency window: its last 16384
-  samples, each standing for one append or for a share of a chunk of them, up to 4 per
-  chunk, so at 100,000/s they span a second or two; 0.16 s before 2026-11-30). Medians and
-  p99 come from the leader's metrics file at the end of the measuring window.
+  from when it was due to its commit (the driver's commit-latency window: the last 16384
+  appends, 0.16 s of them at 100,000/s, kept as weighted samples). Medians and p99 come
+  from the leader's metrics file at the end of the measuring window.
 * throughput: the high watermark's growth over the window (DescribeQuorum before and after,
   asked of whichever node leads then).
 * leader CPU per committed record: the leader process's CPU seconds over the window (user +
