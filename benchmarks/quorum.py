@@ -224,6 +224,7 @@ def load_run(base: str, rate: int, seconds: float, linger_ms: int, profile_dir: 
             with open(os.path.join(q.data_dir(last.leader_id), "kafkawire-raft-metrics.json")) as f:
                 metrics = json.load(f)["metrics"]
         q.stop_all()
+    shutil.rmtree(q.base_dir, ignore_errors=True)     # its logs: a GB or more at 100,000/s
     if profile_dir and leader_pid:
         made = os.path.join(profile_dir, f"node-{leader_pid}.prof")
         if os.path.exists(made):
@@ -303,6 +304,13 @@ def main() -> int:
     # nodes; without this they would outlive the benchmark.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     base = tempfile.mkdtemp(prefix="kafkawire-quorum-bench-")
+    try:
+        return _measure(args, base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)    # about 1 GB of logs a run at 100,000/s
+
+
+def _measure(args, base: str) -> int:
     fs, rtt = fsync_ms(base), loopback_rtt_ms()
     floor = fs + rtt
     print(f"floor: fsync {fs:.3f} ms (median of 200), loopback round trip {rtt:.3f} ms (median of 2000): "
