@@ -11,12 +11,23 @@ How each number is obtained:
   A commit needs at least the leader's fsync, one follower fetch round trip and that
   follower's fsync (the two fsyncs overlap only partly), so the floor is a lower bound.
 * commit latency: `kafkawire test-raft-server` (Kafka's TestRaftServer workload) on each
-  node; the leader schedules appends of one 256-byte record at the target rate (refused ones,
-  AppendQueueFull, are dropped and counted) and times each from its queueing in the driver to
-  its commit (the driver's commit-latency window, the last 16384 appends). Medians and p99
-  come from the leader's metrics file at the end of the measuring window.
+  node; the leader schedules appends of one 256-byte record at the target rate, those due in
+  a tick in one call (refused ones are dropped and counted, "appends refused") and times each
+  from when it was due to its commit (the driver's commit-latency window: the last 16384
+  appends, 0.16 s of them at 100,000/s, kept as weighted samples). Medians and p99 come
+  from the leader's metrics file at the end of the measuring window.
 * throughput: the high watermark's growth over the window (DescribeQuorum before and after,
   asked of whichever node leads then).
+* leader CPU per committed record: the leader process's CPU seconds over the window (user +
+  system, every thread, from /proc/PID/stat) over the records committed in it, in
+  microseconds; on a shared machine the figure least hurt by other work (the wall-clock ones
+  wait for a core). "-" when leadership moved during the window. The load average (1 min) at
+  the window's end is printed beside it.
+* ``--profile DIR``: every node's main thread (its event loop) runs under cProfile with the
+  thread's CPU time as its clock, only during the measuring window (SIGUSR1 / SIGUSR2, as
+  benchmarks/broker_throughput.py); the leader's profile is written to
+  DIR/leader-linger-L-rate-R.prof (read it with ``python -m pstats``). The profiler slows
+  the loop, so its rows are not throughput figures.
 * responsiveness, sampled every 250 ms during the window: how long the leader takes to answer
   DescribeQuorum (same event loop as the fetches), and the age of each follower's last fetch as
   the leader saw it (a follower that hears nothing for controller.quorum.fetch.timeout.ms
@@ -35,6 +46,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -135,11 +147,54 @@ class Window:
         return view
 
 
-def load_run(base: str, rate: int, seconds: float, linger_ms: int) -> dict:
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU of a process, every thread (Linux /proc; None elsewhere or once gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# A node's main thread under cProfile between SIGUSR1 and SIGUSR2 (see --profile); argv is
+# what LocalQuorum runs after the interpreter: -m kafkawire.tools.cli ARGS...
+PROFILED_NODE = """
+import cProfile, os, runpy, signal, sys, time
+profiler = cProfile.Profile(time.thread_time)
+profile_to = os.path.join(os.environ["QUORUM_BENCH_PROFILE_DIR"], f"node-{os.getpid()}.prof")
+signal.signal(signal.SIGUSR1, lambda *_: profiler.enable())
+signal.signal(signal.SIGUSR2, lambda *_: (profiler.disable(), profiler.dump_stats(profile_to)))
+sys.argv = ["kafkawire", *sys.argv[3:]]
+runpy.run_module("kafkawire.tools.cli", run_name="__main__")
+"""
+
+
+def profiled_python(directory: str) -> str:
+    """An interpreter for LocalQuorum that runs each node under PROFILED_NODE."""
+    script = os.path.join(directory, "profiled_node.py")
+    with open(script, "w") as f:
+        f.write(PROFILED_NODE)
+    wrapper = os.path.join(directory, "python")
+    with open(wrapper, "w") as f:
+        f.write(f'#!/bin/sh\nQUORUM_BENCH_PROFILE_DIR="{directory}" exec "{sys.executable}" "{script}" "$@"\n')
+    os.chmod(wrapper, 0o755)
+    return wrapper
+
+
+def _signal_all(q: LocalQuorum, signum: int) -> None:
+    for proc in q.processes.values():
+        if proc.poll() is None:
+            proc.send_signal(signum)
+
+
+def load_run(base: str, rate: int, seconds: float, linger_ms: int, profile_dir: str | None = None) -> dict:
     q = LocalQuorum(os.path.join(base, f"rate-{rate}-linger-{linger_ms}"), 3,
                     properties={"controller.quorum.append.linger.ms": str(linger_ms)},
+                    python=profiled_python(profile_dir) if profile_dir else None,
                     server_args=lambda c: ["test-raft-server", "--config", c, "--throughput", str(rate),
                                            "--record-size", "256", "--log-level", "WARN"])
+    leader_cpu = None
     with q:
         q.format()
         q.start_all()
@@ -148,23 +203,41 @@ def load_run(base: str, rate: int, seconds: float, linger_ms: int) -> dict:
         if first is not None:
             time.sleep(2)       # warm up: connections, first batches
             first = window.leader()
+        leader_pid = q.processes[first.leader_id].pid if first is not None else None
+        if profile_dir:
+            _signal_all(q, signal.SIGUSR1)
+        cpu0 = cpu_seconds(leader_pid) if leader_pid else None
         t0 = time.monotonic()
         last = window.sample(first, seconds)
         last = last or (window.leader() if first is not None else None)
         t1 = time.monotonic()
+        cpu1 = cpu_seconds(leader_pid) if leader_pid else None
+        if profile_dir:
+            _signal_all(q, signal.SIGUSR2)
+        if cpu0 is not None and cpu1 is not None and last is not None and last.leader_id == first.leader_id \
+                and last.leader_epoch == first.leader_epoch:
+            leader_cpu = cpu1 - cpu0
+        load = os.getloadavg()[0]
         metrics = {}
         if last is not None:
             time.sleep(1.5)     # the metrics file is written every second
             with open(os.path.join(q.data_dir(last.leader_id), "kafkawire-raft-metrics.json")) as f:
                 metrics = json.load(f)["metrics"]
         q.stop_all()
-    committed = None if first is None or last is None else (last.high_watermark - first.high_watermark) / (t1 - t0)
+    shutil.rmtree(q.base_dir, ignore_errors=True)     # its logs: a GB or more at 100,000/s
+    if profile_dir and leader_pid:
+        made = os.path.join(profile_dir, f"node-{leader_pid}.prof")
+        if os.path.exists(made):
+            shutil.move(made, os.path.join(profile_dir, f"leader-linger-{linger_ms}-rate-{rate}.prof"))
+    records = None if first is None or last is None else last.high_watermark - first.high_watermark
+    committed = None if records is None else records / (t1 - t0)
+    cpu_us = leader_cpu / records * 1e6 if leader_cpu is not None and records else None
     # A new epoch is an election won: leadership moved (or the leader was elected again).
     epochs = None if first is None or last is None else last.leader_epoch - first.leader_epoch
     return {"rate": rate, "linger": linger_ms, "committed_per_s": committed, "new_epochs": epochs,
             "leader": None if first is None else first.leader_id,
             "p50": metrics.get("commit-latency-p50"), "p99": metrics.get("commit-latency-p99"),
-            "refused": metrics.get("appends-refused", 0),
+            "refused": metrics.get("appends-refused", 0), "cpu_us": cpu_us, "load": load,
             "describe_p50": _median(window.describe_ms), "describe_max": max(window.describe_ms, default=None),
             "fetch_age_max": max(window.fetch_age_ms, default=None), "failed_describes": window.failed_describes}
 
@@ -224,25 +297,37 @@ def main() -> int:
     p.add_argument("--lingers", default="25,0", help="controller.quorum.append.linger.ms values (default 25,0)")
     p.add_argument("--seconds", type=float, default=8)
     p.add_argument("--kills", type=int, default=5, help="leader kills for the election times (0: none)")
+    p.add_argument("--profile", metavar="DIR", help="cProfile the nodes' loops during each window; "
+                   "the leader's profile goes to DIR")
     args = p.parse_args()
     # A SIGTERM (timeout, Ctrl-C's sibling) unwinds through LocalQuorum's exit, which stops the
     # nodes; without this they would outlive the benchmark.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     base = tempfile.mkdtemp(prefix="kafkawire-quorum-bench-")
+    try:
+        return _measure(args, base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)    # about 1 GB of logs a run at 100,000/s
+
+
+def _measure(args, base: str) -> int:
     fs, rtt = fsync_ms(base), loopback_rtt_ms()
     floor = fs + rtt
     print(f"floor: fsync {fs:.3f} ms (median of 200), loopback round trip {rtt:.3f} ms (median of 2000): "
           f"{floor:.3f} ms")
     print(f"{'linger':>6} {'target/s':>9} {'committed/s':>12} {'p50 ms':>7} {'p99 ms':>7} {'p50/floor':>10} "
-          f"{'new epochs':>10} {'describe p50/max ms':>20} {'fetch age max ms':>17}")
+          f"{'new epochs':>10} {'describe p50/max ms':>20} {'fetch age max ms':>17} {'leader us/rec':>13} "
+          f"{'load':>5}")
+    if args.profile:
+        os.makedirs(args.profile, exist_ok=True)
     for linger in [int(v) for v in args.lingers.split(",")]:
         for rate in [int(r) for r in args.rates.split(",")]:
-            r = load_run(base, rate, args.seconds, linger)
+            r = load_run(base, rate, args.seconds, linger, args.profile and os.path.abspath(args.profile))
             ratio = None if r["p50"] is None else r["p50"] / floor
             describe = f"{_num(r['describe_p50'], 9, 1)}/{_num(r['describe_max'], 0, 0)}"
             print(f"{linger:>6} {rate:>9} {_num(r['committed_per_s'], 12)} {_num(r['p50'], 7, 1)} "
                   f"{_num(r['p99'], 7, 1)} {_num(ratio, 10, 1)} {_num(r['new_epochs'], 10)} {describe:>20} "
-                  f"{_num(r['fetch_age_max'], 17)}" + (f"  ({r['failed_describes']} describes failed)"
+                  f"{_num(r['fetch_age_max'], 17)} {_num(r['cpu_us'], 13, 2)} {r['load']:>5.1f}" + (f"  ({r['failed_describes']} describes failed)"
                                                        if r["failed_describes"] else "")
                   + ("  (no node answered as leader within 30 s)" if r["leader"] is None else "")
                   + (f"  ({r['refused']} appends refused: queue full)" if r["refused"] else "")

@@ -33,7 +33,9 @@ record for the listeners). Segment rolls still fsync on the loop.
 
 RaftDriver is split in parts, mixins of one class: driver_disk (the disk thread's work and the
 held Readys), driver_snapshots (when a snapshot is due, writing it, cleaning behind it) and
-driver_appends (the append queue and its bounds); driver_state declares what they share.
+driver_appends (the append queue and its bounds, and ``schedule_appends``, which takes many
+one-record appends in one call with the work per batch, not per record); driver_state declares
+what they share.
 
 Time given to the core is wall-clock milliseconds (DescribeQuorum reports fetch timestamps
 as Kafka does, in epoch ms), held monotonic: a clock step backwards is absorbed.

@@ -1,0 +1,137 @@
+"""The driver's batch append API (schedule_appends): many one-record appends in one call, taken
+as far as the leader's bounds leave room, the rest refused as a count; order kept across
+chunks and batches; each record's commit latency measured from when it was due (weighted
+samples of the latency window)."""
+import asyncio
+import dataclasses
+
+import pytest
+
+from kafkawire.raft.node.disk_store import DiskLogStore
+from kafkawire.raft.node.driver import RaftDriver
+from kafkawire.raft.node.load_generator import LoadGenerator
+from kafkawire.raft.node.metrics import LatencyWindow
+
+from .test_driver import Recorder, _until, config
+
+
+async def single_voter(directory, work, *, max_batch_records=1000):
+    driver = RaftDriver(dataclasses.replace(config(), max_batch_records=max_batch_records),
+                        DiskLogStore(directory), client=None, seed=11)
+    recorder = Recorder()
+    driver.register(recorder)
+    driver.start()
+    try:
+        async with asyncio.timeout(10):
+            await _until(driver.is_leader)
+        return await work(driver, recorder)
+    finally:
+        await driver.close()
+
+
+def _queue_state(driver):
+    return (len(driver._append_queue), driver._queued_records, driver.next_offset())
+
+
+def test_a_full_queue_takes_what_fits_counts_the_rest_and_a_refused_batch_changes_nothing(tmp_path):
+    async def work(driver, recorder):
+        driver.append_queue_limit = 5
+        base = driver.next_offset()
+        taken = driver.schedule_appends([b"r%d" % i for i in range(8)])     # one loop turn: nothing drained yet
+        before = _queue_state(driver)
+        refused_batch = driver.schedule_appends([b"late1", b"late2"])
+        after = _queue_state(driver)
+        async with asyncio.timeout(10):
+            await _until(lambda: len(recorder.committed) == 5)
+        return base, taken, refused_batch, before, after, recorder.committed, driver.metrics.snapshot()
+
+    base, taken, refused_batch, before, after, committed, metrics = asyncio.run(single_voter(tmp_path / "p", work))
+    assert (taken, refused_batch) == (5, 0)
+    assert before == after == (1, 5, base + 5)          # the refused batch left the queue as it was
+    assert metrics["appends-refused"] == 3 + 2          # one per record refused, no exception
+    assert committed == [(base + i, b"r%d" % i) for i in range(5)]     # the first ones, in order
+
+
+def test_scheduled_chunks_and_appends_keep_their_order_and_fill_batches(tmp_path):
+    """With max_batch_records 4: chunks of scheduled records are split to fill a batch, an
+    ``append`` in between stays whole in one batch, and its future resolves with its own last
+    offset; every record commits in the order it was queued."""
+    async def work(driver, recorder):
+        base = driver.next_offset()
+        driver.schedule_appends([b"s%d" % i for i in range(3)])
+        together = driver.prepare_append([b"x", b"y"])
+        driver.schedule_appends([b"t%d" % i for i in range(6)])
+        async with asyncio.timeout(10):
+            last = await together
+            await _until(lambda: len(recorder.committed) == 11)
+        batches = [(b.base_offset - base, b.last_offset - base) for b in driver.read_committed(base)]
+        return base, last, recorder.committed, batches
+
+    base, last, committed, batches = asyncio.run(single_voter(tmp_path / "p", work, max_batch_records=4))
+    values = [b"s0", b"s1", b"s2", b"x", b"y", b"t0", b"t1", b"t2", b"t3", b"t4", b"t5"]
+    assert committed == [(base + i, v) for i, v in enumerate(values)]
+    assert last == base + 4                                  # x, y: offsets base+3, base+4
+    # s0-s2 then x,y would not fit in 4: [s0 s1 s2], [x y t0 t1] (t split), [t2 t3 t4 t5]
+    assert batches == [(0, 2), (3, 6), (7, 10)]
+
+
+def test_each_record_s_commit_latency_counts_from_when_it_was_due(tmp_path):
+    """Five records due 1000, 900, ... 600 ms ago: the window holds five appends whose mean is
+    800 ms plus the time to commit, and its percentiles fall within the spread."""
+    async def work(driver, recorder):
+        now = driver.clock()
+        driver.schedule_appends([b"r"] * 5, due_ms=now - 1000, spacing_ms=100)
+        async with asyncio.timeout(10):
+            await _until(lambda: len(recorder.committed) == 5)
+        window = driver.metrics.commit_latency
+        return driver.clock() - now, window.count(), window.avg(), window.percentiles((0, 50, 99)), window.max()
+
+    took, count, avg, (p0, p50, p99), biggest = asyncio.run(single_voter(tmp_path / "p", work))
+    assert count == 5
+    assert 800 <= avg <= 800 + took
+    assert 600 <= p0 <= p50 <= p99 == biggest <= 1000 + took
+    assert 750 <= p50 - (avg - 800) <= 850                   # the middle record, due 800 ms ago
+
+
+def test_the_latency_window_weighs_samples_and_spreads_chunks():
+    now = [0.0]
+    window = LatencyWindow(samples=2, window_ms=30_000, clock=lambda: now[0])
+    window.record(10, 99)
+    window.record(1000)
+    assert window.count() == 100
+    assert window.percentiles((50, 98, 99)) == [10, 10, 1000]     # the heavy sample holds 99 of 100
+    assert window.avg() == pytest.approx((10 * 99 + 1000) / 100)
+    spread = LatencyWindow(clock=lambda: now[0])
+    spread.record_spread(100, 0, 101)                 # 101 appends, 100 ms down to 0 ms
+    assert spread.count() == 101 and len(spread.samples) == LatencyWindow.SPREAD_POINTS
+    assert spread.avg() == pytest.approx(50)          # the shares' middles keep the mean
+    assert abs(spread.percentile(50) - 50) <= 100 / 8 and abs(spread.percentile(99) - 100) <= 100 / 8
+
+
+def test_the_workload_hands_the_driver_its_due_records_in_one_call():
+    class Driver:
+        node_id, calls = 1, []
+
+        def clock(self):
+            return 50_000
+
+        def schedule_appends(self, records, *, due_ms, spacing_ms):
+            self.calls.append((len(records), records[0:3], due_ms, spacing_ms))
+            return min(len(records), 4)
+
+    generator = LoadGenerator(Driver(), throughput=1000, record_size=8)
+    taken = generator._schedule(10_000_000, late_s=0.25, interval_s=0.001)      # a stalled loop's backlog
+    count, head, due_ms, spacing_ms = Driver.calls[0]
+    assert (taken, count, head, due_ms, spacing_ms) == (4, 10_000_000, (generator.payload,) * 3, 49_750, 1.0)
+
+
+def test_the_latency_window_keeps_the_newest_samples_that_stand_for_its_size():
+    now = [0.0]
+    window = LatencyWindow(size=100, clock=lambda: now[0])
+    window.record(1, 60)
+    window.record(2, 30)
+    window.record(3, 30)              # 120 appends kept: without the first, only 60
+    assert window.count() == 120 and window.percentile(0) == 1
+    window.record(4, 50)              # the first two now stand for what the newest 80 do not need
+    assert window.count() == 110 and [ms for ms, _ in window.samples] == [2, 3, 4]
+    assert window.avg() == pytest.approx((2 * 30 + 3 * 30 + 4 * 50) / 110)
