@@ -125,6 +125,26 @@ class PartitionIndex:
         and by partition id, as ``isr_keys_leaders_first`` orders each of its parts."""
         return sorted(self._elr.of(broker_id))
 
+    def leaderless_count(self) -> int:
+        """How many partitions have no leader (what an unfencing event visits)."""
+        return len(self._leader.of(NO_LEADER))
+
+    def leaderless_keys(self) -> list[int]:
+        """The keys of the partitions without a leader, topic by topic (by topic id) and by
+        partition id."""
+        return sorted(self._leader.of(NO_LEADER))
+
+    def leaderless_in_isr_or_elr(self, broker_id: int) -> bool:
+        """Whether a partition without a leader holds ``broker_id`` in its ISR or ELR (a set
+        intersection in C, no partition visited)."""
+        leaderless = self._leader.of(NO_LEADER)
+        return not (leaderless.isdisjoint(self._isr.of(broker_id)) and leaderless.isdisjoint(self._elr.of(broker_id)))
+
+    def isr_or_elr_keys(self, broker_id: int) -> list[int]:
+        """The keys of the partitions whose ISR or ELR holds ``broker_id``, topic by topic (by
+        topic id) and by partition id."""
+        return sorted(self._isr.of(broker_id) | self._elr.of(broker_id))
+
     def isr_keys_leaders_first(self, broker_id: int) -> list[int]:
         """The keys (``partition_of``) of the partitions whose ISR holds ``broker_id``, as now:
         those it leads first, each part topic by topic (by topic id) and by partition id, so
