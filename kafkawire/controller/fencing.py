@@ -40,6 +40,9 @@ sender asks again (the broker's registration is retried until answered; Admin re
 NOT_CONTROLLER), which starts over from what is left. What a job has written by then is what
 the request's one event would have written for those partitions, and stands alone: a fenced
 broker left some ISRs and ELRs.
+
+The same PartitionMoves runs, after these jobs, the elections of an unfencing and the moves of
+a heartbeat's OfflineLogDirs in steps (unfencing.py, where why that is safe is written down).
 """
 from __future__ import annotations
 
@@ -149,6 +152,8 @@ class PartitionMoves:
         """Take ``broker_id`` out of the ISRs and ELRs where its replica is in one of ``dirs``, in
         steps (with the directories of a job of the broker in progress, from the start again)."""
         current = self._dir_jobs.get(broker_id)
+        if current is not None and frozenset(dirs) <= current.dirs:
+            return              # the same directories again (a registration left with none keeps listing them)
         dirs = frozenset(dirs) | (current.dirs if current is not None else frozenset())
         self._dir_jobs[broker_id] = DirectoryJob(broker_id, state.image.brokers[broker_id].epoch, dirs,
                                                  state.partition_index.isr_or_elr_keys(broker_id))
