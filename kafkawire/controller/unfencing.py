@@ -24,8 +24,9 @@ most one sweep and its memory is one list of the leaderless partitions' keys.
 
 A new active controller starts a sweep when a partition without a leader holds an active broker
 in its ISR or ELR (a set intersection per active broker, no partition visited): that happens
-only when a sweep was cut short (after Kafka's one event, and every later event that makes a
-partition leaderless, no such partition is left). Leaderless partitions that only an unclean
+when a sweep was cut short (after Kafka's one event, and every later event that makes a
+partition leaderless, the only such partitions left are those where that broker cannot lead,
+its replica's directory offline; for them the sweep visits and writes nothing). Leaderless partitions that only an unclean
 election could give to a replica outside the ISR are not detected that way: they wait for the
 next unfencing, as the rest of the cluster's would in Kafka had that event never happened.
 
