@@ -55,7 +55,7 @@ from .errors import not_controller
 from .partition_index import partition_of
 from .replication import leader_and_isr_updates
 from .state import ControllerState
-from .unfencing import DirectoryJob, Sweep
+from .unfencing import DirectoryJob, SortedInSteps, Sweep
 
 # Partitions visited by one event of a job: each costs ~15 us to generate and ~15 us to apply
 # here, so an event holds the loop ~8 ms (a heartbeat's answer waits at most about that long).
@@ -140,7 +140,7 @@ class PartitionMoves:
 
     def start_sweep(self, state: ControllerState) -> None:
         """Elect, in steps, in every partition without a leader now (replacing a sweep in progress)."""
-        self._sweep = Sweep(state.partition_index.leaderless_keys())
+        self._sweep = Sweep(SortedInSteps(state.partition_index.leaderless_keys()))
 
     def needs_dir_job(self, state: ControllerState, broker_id: int) -> bool:
         """Whether moving ``broker_id`` off offline directories visits more than one event's partitions."""
@@ -156,7 +156,7 @@ class PartitionMoves:
             return              # the same directories again (a registration left with none keeps listing them)
         dirs = frozenset(dirs) | (current.dirs if current is not None else frozenset())
         self._dir_jobs[broker_id] = DirectoryJob(broker_id, state.image.brokers[broker_id].epoch, dirs,
-                                                 state.partition_index.isr_or_elr_keys(broker_id))
+                                                 SortedInSteps(state.partition_index.isr_or_elr_keys(broker_id)))
         self.dirs_checked.add(broker_id)
 
     def in_progress(self, broker_id: int) -> bool:

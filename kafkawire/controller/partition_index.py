@@ -130,9 +130,8 @@ class PartitionIndex:
         return len(self._leader.of(NO_LEADER))
 
     def leaderless_keys(self) -> list[int]:
-        """The keys of the partitions without a leader, topic by topic (by topic id) and by
-        partition id."""
-        return sorted(self._leader.of(NO_LEADER))
+        """The keys of the partitions without a leader, in no order (a copy in C)."""
+        return list(self._leader.of(NO_LEADER))
 
     def leaderless_in_isr_or_elr(self, broker_id: int) -> bool:
         """Whether a partition without a leader holds ``broker_id`` in its ISR or ELR (a set
@@ -141,9 +140,9 @@ class PartitionIndex:
         return not (leaderless.isdisjoint(self._isr.of(broker_id)) and leaderless.isdisjoint(self._elr.of(broker_id)))
 
     def isr_or_elr_keys(self, broker_id: int) -> list[int]:
-        """The keys of the partitions whose ISR or ELR holds ``broker_id``, topic by topic (by
-        topic id) and by partition id."""
-        return sorted(self._isr.of(broker_id) | self._elr.of(broker_id))
+        """The keys of the partitions whose ISR or ELR holds ``broker_id``, each once, in no order."""
+        isr = self._isr.of(broker_id)
+        return list(isr) + [key for key in self._elr.of(broker_id) if key not in isr]
 
     def isr_keys_leaders_first(self, broker_id: int) -> list[int]:
         """The keys (``partition_of``) of the partitions whose ISR holds ``broker_id``, as now:

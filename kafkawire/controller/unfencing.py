@@ -56,6 +56,8 @@ found that way; a job that had finished writes nothing.
 """
 from __future__ import annotations
 
+import heapq
+import itertools
 from dataclasses import dataclass
 
 from kafkawire.metadata.registrations import NO_LEADER
@@ -65,20 +67,50 @@ from .replication import leader_and_isr_updates, replica_directory
 from .state import ControllerState
 
 
+# Keys sorted by one step before the visits begin: sorting 16k index keys takes ~3 ms here, where
+# sorting a broker's 300,000 at once held the loop ~60 ms (1M: ~200 ms).
+SORT_RUN = 16384
+
+
+class SortedInSteps:
+    """Index keys to visit in order (topic by topic, by partition id, so that a step touches few
+    topics: each topic a write touches costs a copy of its partitions' map), sorted a run of
+    SORT_RUN keys per step and then merged as they are taken."""
+
+    def __init__(self, keys: list):
+        self._raw, self._runs, self._merged = keys, [], None
+        self.left = len(keys)
+
+    def take(self, limit: int) -> list | None:
+        """The next ``limit`` keys at most, or None for a step spent sorting one more run."""
+        if self._merged is None:
+            start = len(self._runs) * SORT_RUN
+            if start < len(self._raw):
+                self._runs.append(sorted(self._raw[start:start + SORT_RUN]))
+                return None
+            self._merged, self._raw = heapq.merge(*self._runs), None
+        keys = list(itertools.islice(self._merged, limit))
+        self.left -= len(keys)
+        return keys
+
+
 @dataclass
 class Sweep:
     """The partitions leaderless when the last big unfencing began, to elect in steps."""
-    pending: list
-    cursor: int = 0
+    pending: SortedInSteps
+    visited: int = 0
 
     def done(self) -> bool:
-        return self.cursor >= len(self.pending)
+        return self.pending.left <= 0
 
     def next_records(self, state: ControllerState, limit: int, static_min_isr: int) -> list[bytes]:
         """The next ``limit`` partitions' elections among the active brokers, for those still
         without a leader."""
         image = state.image
-        keys, self.cursor = self.pending[self.cursor:self.cursor + limit], self.cursor + limit
+        keys = self.pending.take(limit)
+        if keys is None:
+            return []
+        self.visited += len(keys)
         chosen = [found for found in _partitions(image, keys) if found[2].leader == NO_LEADER]
         return leader_and_isr_updates(image, broker_to_remove=NO_LEADER, broker_to_add=NO_LEADER, chosen=chosen,
                                       static_min_isr=static_min_isr)
@@ -90,11 +122,11 @@ class DirectoryJob:
     broker_id: int
     epoch: int                       # the registration the job is for: a new incarnation ends it
     dirs: frozenset
-    pending: list
-    cursor: int = 0
+    pending: SortedInSteps
+    visited: int = 0
 
     def done(self) -> bool:
-        return self.cursor >= len(self.pending)
+        return self.pending.left <= 0
 
     def next_records(self, state: ControllerState, limit: int, static_min_isr: int) -> list[bytes]:
         """The next ``limit`` partitions' records (handleDirectoriesOffline's, for those whose ISR
@@ -103,9 +135,12 @@ class DirectoryJob:
         image = state.image
         broker = image.brokers.get(self.broker_id)
         if broker is None or broker.epoch != self.epoch:
-            self.cursor = len(self.pending)
+            self.pending.left = 0
             return []
-        keys, self.cursor = self.pending[self.cursor:self.cursor + limit], self.cursor + limit
+        keys = self.pending.take(limit)
+        if keys is None:
+            return []
+        self.visited += len(keys)
         return offline_replica_updates(image, self.broker_id, self.dirs, _partitions(image, keys), static_min_isr)
 
 

@@ -99,7 +99,7 @@ def test_between_the_steps_other_writes_run_and_an_election_or_a_fencing_is_resp
             await create(leader, "meanwhile", partitions=1, rf=1)
             assert leader.moves._sweep is sweep and not sweep.done()       # both ran while it went on
             # Fenced again halfway: the rest of the sweep elects no one (it is the only ISR member).
-            await until(lambda: sweep.cursor >= PARTITIONS // 2, "half the sweep")
+            await until(lambda: sweep.visited >= PARTITIONS // 2, "half the sweep")
             await _beat(leader, quorum, VICTIM, want_fence=True)
             fenced_at = quorum.end_offset
             await until(lambda: not leader.moves and not leader.pipeline.in_flight, "the sweep and the fencing")
@@ -203,3 +203,16 @@ def test_a_replica_moved_online_between_steps_stays_and_a_new_controller_finishe
                 assert (VICTIM in p.isr) == stays and (p.leader != VICTIM or stays), (pid, p)
             assert other.moves.dirs_checked == {VICTIM}
     run(go())
+
+
+def test_the_keys_are_sorted_a_run_per_step_then_taken_in_order(monkeypatch):
+    from kafkawire.controller import unfencing
+    monkeypatch.setattr(unfencing, "SORT_RUN", 4)
+    keys = random.Random(3).sample(range(1000), 10)
+    pending = unfencing.SortedInSteps(list(keys))
+    assert [pending.take(3) for _ in range(3)] == [None, None, None]      # three runs of at most 4 sorted
+    taken = [pending.take(3) for _ in range(4)]
+    assert [k for part in taken for k in part] == sorted(keys) and pending.left == 0
+    assert [len(part) for part in taken] == [3, 3, 3, 1]
+    empty = unfencing.SortedInSteps([])
+    assert empty.left == 0 and empty.take(3) == []
