@@ -79,9 +79,7 @@ class _Job:
     broker_id: int
     epoch: int                       # the registration the job is for: a new incarnation ends it
     kind: Pass = REMOVE
-    pending: list = field(default_factory=list)      # partition keys (partition_index): ISRs (leaders first), ELRs
-    isr_part: int = 0                # pending[:isr_part] are ISR keys, the rest ELR keys
-    cursor: int = 0
+    parts: list = field(default_factory=list)        # (SortedInSteps of partition keys, "isr" or "elr"), in turn
     waiters: list = field(default_factory=list)      # futures of the requests whose event comes after the job
 
 
@@ -109,11 +107,11 @@ class PartitionMoves:
         if current is not None and (current.kind == kind or kind == REMOVE):
             return
         index = state.partition_index
-        pending = index.isr_keys_leaders_first(broker_id)
-        isr_part = len(pending)
+        led, followed = index.isr_keys_split(broker_id)
+        parts = [(SortedInSteps(led), "isr"), (SortedInSteps(followed), "isr")]
         if kind.elr:
-            pending += index.elr_keys(broker_id)
-        self._jobs[broker_id] = _Job(broker_id, state.image.brokers[broker_id].epoch, kind, pending, isr_part,
+            parts.append((SortedInSteps(index.elr_key_list(broker_id)), "elr"))
+        self._jobs[broker_id] = _Job(broker_id, state.image.brokers[broker_id].epoch, kind, parts,
                                      waiters=current.waiters if current is not None else [])
 
     def waiter(self, broker_id: int) -> asyncio.Future:
@@ -188,17 +186,17 @@ class PartitionMoves:
         if broker is None or broker.epoch != job.epoch:
             _release(self._jobs.pop(broker_id))
             return []
-        end = min(job.cursor + self.max_moves_per_event, len(job.pending))
-        isr_end = min(end, job.isr_part)
-        records = []
-        if job.cursor < isr_end:
-            records += _updates(state.image, job, _present(state.image, job.pending[job.cursor:isr_end], broker_id,
-                                                           "isr"), static_min_isr)
-        if max(job.cursor, job.isr_part) < end:
-            records += _updates(state.image, job, _present(state.image, job.pending[max(job.cursor, job.isr_part):end],
-                                                           broker_id, "elr"), static_min_isr)
-        job.cursor = end
-        if job.cursor >= len(job.pending):
+        records, budget = [], self.max_moves_per_event
+        while job.parts and budget > 0:
+            keys_in_turn, field_name = job.parts[0]
+            keys = keys_in_turn.take(budget)        # None: this step sorted keys instead (unfencing.py)
+            if keys is None:
+                break
+            records += _updates(state.image, job, _present(state.image, keys, broker_id, field_name), static_min_isr)
+            budget -= len(keys)
+            if keys_in_turn.left <= 0:
+                job.parts.pop(0)
+        if not job.parts:
             _release(self._jobs.pop(broker_id))
         return records
 

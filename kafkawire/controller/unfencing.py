@@ -82,12 +82,15 @@ class SortedInSteps:
         self.left = len(keys)
 
     def take(self, limit: int) -> list | None:
-        """The next ``limit`` keys at most, or None for a step spent sorting one more run."""
+        """The next ``limit`` keys at most, or None for a step spent sorting a run with more runs
+        to sort (the last run sorted, the keys are taken in the same step: a job of at most one
+        run's keys takes them as if sorted at its start)."""
         if self._merged is None:
             start = len(self._runs) * SORT_RUN
             if start < len(self._raw):
                 self._runs.append(sorted(self._raw[start:start + SORT_RUN]))
-                return None
+                if start + SORT_RUN < len(self._raw):
+                    return None
             self._merged, self._raw = heapq.merge(*self._runs), None
         keys = list(itertools.islice(self._merged, limit))
         self.left -= len(keys)
