@@ -20,15 +20,17 @@ that made it leaderless, with the broker already active. A partition that become
 after the sweep started is therefore not its business; one leaderless at the start is visited
 once. Another unfencing of a sweep's worth during a sweep replaces it with the partitions
 leaderless then (a superset of what the old one had left that still needs it), so there is at
-most one sweep and its memory is one list of the leaderless partitions' keys.
+most one sweep and its memory is one list of the leaderless partitions' keys (sorted in steps:
+SortedInSteps).
 
 A new active controller starts a sweep when a partition without a leader holds an active broker
 in its ISR or ELR (a set intersection per active broker, no partition visited): that happens
 when a sweep was cut short (after Kafka's one event, and every later event that makes a
 partition leaderless, the only such partitions left are those where that broker cannot lead,
-its replica's directory offline; for them the sweep visits and writes nothing). Leaderless partitions that only an unclean
-election could give to a replica outside the ISR are not detected that way: they wait for the
-next unfencing, as the rest of the cluster's would in Kafka had that event never happened.
+its replica's directory offline; for them the sweep visits and writes nothing). Leaderless
+partitions that only an unclean election could give to a replica outside the ISR are not
+detected that way: they wait for the next unfencing, as they would in Kafka had that unfencing
+event never happened.
 
 **OfflineLogDirs** (handleDirectoriesOffline): Kafka walks its index of the partitions by
 directory and removes the broker from the ISR and leadership of each replica it has in a
