@@ -7,7 +7,7 @@ replication factor 3 (each broker leads partitions/brokers of them), then broker
 while every other broker heartbeats every 500 ms:
 
     .venv/bin/python benchmarks/broker_fencing.py [--partitions 1000000] [--brokers 10]
-        [--how fence|shutdown|expire|unregister|unregister-fenced|restart]
+        [--how fence|shutdown|expire|unregister|unregister-fenced|restart|unfence|offline-dir]
 
 ``fence``: broker 1 heartbeats with WantFence (UNFENCED -> FENCED, handleBrokerFenced);
 ``shutdown``: with WantShutDown (controlled shutdown, handleBrokerInControlledShutdown), again
@@ -20,7 +20,14 @@ broker 1 is fenced by a fence record alone (as a new active controller leaves a 
 fence job it did not finish: still in its follower ISRs) and its set-up is not timed, then a new
 incarnation registers with a previous broker epoch that does not match (an unclean shutdown,
 handleBrokerShutdown: with ELR on it leaves every ISR and ELR). For these two the time is until
-the request is answered.
+the request is answered. ``unfence``: set-up (not timed) fences broker 1 by its fence record and
+makes it the last ISR member, leaderless, of every partition whose ISR held it (as after the
+others left the ISRs and it went down; a PartitionChangeRecord each), then it heartbeats caught
+up (FENCED -> UNFENCED, handleBrokerUnfenced: it is elected in every one of them); timed until
+every partition has a leader again. ``offline-dir``: broker 1 heartbeats with its log directory
+(its only one: every replica of it is there) in OfflineLogDirs (handleDirectoriesOffline);
+timed until it is in no ISR. (Its registration keeps listing the directory: Kafka's replay takes
+an empty LogDirs for no change, and so does ours.)
 
 Printed: the time from the heartbeat (or the session's expiry) until broker 1 leads nothing
 and its fence (or shutdown) is committed; the records and batches written meanwhile; the longest
@@ -43,6 +50,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.controller_scale import Cluster, _LagProbe  # noqa: E402
 from kafkawire.raft.node.gc_pauses import log_long_pauses  # noqa: E402
 from kafkawire.controller.versions import elr_enabled  # noqa: E402
+from kafkawire.controller.frames import frame  # noqa: E402
 from tests.controller.harness import broker_request, heartbeat  # noqa: E402
 
 HEARTBEAT, REGISTRATION, UNREGISTER = 63, 62, 64
@@ -128,8 +136,13 @@ def _moved(cluster: Cluster, how: str) -> bool:
     (written: the caller waits for the commit)."""
     controller = cluster.controller
     broker = controller.image.brokers[VICTIM]
+    index = controller.state.partition_index
+    if how == "unfence":
+        return not broker.fenced and not index._leader.of(-1)          # (works on a tree from before unfencing.py)
+    if how == "offline-dir":
+        return index.isr_count(VICTIM) == 0
     marked = broker.in_controlled_shutdown if how == "shutdown" else broker.fenced
-    return marked and not controller.state.partition_index.has_leaderships(VICTIM)
+    return marked and not index.has_leaderships(VICTIM)
 
 
 def _done(cluster: Cluster, how: str) -> bool:
@@ -142,7 +155,12 @@ def _done(cluster: Cluster, how: str) -> bool:
 
 async def _victim(cluster: Cluster, how: str) -> None:
     handler = cluster.handlers[HEARTBEAT]
-    if how == "fence":
+    if how in ("unfence", "offline-dir"):
+        request = heartbeat(VICTIM, cluster.epochs[VICTIM], cluster.quorum.end_offset)
+        if how == "offline-dir":
+            request.offline_log_dirs = list(cluster.controller.image.brokers[VICTIM].directories)
+        await handler.handle(_ctx(), request)
+    elif how == "fence":
         request = heartbeat(VICTIM, cluster.epochs[VICTIM], cluster.quorum.end_offset, want_fence=True)
         await handler.handle(_ctx(), request)
     elif how == "shutdown":
@@ -173,6 +191,22 @@ async def _fenced_alone(cluster: Cluster) -> None:
                                             broker_epoch=cluster.epochs[VICTIM], fenced=FENCE)], None))
 
 
+async def _last_isr_member(cluster: Cluster) -> None:
+    """Broker 1 fenced (its fence record alone) and the only ISR member of every partition whose
+    ISR held it, with no leader (the unfencing's set-up), written in batches of 5000."""
+    from kafkawire.controller.partition_index import partition_of
+    controller = cluster.controller
+    await _fenced_alone(cluster)
+    keys = sorted(controller.state.partition_index._isr.of(VICTIM))
+    for first in range(0, len(keys), 5000):
+        changes = [frame("PartitionChangeRecord", 0, topic_id=topic_id, partition_id=pid, leader=-1, isr=[VICTIM])
+                   for topic_id, pid in map(partition_of, keys[first:first + 5000])]
+        await controller._write(lambda: (changes, None))
+        for b in cluster.epochs:                   # a long set-up must not let the sessions expire
+            if b != VICTIM:
+                await cluster.beat(b)
+
+
 def _ctx(version: int = 0):
     from tests.controller.harness import Ctx
     return Ctx(version)
@@ -194,6 +228,8 @@ async def measure(partitions: int, brokers: int, how: str, session_ms: int) -> d
     elr = elr_enabled(controller.state.image.metadata_version, controller.state.image.finalized_features)
     if how in ("restart", "unregister-fenced"):
         await _fenced_alone(cluster)
+    elif how == "unfence":
+        await _last_isr_member(cluster)
     latencies: list = []
     stop = asyncio.Event()
     beats = asyncio.ensure_future(_others_beat(cluster, stop, latencies))
@@ -242,18 +278,27 @@ async def measure(partitions: int, brokers: int, how: str, session_ms: int) -> d
             "beat p99 ms": _percentile(latencies, 0.99), "beat max ms": _percentile(latencies, 1.0)}
 
 
+def _what_ended(how: str) -> str:
+    if how == "unfence":
+        return "unfenced and every partition led again (committed)"
+    if how == "offline-dir":
+        return "it is in no ISR (committed)"
+    return f"{how} committed and it leads nothing"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--partitions", type=int, default=1_000_000)
     parser.add_argument("--brokers", type=int, default=10)
-    parser.add_argument("--how", choices=("fence", "shutdown", "expire") + ANSWERED, default="fence")
+    parser.add_argument("--how", choices=("fence", "shutdown", "expire", "unfence", "offline-dir") + ANSWERED,
+                        default="fence")
     parser.add_argument("--session-ms", type=int, default=600_000,
                         help="broker.session.timeout.ms (long: the build must not expire anyone)")
     args = parser.parse_args()
     row = asyncio.run(measure(args.partitions, args.brokers, args.how, args.session_ms))
     print(f"{args.partitions} partitions, {args.brokers} brokers ({args.how}): built in {row['build s']:.0f} s; "
-          f"broker {VICTIM} led {row['led']}; {args.how} committed and it leads nothing after "
-          f"{row['leaders moved s']:.2f} s, out of every ISR after {row['took s']:.2f} s "
+          f"broker {VICTIM} led {row['led']}; {_what_ended(args.how)} after "
+          f"{row['leaders moved s']:.2f} s, its job ended after {row['took s']:.2f} s "
           f"({row['cpu s']:.2f} s of CPU, the heartbeats' included); "
           f"{row['records']} records ({row['changes']} PartitionChangeRecords) in {row['batches']} batches "
           f"(largest {row['largest batch']}); longest loop stall {row['longest stall ms']:.0f} ms "

@@ -10,15 +10,16 @@ import logging
 from dataclasses import dataclass
 
 from kafkawire.metadata.kafka_names import SECURITY_PROTOCOLS
-from kafkawire.metadata.registrations import NO_LEADER, kafka_uuid
+from kafkawire.metadata.registrations import kafka_uuid
 from kafkawire.protocol.error_codes import Errors
 
 from .errors import ApiError
 from .fencing import REMOVE, UNCLEAN_SHUTDOWN, PartitionMoves
+from .unfencing import offline_replica_updates
 from .frames import frame, struct
 from .heartbeats import BrokerHeartbeatManager, BrokerState, current_state
 from .java_order import copied_capacity, grown_capacity, string_hashmap_order
-from .replication import (is_active, leader_and_isr_updates, replica_directory, unclean_shutdown_pass, updates_adding,
+from .replication import (is_active, unclean_shutdown_pass, updates_adding,
                           updates_for_shutdown, updates_removing)
 from .snapshot import JDK
 from .state import ControllerState
@@ -210,10 +211,16 @@ def fence_records(state: ControllerState, broker_id: int, static_min_isr: int,
     return updates_removing(state, broker_id, static_min_isr) + [fence]
 
 
-def unfence_records(state: ControllerState, broker_id: int, broker_epoch: int, static_min_isr: int) -> list[bytes]:
-    """handleBrokerUnfenced: the unfence record, then leaders for partitions that have none."""
+def unfence_records(state: ControllerState, broker_id: int, broker_epoch: int, static_min_isr: int,
+                    moves: PartitionMoves | None = None) -> list[bytes]:
+    """handleBrokerUnfenced: the unfence record, then leaders for partitions that have none; with
+    ``moves`` (the active controller's), when more partitions have none than one event visits,
+    the unfence record alone and the elections in later events (unfencing.py)."""
     records = [frame("BrokerRegistrationChangeRecord", 0, broker_id=broker_id, broker_epoch=broker_epoch,
                      fenced=UNFENCE)]
+    if moves is not None and moves.needs_sweep(state):
+        moves.start_sweep(state)
+        return records
     return records + updates_adding(state, broker_id, static_min_isr)
 
 
@@ -244,31 +251,59 @@ def cordoned_dirs_records(broker, broker_epoch: int, cordoned) -> list[bytes]:
                   cordoned_log_dirs=list(cordoned))]
 
 
-def offline_dirs_records(state: ControllerState, broker, broker_epoch: int, offline, static_min_isr: int) -> list[bytes]:
+def _broker_isrs_and_elrs(state: ControllerState, broker_id: int) -> list:
+    """The partitions whose ISR or ELR holds the broker, once each, as (topic, id, registration)."""
+    image, chosen = state.image, {}
+    for found in (state.partition_index.walk_isr(image, broker_id), state.partition_index.walk_elr(image, broker_id)):
+        for topic, pid, partition in found:
+            chosen.setdefault((topic.id, pid), (topic, pid, partition))
+    return list(chosen.values())
+
+
+def offline_dirs_records(state: ControllerState, broker, broker_epoch: int, offline, static_min_isr: int,
+                         moves: PartitionMoves | None = None) -> list[bytes]:
     """handleDirectoriesOffline (metadata.version 3.7-IV2 on): for each of the heartbeat's
     OfflineLogDirs the registration still lists, the broker's replicas assigned to it leave the
     ISR and leadership (generateLeaderAndIsrUpdates, as for a fenced broker, over those
-    partitions only), then a BrokerRegistrationChangeRecord v2 lists the directories left online."""
+    partitions only), then a BrokerRegistrationChangeRecord v2 lists the directories left online.
+    With ``moves`` (the active controller's): for a broker in more ISRs and ELRs than one event
+    visits, the registration change alone and the partitions in later events; and directories
+    reported offline that the registration no longer lists have their partitions checked once
+    by this controller, as what a previous one's job left (unfencing.py)."""
     offline = list(offline or ())
     newly_offline = [d for d in broker.directories if d in offline]
     if not newly_offline:
+        if moves is not None and offline and broker.id not in moves.dirs_checked:
+            return _recheck_offline_dirs(state, broker, offline, static_min_isr, moves)
         return []
-    image = state.image
     gone = set(newly_offline)
-    chosen: dict = {}
-    for found in (state.partition_index.with_broker_in_isr(image, broker.id),
-                  state.partition_index.with_broker_in_elr(image, broker.id)):
-        for topic, pid, partition in found:
-            if replica_directory(partition, broker.id) in gone:
-                chosen.setdefault((topic.id, pid), (topic, pid, partition))
-    records = leader_and_isr_updates(image, broker_to_remove=broker.id, broker_to_add=NO_LEADER,
-                                     chosen=list(chosen.values()), static_min_isr=static_min_isr)
     online = [d for d in broker.directories if d not in gone]
-    records.append(frame("BrokerRegistrationChangeRecord", 2, broker_id=broker.id, broker_epoch=broker_epoch,
-                         log_dirs=online))
+    change = frame("BrokerRegistrationChangeRecord", 2, broker_id=broker.id, broker_epoch=broker_epoch, log_dirs=online)
+    if moves is not None and moves.needs_dir_job(state, broker.id):
+        moves.start_dir_job(state, broker.id, gone)
+        records = [change]
+    else:
+        records = offline_replica_updates(state.image, broker.id, gone, _broker_isrs_and_elrs(state, broker.id),
+                                          static_min_isr) + [change]
+        if moves is not None:
+            moves.dirs_checked.add(broker.id)
     log.warning("Directories %s in broker %d marked offline, remaining directories: %s",
                 [kafka_uuid(d) for d in newly_offline], broker.id, [kafka_uuid(d) for d in online])
     return records
+
+
+def _recheck_offline_dirs(state: ControllerState, broker, offline, static_min_isr: int,
+                          moves: PartitionMoves) -> list[bytes]:
+    """The broker's replicas in ``offline`` directories its registration no longer lists that
+    are still in an ISR or ELR (a previous active controller's directory job cut short): in this
+    event when they are one event's worth, else in steps."""
+    gone = set(offline) - set(broker.directories)
+    if moves.needs_dir_job(state, broker.id):
+        moves.start_dir_job(state, broker.id, gone)
+        return []
+    moves.dirs_checked.add(broker.id)
+    return offline_replica_updates(state.image, broker.id, gone, _broker_isrs_and_elrs(state, broker.id),
+                                   static_min_isr)
 
 
 def has_uncordoned_dirs(broker) -> bool:
@@ -319,13 +354,13 @@ def heartbeat(state: ControllerState, request, *, sessions: BrokerHeartbeatManag
         if next_state in (BrokerState.FENCED, BrokerState.SHUTDOWN_NOW):
             records = fence_records(state, broker_id, static_min_isr, moves)
         elif next_state is BrokerState.UNFENCED:
-            records = unfence_records(state, broker_id, broker.epoch, static_min_isr)
+            records = unfence_records(state, broker_id, broker.epoch, static_min_isr, moves)
         elif next_state is BrokerState.CONTROLLED_SHUTDOWN:
             records = controlled_shutdown_records(state, broker_id, broker.epoch, static_min_isr, moves)
     sessions.touch(broker_id, now_ms, request.current_metadata_offset)
     if directory_assignment_supported(image.metadata_version or 0):
         records = records + offline_dirs_records(state, broker, broker.epoch, getattr(request, "offline_log_dirs", None),
-                                                 static_min_isr)
+                                                 static_min_isr, moves)
     if cordoned_log_dirs_supported(image.metadata_version or 0):
         records = records + cordoned_dirs_records(broker, broker.epoch, getattr(request, "cordoned_log_dirs", None))
     reply = HeartbeatReply(is_caught_up=request.current_metadata_offset >= register_offset,

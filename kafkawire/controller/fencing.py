@@ -40,6 +40,9 @@ sender asks again (the broker's registration is retried until answered; Admin re
 NOT_CONTROLLER), which starts over from what is left. What a job has written by then is what
 the request's one event would have written for those partitions, and stands alone: a fenced
 broker left some ISRs and ELRs.
+
+The same PartitionMoves runs, after these jobs, the elections of an unfencing and the moves of
+a heartbeat's OfflineLogDirs in steps (unfencing.py, where why that is safe is written down).
 """
 from __future__ import annotations
 
@@ -52,6 +55,7 @@ from .errors import not_controller
 from .partition_index import partition_of
 from .replication import leader_and_isr_updates
 from .state import ControllerState
+from .unfencing import DirectoryJob, SortedInSteps, Sweep
 
 # Partitions visited by one event of a job: each costs ~15 us to generate and ~15 us to apply
 # here, so an event holds the loop ~8 ms (a heartbeat's answer waits at most about that long).
@@ -75,9 +79,7 @@ class _Job:
     broker_id: int
     epoch: int                       # the registration the job is for: a new incarnation ends it
     kind: Pass = REMOVE
-    pending: list = field(default_factory=list)      # partition keys (partition_index): ISRs (leaders first), ELRs
-    isr_part: int = 0                # pending[:isr_part] are ISR keys, the rest ELR keys
-    cursor: int = 0
+    parts: list = field(default_factory=list)        # (SortedInSteps of partition keys, "isr" or "elr"), in turn
     waiters: list = field(default_factory=list)      # futures of the requests whose event comes after the job
 
 
@@ -87,6 +89,9 @@ class PartitionMoves:
     def __init__(self, max_moves_per_event: int = MAX_MOVES_PER_EVENT):
         self.max_moves_per_event = max_moves_per_event
         self._jobs: dict[int, _Job] = {}
+        self._dir_jobs: dict[int, DirectoryJob] = {}     # unfencing.py: OfflineLogDirs
+        self.dirs_checked: set[int] = set()              # brokers whose offline directories this controller saw to
+        self._sweep: Sweep | None = None                 # unfencing.py: the leaderless partitions to elect
 
     def needs_job(self, state: ControllerState, broker_id: int, kind: Pass = REMOVE) -> bool:
         """Whether moving ``broker_id``'s partitions takes more than one event."""
@@ -102,11 +107,11 @@ class PartitionMoves:
         if current is not None and (current.kind == kind or kind == REMOVE):
             return
         index = state.partition_index
-        pending = index.isr_keys_leaders_first(broker_id)
-        isr_part = len(pending)
+        led, followed = index.isr_keys_split(broker_id)
+        parts = [(SortedInSteps(led), "isr"), (SortedInSteps(followed), "isr")]
         if kind.elr:
-            pending += index.elr_keys(broker_id)
-        self._jobs[broker_id] = _Job(broker_id, state.image.brokers[broker_id].epoch, kind, pending, isr_part,
+            parts.append((SortedInSteps(index.elr_key_list(broker_id)), "elr"))
+        self._jobs[broker_id] = _Job(broker_id, state.image.brokers[broker_id].epoch, kind, parts,
                                      waiters=current.waiters if current is not None else [])
 
     def waiter(self, broker_id: int) -> asyncio.Future:
@@ -116,21 +121,54 @@ class PartitionMoves:
         return done
 
     def resume(self, state: ControllerState) -> None:
-        """On activation: a job for each fenced or shutting-down broker that still leads."""
+        """On activation: a job for each fenced or shutting-down broker that still leads, and a
+        sweep when a leaderless partition holds an active broker in its ISR or ELR (unfencing.py)."""
+        index = state.partition_index
         for broker in state.image.brokers.values():
-            if (broker.fenced or broker.in_controlled_shutdown) and state.partition_index.has_leaderships(broker.id):
+            if (broker.fenced or broker.in_controlled_shutdown) and index.has_leaderships(broker.id):
                 self.start(state, broker.id)
+            elif (self._sweep is None and not broker.fenced and not broker.in_controlled_shutdown
+                  and index.leaderless_in_isr_or_elr(broker.id)):
+                self.start_sweep(state)
+
+    # --- unfencing and offline directories (unfencing.py) ---------------------------------------
+    def needs_sweep(self, state: ControllerState) -> bool:
+        """Whether an unfencing's election walk takes more than one event."""
+        return state.partition_index.leaderless_count() > self.max_moves_per_event
+
+    def start_sweep(self, state: ControllerState) -> None:
+        """Elect, in steps, in every partition without a leader now (replacing a sweep in progress)."""
+        self._sweep = Sweep(SortedInSteps(state.partition_index.leaderless_keys()))
+
+    def needs_dir_job(self, state: ControllerState, broker_id: int) -> bool:
+        """Whether moving ``broker_id`` off offline directories visits more than one event's partitions."""
+        index = state.partition_index
+        return broker_id in self._dir_jobs or \
+            index.isr_count(broker_id) + index.elr_count(broker_id) > self.max_moves_per_event
+
+    def start_dir_job(self, state: ControllerState, broker_id: int, dirs) -> None:
+        """Take ``broker_id`` out of the ISRs and ELRs where its replica is in one of ``dirs``, in
+        steps (with the directories of a job of the broker in progress, from the start again)."""
+        current = self._dir_jobs.get(broker_id)
+        if current is not None and frozenset(dirs) <= current.dirs:
+            return              # the same directories again (a registration left with none keeps listing them)
+        dirs = frozenset(dirs) | (current.dirs if current is not None else frozenset())
+        self._dir_jobs[broker_id] = DirectoryJob(broker_id, state.image.brokers[broker_id].epoch, dirs,
+                                                 SortedInSteps(state.partition_index.isr_or_elr_keys(broker_id)))
+        self.dirs_checked.add(broker_id)
 
     def in_progress(self, broker_id: int) -> bool:
         return broker_id in self._jobs
 
     def __bool__(self) -> bool:
-        return bool(self._jobs)
+        return bool(self._jobs or self._dir_jobs or self._sweep)
 
     def clear(self) -> None:
         """Leadership lost: the next active controller resumes what is left; the requests
         waiting for a job are answered NOT_CONTROLLER (their senders ask the next one)."""
         jobs, self._jobs = self._jobs, {}
+        self._dir_jobs, self._sweep = {}, None
+        self.dirs_checked = set()
         for job in jobs.values():
             _release(job, not_controller(None))
 
@@ -138,25 +176,43 @@ class PartitionMoves:
         """One event of the oldest job: the records of its next MAX_MOVES_PER_EVENT partitions
         that still hold the broker in their ISR (in the ELR part, their ELR), possibly none; the
         job ends with its last partition, or when its broker's registration is gone or another
-        incarnation's, and the requests waiting for it go on."""
+        incarnation's, and the requests waiting for it go on. With none: a step of the oldest
+        directory job, else of the sweep (unfencing.py)."""
+        if not self._jobs:
+            return self._step_of_the_others(state, static_min_isr)
         broker_id = next(iter(self._jobs))
         job = self._jobs[broker_id]
         broker = state.image.brokers.get(broker_id)
         if broker is None or broker.epoch != job.epoch:
             _release(self._jobs.pop(broker_id))
             return []
-        end = min(job.cursor + self.max_moves_per_event, len(job.pending))
-        isr_end = min(end, job.isr_part)
-        records = []
-        if job.cursor < isr_end:
-            records += _updates(state.image, job, _present(state.image, job.pending[job.cursor:isr_end], broker_id,
-                                                           "isr"), static_min_isr)
-        if max(job.cursor, job.isr_part) < end:
-            records += _updates(state.image, job, _present(state.image, job.pending[max(job.cursor, job.isr_part):end],
-                                                           broker_id, "elr"), static_min_isr)
-        job.cursor = end
-        if job.cursor >= len(job.pending):
+        records, budget = [], self.max_moves_per_event
+        while job.parts and budget > 0:
+            keys_in_turn, field_name = job.parts[0]
+            keys = keys_in_turn.take(budget)        # None: this step sorted keys instead (unfencing.py)
+            if keys is None:
+                break
+            records += _updates(state.image, job, _present(state.image, keys, broker_id, field_name), static_min_isr)
+            budget -= len(keys)
+            if keys_in_turn.left <= 0:
+                job.parts.pop(0)
+        if not job.parts:
             _release(self._jobs.pop(broker_id))
+        return records
+
+    def _step_of_the_others(self, state: ControllerState, static_min_isr: int) -> list[bytes]:
+        if self._dir_jobs:
+            broker_id = next(iter(self._dir_jobs))
+            job = self._dir_jobs[broker_id]
+            records = job.next_records(state, self.max_moves_per_event, static_min_isr)
+            if job.done():
+                del self._dir_jobs[broker_id]
+            return records
+        if self._sweep is None:
+            return []
+        records = self._sweep.next_records(state, self.max_moves_per_event, static_min_isr)
+        if self._sweep.done():
+            self._sweep = None
         return records
 
 

@@ -120,18 +120,35 @@ class PartitionIndex:
         """How many partitions hold ``broker_id`` in their ELR."""
         return len(self._elr.of(broker_id))
 
-    def elr_keys(self, broker_id: int) -> list[int]:
-        """The keys of the partitions whose ELR holds ``broker_id``, topic by topic (by topic id)
-        and by partition id, as ``isr_keys_leaders_first`` orders each of its parts."""
-        return sorted(self._elr.of(broker_id))
+    def leaderless_count(self) -> int:
+        """How many partitions have no leader (what an unfencing event visits)."""
+        return len(self._leader.of(NO_LEADER))
 
-    def isr_keys_leaders_first(self, broker_id: int) -> list[int]:
+    def leaderless_keys(self) -> list[int]:
+        """The keys of the partitions without a leader, in no order (a copy in C)."""
+        return list(self._leader.of(NO_LEADER))
+
+    def leaderless_in_isr_or_elr(self, broker_id: int) -> bool:
+        """Whether a partition without a leader holds ``broker_id`` in its ISR or ELR (a set
+        intersection in C, no partition visited)."""
+        leaderless = self._leader.of(NO_LEADER)
+        return not (leaderless.isdisjoint(self._isr.of(broker_id)) and leaderless.isdisjoint(self._elr.of(broker_id)))
+
+    def isr_or_elr_keys(self, broker_id: int) -> list[int]:
+        """The keys of the partitions whose ISR or ELR holds ``broker_id``, each once, in no order."""
+        isr = self._isr.of(broker_id)
+        return list(isr) + [key for key in self._elr.of(broker_id) if key not in isr]
+
+    def elr_key_list(self, broker_id: int) -> list[int]:
+        """The keys of the partitions whose ELR holds ``broker_id``, in no order (a copy in C)."""
+        return list(self._elr.of(broker_id))
+
+    def isr_keys_split(self, broker_id: int) -> tuple[list[int], list[int]]:
         """The keys (``partition_of``) of the partitions whose ISR holds ``broker_id``, as now:
-        those it leads first, each part topic by topic (by topic id) and by partition id, so
-        that a step of a few hundred partitions touches a few topics, not hundreds (each topic
-        a write touches costs a copy of its partitions' map while a committed view shares it)."""
+        those it leads, then the others, each in no order (copies in C; fencing.py sorts them
+        in steps, topic by topic, so that a step touches few topics)."""
         led = self._leader.of(broker_id)
-        return sorted(led) + sorted(self._isr.of(broker_id) - led)
+        return list(led), list(self._isr.of(broker_id) - led)
 
     def with_broker_in_isr(self, image: MetadataImage, broker_id: int) -> list:
         """partitionsWithBrokerInIsr, as (topic, partition id, registration)."""
