@@ -199,7 +199,8 @@ def build_change(partition: PartitionRegistration, *, target_isr: list[int], acc
     builder.populate_target_elr()
     builder.try_election(record, preferred)
     # triggerLeaderEpochBumpForReplicaReassignmentIfNeeded
-    if record.leader == NO_LEADER_CHANGE and not set(partition.replicas) <= set(builder.target_replicas):
+    if (record.leader == NO_LEADER_CHANGE and builder.target_replicas != list(partition.replicas)
+            and not set(partition.replicas) <= set(builder.target_replicas)):
         record.leader = partition.leader
     builder.update_record_elr(record)
     isr = builder.target_isr
