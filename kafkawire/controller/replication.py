@@ -150,11 +150,12 @@ class _OnlineDirectories:
         directories = self._directories(broker_id)
         if directories is None:
             return False
+        replicas, directory_ids = partition.replicas, partition.directory_ids
         directory = _UNASSIGNED_INT
-        for replica, directory_id in zip(partition.replicas, partition.directory_ids):
-            if replica == broker_id:
-                directory = directory_id
-                break
+        if broker_id in replicas:
+            at = replicas.index(broker_id)
+            if at < len(directory_ids):
+                directory = directory_ids[at]
         if directory == _UNASSIGNED_INT or directory == _MIGRATING_INT:
             return True
         if directory == _LOST_INT:
