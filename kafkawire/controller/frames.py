@@ -30,8 +30,8 @@ def built_frame(message, version: int) -> bytes:
     """``message`` framed at ``version``, remembered for ``take_built``. The caller hands the
     message over: nothing may change it (or the lists in it) afterwards."""
     value = encode_metadata_record(message, version)
-    if len(_remembered) >= MAX_REMEMBERED:
-        del _remembered[next(iter(_remembered))]          # the oldest
+    while len(_remembered) >= MAX_REMEMBERED:
+        _remembered.pop(next(iter(_remembered)), None)      # the oldest
     _remembered[id(value)] = (value, message)
     return value
 
@@ -42,7 +42,7 @@ def take_built(value):
     entry = _remembered.get(id(value))
     if entry is None or entry[0] is not value:
         return None
-    del _remembered[id(value)]
+    _remembered.pop(id(value), None)
     return entry[1]
 
 
