@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kafkawire.messages.partition_change_record import PartitionChangeRecord
 from kafkawire.metadata.registrations import NO_LEADER, NO_LEADER_CHANGE, PartitionRegistration
 
-from .frames import frame
+from .frames import built_frame
 from .java_order import grown_capacity, int_hashmap_order
 from .versions import partition_record_version
 
@@ -198,7 +199,8 @@ def build_change(partition: PartitionRegistration, *, target_isr: list[int], acc
     builder.populate_target_elr()
     builder.try_election(record, preferred)
     # triggerLeaderEpochBumpForReplicaReassignmentIfNeeded
-    if record.leader == NO_LEADER_CHANGE and not set(partition.replicas) <= set(builder.target_replicas):
+    if (record.leader == NO_LEADER_CHANGE and builder.target_replicas != list(partition.replicas)
+            and not set(partition.replicas) <= set(builder.target_replicas)):
         record.leader = partition.leader
     builder.update_record_elr(record)
     isr = builder.target_isr
@@ -238,13 +240,12 @@ def _assignment_changes(record: PartitionChange, partition: PartitionRegistratio
 
 
 def change_record(topic_id, partition_id: int, change: PartitionChange, metadata_version: int) -> bytes:
-    """The PartitionChangeRecord frame of ``change`` at the metadata version's record version."""
-    fields = dict(partition_id=partition_id, topic_id=topic_id, leader=change.leader, isr=change.isr,
-                  eligible_leader_replicas=change.eligible_leader_replicas, last_known_elr=change.last_known_elr,
-                  leader_recovery_state=change.leader_recovery_state)
-    if change.directories is not None:
-        fields["directories"] = change.directories
-    for name in ("replicas", "removing_replicas", "adding_replicas"):
-        if getattr(change, name) is not None:
-            fields[name] = getattr(change, name)
-    return frame("PartitionChangeRecord", partition_record_version(metadata_version), **fields)
+    """The PartitionChangeRecord frame of ``change`` at the metadata version's record version.
+    The message is handed to the controller's own apply (frames.built_frame): ``change`` must
+    not change afterwards."""
+    return built_frame(PartitionChangeRecord(
+        partition_id=partition_id, topic_id=topic_id, leader=change.leader, isr=change.isr,
+        eligible_leader_replicas=change.eligible_leader_replicas, last_known_elr=change.last_known_elr,
+        leader_recovery_state=change.leader_recovery_state, directories=change.directories,
+        replicas=change.replicas, removing_replicas=change.removing_replicas,
+        adding_replicas=change.adding_replicas), partition_record_version(metadata_version))

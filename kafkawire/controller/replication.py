@@ -88,24 +88,82 @@ def leader_and_isr_updates(image: MetadataImage, *, broker_to_remove: int, broke
     acceptable leader even while still fenced, and ``unclean_shutdown`` (a broker whose new
     incarnation found it had not shut down cleanly) out of both the ISR and the ELR
     (NO_LEADER for none). The records are appended to ``out`` (given: a BoundedList stops the
-    walk when full, as Kafka's does) and returned."""
+    walk when full, as Kafka's does) and returned.
+
+    Nothing is applied while the records are generated, so what does not depend on the
+    partition is looked up once: each broker's acceptability and directories, each topic's
+    configs (``chosen`` comes topic by topic). A fencing moves up to 100,000 leaders of a
+    broker at 1M partitions this way (issue 28)."""
     mv = image.metadata_version or 0
     elr = elr_enabled(image.metadata_version, image.finalized_features)
     gone = (broker_to_remove, unclean_shutdown)
+    unclean_shutdown_replicas = () if unclean_shutdown == NO_LEADER else (unclean_shutdown,)
+    acceptable_cache: dict[int, bool] = {}
+    online_dirs = _OnlineDirectories(image)
 
     def acceptable(replica: int) -> bool:
-        return replica not in gone and (replica == broker_to_add or is_active(image, replica))
+        known = acceptable_cache.get(replica)
+        if known is None:
+            known = acceptable_cache[replica] = (replica not in gone and
+                                                 (replica == broker_to_add or is_active(image, replica)))
+        return known
+
+    def acceptor(partition):
+        """leader_acceptor(image, partition, acceptable), with the lookups above."""
+        return lambda r: acceptable(r) and online_dirs.has_online_dir(r, partition)
 
     out = [] if out is None else out
+    last_topic = min_isr = unclean = None
     for topic, pid, partition in chosen:
+        if topic is not last_topic:
+            last_topic = topic
+            min_isr = effective_min_isr(image, topic, static_min_isr)
+            unclean = unclean_election_enabled(image, topic)
         change = build_change(partition, target_isr=[r for r in partition.isr if r not in gone],
-                              acceptable_leader=leader_acceptor(image, partition, acceptable),
-                              min_isr=effective_min_isr(image, topic, static_min_isr),
-                              elr_enabled=elr, unclean=unclean_election_enabled(image, topic), metadata_version=mv,
-                              unclean_shutdown_replicas=() if unclean_shutdown == NO_LEADER else (unclean_shutdown,))
+                              acceptable_leader=acceptor(partition), min_isr=min_isr, elr_enabled=elr,
+                              unclean=unclean, metadata_version=mv,
+                              unclean_shutdown_replicas=unclean_shutdown_replicas)
         if change is not None:
             out.append(change_record(topic.id, pid, change, mv))
     return out
+
+
+class _OnlineDirectories:
+    """has_online_dir(image, broker, replica_directory(partition, broker)) over the directory ids
+    as PartitionRegistration keeps them (ints), each broker's directories made a set of ints
+    once: no UUID made or compared per partition."""
+
+    def __init__(self, image: MetadataImage):
+        self.image = image
+        self._by_broker: dict[int, frozenset | None] = {}      # None: not registered
+
+    def _directories(self, broker_id: int) -> frozenset | None:
+        try:
+            return self._by_broker[broker_id]
+        except KeyError:
+            broker = self.image.brokers.get(broker_id)
+            known = None if broker is None else frozenset(d.int for d in broker.directories)
+            self._by_broker[broker_id] = known
+            return known
+
+    def has_online_dir(self, broker_id: int, partition) -> bool:
+        directories = self._directories(broker_id)
+        if directories is None:
+            return False
+        replicas, directory_ids = partition.replicas, partition.directory_ids
+        directory = _UNASSIGNED_INT
+        if broker_id in replicas:
+            at = replicas.index(broker_id)
+            if at < len(directory_ids):
+                directory = directory_ids[at]
+        if directory == _UNASSIGNED_INT or directory == _MIGRATING_INT:
+            return True
+        if directory == _LOST_INT:
+            return False
+        return not directories or directory in directories
+
+
+_UNASSIGNED_INT, _MIGRATING_INT, _LOST_INT = UNASSIGNED.int, MIGRATING.int, LOST.int
 
 
 def updates_removing(state: ControllerState, broker_id: int, static_min_isr: int) -> list[bytes]:

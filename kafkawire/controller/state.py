@@ -30,6 +30,7 @@ from kafkawire.metadata.frame import MetadataRecordError, decode_metadata_record
 from kafkawire.metadata.image import ImageError, MetadataImage, Provenance
 from kafkawire.raft.contract import StateMachineFatal
 
+from .frames import take_built
 from .java_order import grown_capacity, string_hashmap_order
 from .partition_index import PartitionIndex
 from .stats import ReplayStats
@@ -133,6 +134,9 @@ class ControllerState:
         self.image.provenance = Provenance(end_offset - 1, epoch, -1)
 
     def _decode(self, value, offset: int):
+        message = take_built(value)       # a record this controller just built: no need to decode it
+        if message is not None:
+            return message
         try:
             return decode_metadata_record(value).message
         except MetadataRecordError as exc:

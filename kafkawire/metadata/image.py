@@ -174,11 +174,21 @@ class MetadataImage:
             self._own[collection].add(key)
 
     def _writable_topic(self, topic_id) -> TopicImage | None:
-        old = self.topics_by_id.get(topic_id)
-        topic = self._writable("topics_by_id", topic_id, _copied_topic)
-        if topic is not old and self.topics_by_name.get(old.name) is old:
-            self.topics_by_name[old.name] = topic
-        return topic
+        """``_writable("topics_by_id", ...)``, the copy put in topics_by_name too; written out
+        with one lookup of the id fewer: a UUID hashes in Python, and a broker's fencing changes
+        a partition per record (issue 28)."""
+        topic = self.topics_by_id.get(topic_id)
+        own = self._own
+        if topic is None or own is None:
+            return topic
+        owned = own["topics_by_id"]
+        if topic_id in owned:
+            return topic
+        copy = self.topics_by_id[topic_id] = _copied_topic(topic)
+        owned.add(topic_id)
+        if self.topics_by_name.get(topic.name) is topic:
+            self.topics_by_name[topic.name] = copy
+        return copy
 
     # -- applying records --
 
@@ -270,19 +280,20 @@ class MetadataImage:
             if not colliding:
                 del self.topics_with_collision_chars[unified]
 
-    def _topic_or_throw(self, topic_id, what: str) -> TopicImage:
-        """The topic, this image's own to change."""
-        topic = self._writable_topic(topic_id)
+    def _topic_or_throw(self, r) -> TopicImage:
+        """The topic of a partition's record ``r``, this image's own to change."""
+        topic = self._writable_topic(r.topic_id)
         if topic is None:
-            raise ImageError(f"{what} names topic id {kafka_uuid(topic_id)}, which does not exist")
+            raise ImageError(f"{r.NAME} for partition {r.partition_id} names topic id {kafka_uuid(r.topic_id)}, "
+                             f"which does not exist")
         return topic
 
     def _partition(self, r):
-        topic = self._topic_or_throw(r.topic_id, f"PartitionRecord for partition {r.partition_id}")
+        topic = self._topic_or_throw(r)
         topic.partitions[r.partition_id] = PartitionRegistration.from_record(r)
 
     def _partition_change(self, r):
-        topic = self._topic_or_throw(r.topic_id, f"PartitionChangeRecord for partition {r.partition_id}")
+        topic = self._topic_or_throw(r)
         partition = topic.partitions.get(r.partition_id)
         if partition is None:
             raise ImageError(f"Unable to find partition {kafka_uuid(r.topic_id)}:{r.partition_id}")

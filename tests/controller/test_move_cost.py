@@ -1,0 +1,104 @@
+"""The shortcuts that make a partition move cheap (issue 28) change nothing the controller writes
+or holds: the frame is the generated encoder's bytes, the controller applies the message it
+built to the same image the bytes decode to (and decodes any other value), and the per-event
+directory lookups say what has_online_dir says."""
+import random
+import uuid
+from types import SimpleNamespace
+
+from kafkawire.controller import frames
+from kafkawire.controller.partition_change import PartitionChange, change_record
+from kafkawire.controller.replication import _OnlineDirectories, has_online_dir, replica_directory
+from kafkawire.controller.state import ControllerState
+from kafkawire.messages.feature_level_record import FeatureLevelRecord
+from kafkawire.messages.partition_change_record import PartitionChangeRecord
+from kafkawire.messages.partition_record import PartitionRecord
+from kafkawire.messages.register_broker_record import RegisterBrokerRecord
+from kafkawire.messages.topic_record import TopicRecord
+from kafkawire.metadata.frame import FRAME_VERSION, decode_metadata_record, encode_metadata_record
+from kafkawire.metadata.registrations import LOST, MIGRATING, UNASSIGNED, PartitionRegistration, directory_ints
+from kafkawire.protocol.primitives import write_uvarint
+
+TOPIC = uuid.UUID(int=0x1234_5678_9ABC_DEF0_0FED_CBA9_8765_4321)
+DIRS = [uuid.UUID(int=0xD1 << 64 | i) for i in range(4)]
+
+
+def _pure_frame(message, version: int) -> bytes:
+    """The frame as written before the native encoder was used: the generated Python encoder."""
+    buf = bytearray()
+    for value in (FRAME_VERSION, message.API_KEY, version):
+        write_uvarint(buf, value)
+    message.encode_into(buf, version)
+    return bytes(buf)
+
+
+def test_the_frame_is_the_generated_encoders_bytes():
+    records = [
+        (PartitionChangeRecord(partition_id=7, topic_id=TOPIC, leader=2, isr=[2, 3]), 0),
+        (PartitionChangeRecord(partition_id=7, topic_id=TOPIC, leader=-1, isr=[], eligible_leader_replicas=[1, 3],
+                               last_known_elr=[1], leader_recovery_state=1), 2),
+        (PartitionChangeRecord(partition_id=1, topic_id=TOPIC, replicas=[1, 2, 4], directories=DIRS[:3],
+                               removing_replicas=[], adding_replicas=[4]), 1),
+        (PartitionRecord(partition_id=0, topic_id=TOPIC, replicas=[1, 2], isr=[1, 2], leader=1,
+                         directories=DIRS[:2]), 2),
+        (TopicRecord(name="t" * 300, topic_id=TOPIC), 0),
+        (FeatureLevelRecord(name="metadata.version", feature_level=27), 0),
+    ]
+    for message, version in records:
+        assert encode_metadata_record(message, version) == _pure_frame(message, version), message
+
+
+def _state_with_partition() -> ControllerState:
+    state = ControllerState()
+    values = [encode_metadata_record(TopicRecord(name="t", topic_id=TOPIC), 0),
+              encode_metadata_record(PartitionRecord(partition_id=0, topic_id=TOPIC, replicas=[1, 2, 3], isr=[1, 2, 3],
+                                                     leader=1, leader_epoch=4, partition_epoch=9), 0)]
+    state.apply_batch(0, 1, 0, values)
+    return state
+
+
+def test_the_controller_applies_the_message_it_built_and_decodes_any_other_value():
+    change = PartitionChange(leader=2, isr=[2, 3], eligible_leader_replicas=[], last_known_elr=None)
+    value = change_record(TOPIC, 0, change, 27)
+    built = frames._remembered[id(value)][1]
+    assert value == encode_metadata_record(built, 2)
+    assert decode_metadata_record(value).message.isr == [2, 3]
+
+    copy = bytes(bytearray(value))          # equal bytes, another object: not taken, decoded
+    assert frames.take_built(copy) is None
+    from_copy, from_built = _state_with_partition(), _state_with_partition()
+    from_copy.apply_batch(2, 1, 0, [copy])
+    assert id(value) in frames._remembered
+    from_built.apply_batch(2, 1, 0, [value])
+    assert id(value) not in frames._remembered and frames.take_built(value) is None      # taken once
+    a, b = from_copy.image.topics_by_id[TOPIC].partitions[0], from_built.image.topics_by_id[TOPIC].partitions[0]
+    assert a == b and (b.leader, b.isr, b.leader_epoch, b.partition_epoch) == (2, (2, 3), 5, 10)
+    assert from_copy.partition_index.as_sets() == from_built.partition_index.as_sets()
+
+
+def test_the_remembered_messages_are_bounded():
+    change = PartitionChange(leader=1)
+    first = change_record(TOPIC, 0, change, 27)
+    for pid in range(frames.MAX_REMEMBERED):
+        change_record(TOPIC, pid + 1, change, 27)
+    assert len(frames._remembered) <= frames.MAX_REMEMBERED
+    assert frames.take_built(first) is None          # the oldest went first; the value is decoded
+    frames._remembered.clear()
+
+
+def test_the_online_directories_say_what_has_online_dir_says():
+    rng = random.Random(28)
+    special = [UNASSIGNED, MIGRATING, LOST]
+    for _ in range(300):
+        brokers = {b: SimpleNamespace(directories=tuple(rng.sample(DIRS, rng.randint(0, 3))))
+                   for b in range(1, 5) if rng.random() < 0.9}
+        image = SimpleNamespace(brokers=brokers)
+        replicas = tuple(rng.sample(range(1, 6), 3))
+        directories = [rng.choice(DIRS + special) for _ in replicas]
+        partition = PartitionRegistration(replicas=replicas, directory_ids=directory_ints(directories), isr=replicas,
+                                          removing_replicas=(), adding_replicas=(), leader=replicas[0],
+                                          leader_recovery_state=0, leader_epoch=0, partition_epoch=0)
+        online = _OnlineDirectories(image)
+        for broker in range(0, 7):
+            expected = has_online_dir(image, broker, replica_directory(partition, broker))
+            assert online.has_online_dir(broker, partition) == expected, (brokers, partition, broker)
