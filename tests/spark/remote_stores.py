@@ -366,6 +366,19 @@ def check_a_truncated_segment_is_the_same_corruption_error(store, local, uri) ->
     assert there == here
 
 
+def check_missing_indexes_fall_back_to_byte_0(store, local, uri) -> None:
+    """Without their offset and time indexes a read that starts mid-log scans from byte 0, the
+    same rows from the store as from disk."""
+    options = {"startingOffsets": '{"orders": {"0": 333}}'}
+    whole = read_direct(local, **options)
+    for name in os.listdir(local):
+        if name.endswith((".index", ".timeindex")):
+            os.remove(local / name)
+            store.fs.delete_file(f"{store.key(uri)}/{name}")
+    assert read_direct(local, **options) == whole
+    assert read_direct(uri, **store.options, **options) == whole and whole[0]["offset"] == 333
+
+
 def read_from_a_silent_server(uri_of, options_of, *, bound: float = 60.0) -> tuple[Exception, float]:
     """The error of a read from a server that accepts connections and never answers, and how
     long it took: ``uri_of(port)`` and ``options_of(port)`` name the path and the options."""

@@ -7,7 +7,6 @@ the same per-file error as on disk, missing indexes the same fallback; a namenod
 accepts a connection and never answers fails the read in bounded time naming the file."""
 from __future__ import annotations
 
-import os
 import threading
 
 import pytest
@@ -19,7 +18,7 @@ from kafkawire.spark.layout import LayoutError, discover  # noqa: E402
 from kafkawire.spark.options import OptionError, parse_options  # noqa: E402
 from kafkawire.spark.remote_options import _hdfs_config, remote_settings  # noqa: E402
 from tests.spark.logdata import read_direct  # noqa: E402
-from tests.spark.remote_stores import (HDFS, broken_copies,  # noqa: E402
+from tests.spark.remote_stores import (HDFS, broken_copies, check_missing_indexes_fall_back_to_byte_0,  # noqa: E402
                                        check_a_deleted_segment_is_the_same_file_not_found,
                                        check_a_truncated_segment_is_the_same_corruption_error,
                                        read_from_a_silent_server, running, same_on_both, write_logdir)
@@ -87,15 +86,7 @@ def test_a_truncated_segment_is_the_same_corruption_error(hdfs, tmp_path):
 
 
 def test_missing_indexes_fall_back_to_reading_from_byte_0_as_on_disk(hdfs, tmp_path):
-    local, uri = broken_copies(hdfs, tmp_path)
-    options = {"startingOffsets": '{"orders": {"0": 333}}'}
-    whole = read_direct(local, **options)
-    for name in os.listdir(local):
-        if name.endswith((".index", ".timeindex")):
-            os.remove(local / name)
-            hdfs.fs.delete_file(f"{hdfs.key(uri)}/{name}")
-    assert read_direct(local, **options) == whole
-    assert read_direct(uri, **hdfs.options, **options) == whole and whole[0]["offset"] == 333
+    check_missing_indexes_fall_back_to_byte_0(hdfs, *broken_copies(hdfs, tmp_path))
 
 
 def test_a_path_missing_on_hdfs_is_named(hdfs):

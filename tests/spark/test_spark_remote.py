@@ -20,7 +20,7 @@ from kafkawire.spark.options import OptionError, parse_options  # noqa: E402
 from kafkawire.spark.remote_options import remote_settings  # noqa: E402
 from tests.conftest import REFERENCE, require  # noqa: E402
 from tests.spark.logdata import numbered_batches, read_direct, write_partition  # noqa: E402
-from tests.spark.remote_stores import (BUCKET, S3, broken_copies,  # noqa: E402
+from tests.spark.remote_stores import (BUCKET, S3, broken_copies, check_missing_indexes_fall_back_to_byte_0,  # noqa: E402
                                        check_a_deleted_segment_is_the_same_file_not_found,
                                        check_a_truncated_segment_is_the_same_corruption_error,
                                        read_from_a_silent_server, running, same_on_both, write_logdir)
@@ -156,15 +156,7 @@ def test_a_truncated_segment_is_the_same_corruption_error(s3, two_copies):
 
 
 def test_missing_indexes_fall_back_to_reading_from_byte_0_as_on_disk(s3, two_copies):
-    local, uri = two_copies
-    options = {"startingOffsets": '{"orders": {"0": 333}}'}
-    whole = read_direct(local, **options)
-    for name in os.listdir(local):
-        if name.endswith((".index", ".timeindex")):
-            os.remove(local / name)
-            s3.fs.delete_file(f"{s3.key(uri)}/{name}")
-    assert read_direct(local, **options) == whole
-    assert read_direct(uri, **s3.options, **options) == whole and whole[0]["offset"] == 333
+    check_missing_indexes_fall_back_to_byte_0(s3, *two_copies)
 
 
 def test_a_path_missing_on_s3_is_named_as_on_disk(s3, tmp_path):
