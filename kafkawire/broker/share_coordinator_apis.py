@@ -17,6 +17,7 @@ The ACL check (CLUSTER_ACTION on the cluster) runs before these handlers
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
@@ -74,8 +75,8 @@ class ShareCoordinatorApis:
 
     def on_metadata(self) -> None:
         self.store.on_metadata()
-        if self.timer is None:
-            self.timer = LoopTimer()
+        if self.timer is None and _loop_running():    # (a broker fed its metadata outside a loop, as
+            self.timer = LoopTimer()                  # some tests do, starts it at its first on the loop)
             self._schedule_prune()
             self._schedule_cold_snapshots()
         image = self.broker.image()
@@ -93,7 +94,7 @@ class ShareCoordinatorApis:
         if image is None:
             return
         left = self.coordinator.drop_deleted_topics(lambda topic_id: topic_id in image.topics_by_id, DROP_PER_RUN)
-        if left:
+        if left and self.timer is not None:       # else the first prune on the loop takes the rest
             self.timer.schedule(DROP_KEY, 0, self.drop_deleted_topics)
 
     def close(self) -> None:
@@ -236,3 +237,11 @@ def _summary_result(partition: int, code: int, message, state):
     return rssr.PartitionResult(partition=partition, error_code=Errors.NONE, state_epoch=state.state_epoch,
                                 leader_epoch=state.leader_epoch, start_offset=state.start_offset,
                                 delivery_complete_count=state.delivery_complete_count)
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
