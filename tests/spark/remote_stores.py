@@ -314,6 +314,16 @@ def write_logdir(root: Path) -> Path:
 
 # --- the checks ---------------------------------------------------------------------------
 
+# The reads every store's test compares with the same read from disk: all records, read_committed
+# in input partitions split at index entries, and a start found through the time index.
+SAME_ROWS_OPTIONS = [
+    {"includeControl": "true"},
+    {"kafka.isolation.level": "read_committed", "maxPartitionBytes": "4096"},
+    {"startingTimestamp": str(1_700_000_000_000 + 10 * 555), "subscribe": "orders"},
+]
+SAME_ROWS_IDS = ["all", "read_committed_splits", "timestamp"]
+
+
 def same_on_both(local, uri, store, **options) -> None:
     here = read_direct(local, **options)
     there = read_direct(uri, **store.options, **options)

@@ -18,7 +18,8 @@ from kafkawire.spark.layout import LayoutError, discover  # noqa: E402
 from kafkawire.spark.options import OptionError, parse_options  # noqa: E402
 from kafkawire.spark.remote_options import _hdfs_config, remote_settings  # noqa: E402
 from tests.spark.logdata import read_direct  # noqa: E402
-from tests.spark.remote_stores import (HDFS, broken_copies, check_missing_indexes_fall_back_to_byte_0,  # noqa: E402
+from tests.spark.remote_stores import (HDFS, SAME_ROWS_IDS, SAME_ROWS_OPTIONS, broken_copies,  # noqa: E402
+                                       check_missing_indexes_fall_back_to_byte_0,
                                        check_a_deleted_segment_is_the_same_file_not_found,
                                        check_a_truncated_segment_is_the_same_corruption_error,
                                        read_from_a_silent_server, running, same_on_both, write_logdir)
@@ -39,11 +40,7 @@ def remote(hdfs, logdir):
     return hdfs.upload(logdir, "copy")
 
 
-@pytest.mark.parametrize("options", [
-    {"includeControl": "true"},
-    {"kafka.isolation.level": "read_committed", "maxPartitionBytes": "4096"},   # splits at index entries
-    {"startingTimestamp": str(1_700_000_000_000 + 10 * 555), "subscribe": "orders"},   # the time index
-], ids=["all", "read_committed_splits", "timestamp"])
+@pytest.mark.parametrize("options", SAME_ROWS_OPTIONS, ids=SAME_ROWS_IDS)
 def test_a_log_directory_on_hdfs_reads_the_same_rows_as_on_disk(hdfs, logdir, remote, options):
     same_on_both(logdir, remote, hdfs, **options)
 

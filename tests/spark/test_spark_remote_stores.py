@@ -17,8 +17,8 @@ from kafkawire.spark.files import Files  # noqa: E402
 from kafkawire.spark.layout import LayoutError, discover  # noqa: E402
 from kafkawire.spark.remote_options import remote_settings  # noqa: E402
 from tests.spark.logdata import read_direct  # noqa: E402
-from tests.spark.remote_stores import (AZURITE_ACCOUNT, AZURITE_KEY, GCS, Azure,  # noqa: E402
-                                       broken_copies, check_a_deleted_segment_is_the_same_file_not_found,
+from tests.spark.remote_stores import (AZURITE_ACCOUNT, AZURITE_KEY, GCS, SAME_ROWS_IDS,  # noqa: E402
+                                       SAME_ROWS_OPTIONS, Azure, broken_copies, check_a_deleted_segment_is_the_same_file_not_found,
                                        check_a_truncated_segment_is_the_same_corruption_error,
                                        read_from_a_silent_server, running, same_on_both, write_logdir)
 
@@ -38,11 +38,7 @@ def remote(store, logdir):
     return store.upload(logdir, "copy")
 
 
-@pytest.mark.parametrize("options", [
-    {"includeControl": "true"},
-    {"kafka.isolation.level": "read_committed", "maxPartitionBytes": "4096"},   # splits at index entries
-    {"startingTimestamp": str(1_700_000_000_000 + 10 * 555), "subscribe": "orders"},   # the time index
-], ids=["all", "read_committed_splits", "timestamp"])
+@pytest.mark.parametrize("options", SAME_ROWS_OPTIONS, ids=SAME_ROWS_IDS)
 def test_a_log_directory_in_the_store_reads_the_same_rows_as_on_disk(store, logdir, remote, options):
     """Partition directories that exist only as prefixes of their files are found (GCS
     lists no such directory through pyarrow unless everything below is listed)."""
