@@ -306,6 +306,7 @@ class Broker:
         self.log_manager.start()
         self.replication.start()
         self.dir_assignments.start()
+        self.share_coordinator_apis.start()
         log.info("broker %d registering; its listeners %s serve requests once it has caught up with the metadata "
                  "and is unfenced", self.node_id,
                  ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))

@@ -17,7 +17,6 @@ The ACL check (CLUSTER_ACTION on the cluster) runs before these handlers
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 
@@ -61,7 +60,7 @@ class ShareCoordinatorApis:
         loader = ShareStateLoader(self.coordinator)
         self.store = ShareStateTopic(broker, None, loader)
         loader.store = self.store
-        self.timer: LoopTimer | None = None           # the periodic work, from the first metadata on
+        self.timer: LoopTimer | None = None           # the periodic work, from start() on
         self._topic_ids: set = set()                  # the topics of the last image seen
 
     def handlers(self) -> dict[int, ApiHandler]:
@@ -73,12 +72,15 @@ class ShareCoordinatorApis:
             READ_SUMMARY: ApiHandler(self.read_state_summary),
         }, self.broker)
 
+    def start(self) -> None:
+        """The periodic work (ShareCoordinatorService's timers), on the running loop: called by
+        Broker.start, as the log manager's."""
+        self.timer = LoopTimer()
+        self._schedule_prune()
+        self._schedule_cold_snapshots()
+
     def on_metadata(self) -> None:
         self.store.on_metadata()
-        if self.timer is None and _loop_running():    # (a broker fed its metadata outside a loop, as
-            self.timer = LoopTimer()                  # some tests do, starts it at its first on the loop)
-            self._schedule_prune()
-            self._schedule_cold_snapshots()
         image = self.broker.image()
         if image is None:
             return
@@ -94,7 +96,7 @@ class ShareCoordinatorApis:
         if image is None:
             return
         left = self.coordinator.drop_deleted_topics(lambda topic_id: topic_id in image.topics_by_id, DROP_PER_RUN)
-        if left and self.timer is not None:       # else the first prune on the loop takes the rest
+        if left and self.timer is not None:       # else (not started) the first prune takes the rest
             self.timer.schedule(DROP_KEY, 0, self.drop_deleted_topics)
 
     def close(self) -> None:
@@ -237,11 +239,3 @@ def _summary_result(partition: int, code: int, message, state):
     return rssr.PartitionResult(partition=partition, error_code=Errors.NONE, state_epoch=state.state_epoch,
                                 leader_epoch=state.leader_epoch, start_offset=state.start_offset,
                                 delivery_complete_count=state.delivery_complete_count)
-
-
-def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
