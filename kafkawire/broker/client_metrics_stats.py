@@ -21,7 +21,6 @@ On the Prometheus endpoint they are named as the JMX exporter names an MBean wit
 """
 from __future__ import annotations
 
-import math
 import uuid
 from typing import Callable, Iterator
 
@@ -46,36 +45,15 @@ class Meter:
         self.rate.record(1, now_ms)
 
 
-class SampledMax:
-    """Kafka's Max over ``samples`` windows of ``window_ms``; NaN with no sample in them."""
-    __slots__ = ("samples", "window_ms", "_windows")
-
-    def __init__(self, samples: int, window_ms: int):
-        self.samples, self.window_ms = samples, window_ms
-        self._windows: list[list] = []          # [start ms, max], oldest first, at most ``samples``
-
-    def record(self, value: float, now_ms: int) -> None:
-        windows = self._windows
-        if not windows or now_ms - windows[-1][0] >= self.window_ms:
-            windows.append([now_ms, value])
-            del windows[:-self.samples]
-        windows[-1][1] = max(windows[-1][1], value)
-
-    def measure(self, now_ms: int) -> float:
-        live = [w[1] for w in self._windows if now_ms - w[0] < self.samples * self.window_ms]
-        return max(live) if live else math.nan
-
-
 class InstanceMeters:
     """One client instance's sensors (ClientMetricsStats.maybeAddClientInstanceMetrics)."""
-    __slots__ = ("throttle", "plugin_export", "plugin_error", "export_time_avg", "export_time_max")
+    __slots__ = ("throttle", "plugin_export", "plugin_error", "export_time")
 
     def __init__(self, samples: int, window_ms: int):
         self.throttle = Meter(samples, window_ms)
         self.plugin_export = Meter(samples, window_ms)
         self.plugin_error = Meter(samples, window_ms)
-        self.export_time_avg = SampledAvg(samples, window_ms)
-        self.export_time_max = SampledMax(samples, window_ms)
+        self.export_time = SampledAvg(samples, window_ms)          # its avg and max
 
 
 class ClientMetricsStats:
@@ -106,8 +84,7 @@ class ClientMetricsStats:
         if meters is not None:
             now = self.clock_ms()
             meters.plugin_export.record(now)
-            meters.export_time_avg.record(elapsed_ms, now)
-            meters.export_time_max.record(elapsed_ms, now)
+            meters.export_time.record(elapsed_ms, now)
 
     def record_export_error(self, instance_id: uuid.UUID) -> None:
         meters = self.instances.get(instance_id)
@@ -131,8 +108,8 @@ class ClientMetricsStats:
             # a Kafka Uuid's text is URL-safe base64: nothing to escape in a label
             labels = f'{{client_instance_id="{uuid_to_kafka_string(instance_id)}"}} '
             values = (meters.throttle.count, meters.throttle.rate.measure(now), meters.plugin_export.count,
-                      meters.plugin_export.rate.measure(now), meters.export_time_avg.measure(now),
-                      meters.export_time_max.measure(now), meters.plugin_error.count,
+                      meters.plugin_export.rate.measure(now), meters.export_time.measure(now),
+                      meters.export_time.maximum(now), meters.plugin_error.count,
                       meters.plugin_error.rate.measure(now))
             for rows, name, value in zip(lines, names, values):
                 rows.append(f"{PREFIX}{name}{labels}{number(value)}\n")
@@ -145,4 +122,4 @@ class ClientMetricsStats:
             yield Family(PREFIX + name, help_text, lines=rows)
 
 
-__all__ = ["ClientMetricsStats", "InstanceMeters", "Meter", "SampledMax"]
+__all__ = ["ClientMetricsStats", "InstanceMeters", "Meter"]

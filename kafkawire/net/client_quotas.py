@@ -151,25 +151,34 @@ class SampledRate:
 class SampledAvg:
     """Kafka's Avg over ``samples`` windows of ``window_ms`` (the throttle-time sensor, with the
     broker's metrics.num.samples and metrics.sample.window.ms): the mean of the values recorded in
-    the windows not yet expired, NaN with none."""
+    the windows not yet expired, NaN with none; ``maximum``, Kafka's Max over the same windows."""
     __slots__ = ("samples", "window_ms", "_windows")
 
     def __init__(self, samples: int, window_ms: int):
         self.samples, self.window_ms = samples, window_ms
-        self._windows: list[list] = []          # [start ms, total, count], oldest first, at most ``samples``
+        self._windows: list[list] = []          # [start ms, total, count, max], oldest first, at most ``samples``
 
     def record(self, value: float, now_ms: int) -> None:
         windows = self._windows
         if not windows or now_ms - windows[-1][0] >= self.window_ms:
-            windows.append([now_ms, 0.0, 0])
+            windows.append([now_ms, 0.0, 0, value])
             del windows[:-self.samples]
-        windows[-1][1] += value
-        windows[-1][2] += 1
+        window = windows[-1]
+        window[1] += value
+        window[2] += 1
+        window[3] = max(window[3], value)
+
+    def _live(self, now_ms: int) -> list[list]:
+        return [w for w in self._windows if now_ms - w[0] < self.samples * self.window_ms]
 
     def measure(self, now_ms: int) -> float:
-        live = [w for w in self._windows if now_ms - w[0] < self.samples * self.window_ms]
+        live = self._live(now_ms)
         count = sum(w[2] for w in live)
         return sum(w[1] for w in live) / count if count else math.nan
+
+    def maximum(self, now_ms: int) -> float:
+        live = self._live(now_ms)
+        return max(w[3] for w in live) if live else math.nan
 
 
 class TokenBucket:
