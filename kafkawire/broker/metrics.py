@@ -161,17 +161,10 @@ def quota_families(quotas) -> Iterator[Family]:
     yield Family("kafka_server_quota_throttle_time", "throttle-time: the client's average throttle (ms)", throttles)
 
 
-def led_shapes(broker) -> list[LedShape]:
-    """Each led partition's ISR as ReplicaManager reads it (one registration look-up each)."""
-    shapes: list[LedShape] = []
-    for _ in _collect_led_shapes(broker, shapes):
-        pass
-    return shapes
-
-
 def _collect_led_shapes(broker, shapes: list[LedShape]) -> Iterator:
-    """led_shapes into ``shapes``, yielding PAUSE every STEP partitions (over the led partitions
-    as they were when it began, and the image as it was then)."""
+    """Each led partition's ISR as ReplicaManager reads it (one registration look-up each), into
+    ``shapes``, yielding PAUSE every STEP partitions (over the led partitions as they were when it
+    began, and the image as it was then)."""
     image = broker.image()
     min_isr_of: dict[str, int] = {}
     for index, partition in enumerate(list(broker.partitions.values())):

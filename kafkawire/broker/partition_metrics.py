@@ -29,7 +29,7 @@ LOG = "kafka_log_log_"
 STEP = 1000         # partitions written between two PAUSEs (a few ms)
 
 
-# A led partition's ISR as ReplicaManager's gauges read it (kafkawire.broker.metrics.led_shapes), a
+# A led partition's ISR as ReplicaManager's gauges read it (kafkawire.broker.metrics._collect_led_shapes), a
 # plain tuple for its cost at 100k partitions: (partition, ISR size, replication factor, effective
 # min ISR, reassigning).
 LedShape = tuple
