@@ -42,9 +42,9 @@ class LocalAppends(CoreParts):
             while self.accumulator and len(builder) + len(self.accumulator[0][1]) <= self.config.max_batch_records \
                     or self.accumulator and len(builder) == 0:
                 token, records = self.accumulator.pop(0)
-                append, now_ms = builder.append, self.now_ms     # looked up once: a leader appends ~100k records/s here
-                for value in records:
-                    append(None, value, (), now_ms)
+                # One call for the Propose's records (in C: one resize, no call per record):
+                # a leader appends ~100k records/s here.
+                builder.append_values(records, self.now_ms)
                 tokens.append((token, self.log.end_offset + len(builder) - 1))
             self._append_as_leader(builder.build(), len(builder))
             for token, last in tokens:

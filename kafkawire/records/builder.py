@@ -219,6 +219,19 @@ class RecordBatchBuilder(_WriterBase):  # type: ignore[misc]
 
     append = _append_pure if _WriterBase is object else _WriterBase.append
 
+    def _append_values_pure(self, values, timestamp) -> int:
+        """Add a record of each value: no key, no headers, attributes 0, offset deltas
+        following the last, every one at ``timestamp`` (ms; None: now, read per record);
+        returns the last offset delta. The definition of ``append_values``, whose C version
+        (RecordWriter.append_values) writes a raft leader's batch of ~1000 records in one call
+        instead of one append call per record."""
+        append = self._append_pure
+        for value in values:
+            append(None, value, (), timestamp)
+        return self._last_offset_delta
+
+    append_values = _append_values_pure if _WriterBase is object else _WriterBase.append_values
+
     def records_bytes(self) -> bytes:
         """The uncompressed records section written so far."""
         return bytes(self._records)

@@ -1,0 +1,118 @@
+"""RecordBatchBuilder.append_values, the bulk append a raft leader builds its batches with (issue
+28): the C version (RecordWriter.append_values) against its definition, the pure
+``_append_values_pure`` (one pure append per value). The same calls, mixed with single appends,
+on two builders: the same return values, errors (class and message), builder state after every
+call and batch bytes. The values include what the C code hands to the pure method (memoryview
+and bytearray values, generators, odd timestamps, offset deltas past int32)."""
+from __future__ import annotations
+
+import struct
+from datetime import timedelta
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafkawire.records import RecordBatchBuilder, iter_batches
+from kafkawire.records import builder as builder_module
+
+pytestmark = pytest.mark.skipif(builder_module._WriterBase is object,
+                                reason="the C extension is not built (pip install -e . builds it)")
+
+SETTINGS = settings(max_examples=300, deadline=timedelta(seconds=5),
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+class OneShot(list):
+    """Values given as an iterator: each run gets a fresh one (``_fresh``)."""
+
+
+values = st.one_of(st.none(), st.binary(max_size=300), st.binary(max_size=3).map(memoryview),
+                   st.binary(max_size=3).map(bytearray))
+value_lists = st.one_of(st.lists(st.one_of(st.none(), st.binary(max_size=300)), max_size=20),
+                        st.lists(st.binary(max_size=300), max_size=20).map(tuple),
+                        st.lists(values, max_size=6), st.lists(values, max_size=6).map(tuple),
+                        st.lists(st.binary(max_size=4), max_size=4).map(OneShot))
+timestamps = st.one_of(st.integers(-3, 3), st.integers(1_600_000_000_000, 1_800_000_000_000),
+                       st.sampled_from([-(1 << 63), (1 << 63) - 1, 1 << 63, 1.5, "5"]))
+
+
+@st.composite
+def steps(draw):
+    """A bulk call, or a single append (which may set an offset delta near int32's end)."""
+    if draw(st.integers(0, 3)):
+        return "bulk", draw(value_lists), draw(timestamps)
+    offset_delta = draw(st.one_of(st.none(), st.sampled_from([0x7FFFFFFF - 3, 0x7FFFFFFF, 5])))
+    return "one", draw(values), draw(timestamps), offset_delta
+
+
+def run(bulk, fields, sequence):
+    b = RecordBatchBuilder(**fields)
+    seen = []
+    for step in sequence:
+        try:
+            if step[0] == "bulk":
+                vals = step[1]
+                result = bulk(b, _fresh(vals), step[2])
+            else:
+                result = RecordBatchBuilder._append_pure(b, None, step[1], (), step[2], offset_delta=step[3])
+        except (ValueError, TypeError, OverflowError) as e:
+            result = (type(e).__name__, str(e))
+        seen.append((result, bytes(b._records), b._count, b._last_offset_delta, b._max_record_timestamp,
+                     b.base_timestamp))
+    try:
+        seen.append(b.build())
+    except (ValueError, OverflowError, struct.error) as e:  # struct.error: a timestamp past int64
+        seen.append((type(e).__name__, str(e)))
+    return seen
+
+
+def _fresh(vals):
+    return iter(vals) if isinstance(vals, OneShot) else vals
+
+
+@SETTINGS
+@given(st.lists(steps(), max_size=6),
+       st.one_of(st.none(), st.integers(0, 1 << 45), st.sampled_from([-1, (1 << 63) - 1])))
+def test_bulk_appends_give_the_pure_results_errors_state_and_bytes(sequence, base_timestamp):
+    fields = dict(base_timestamp=base_timestamp)
+    assert run(RecordBatchBuilder.append_values, fields, sequence) == \
+        run(RecordBatchBuilder._append_values_pure, fields, sequence)
+
+
+def test_a_raft_batch_is_the_one_per_record_appends_would_write():
+    """What the raft leader writes (1000 records of 256 bytes, one timestamp) equals the batch of
+    1000 single appends, and reads back as those records."""
+    payload = bytes(range(256))
+    bulk, single = RecordBatchBuilder(base_offset=7), RecordBatchBuilder(base_offset=7)
+    assert bulk.append_values((payload,) * 600, 1_764_000_000_000) == 599
+    assert bulk.append_values([payload] * 400, 1_764_000_000_005) == 999
+    for i in range(1000):
+        single.append(None, payload, (), 1_764_000_000_000 if i < 600 else 1_764_000_000_005)
+    assert bulk.build() == single.build()
+    (batch,) = iter_batches(bulk.build())
+    records = list(batch)
+    assert [r.offset_delta for r in records] == list(range(1000))
+    assert all(r.key is None and r.value == payload and not r.headers for r in records)
+    assert records[-1].timestamp_delta == 5
+
+
+def test_nothing_is_written_when_a_value_is_not_bytes():
+    """A value of another type sends the whole call to the pure method before anything changed:
+    it appends the values before the bad one and raises at it, as single appends do."""
+    native, pure = RecordBatchBuilder(), RecordBatchBuilder()
+    for b, bulk in ((native, RecordBatchBuilder.append_values), (pure, RecordBatchBuilder._append_values_pure)):
+        with pytest.raises(TypeError):
+            bulk(b, [b"a", b"b", 3, b"c"], 10)
+    assert native._count == pure._count == 2 and bytes(native._records) == bytes(pure._records)
+
+
+def test_a_list_of_bytes_is_written_in_c():
+    """The C version takes the raft leader's call itself (the pure method is not called)."""
+    class Watched(RecordBatchBuilder):
+        def _append_values_pure(self, values, timestamp):
+            raise AssertionError("handed to the pure method")
+
+    b = Watched()
+    assert b.append_values([b"x"] * 3, 5) == 2 and b.append_values((b"y", None), 6) == 4
+    with pytest.raises(AssertionError):
+        b.append_values([memoryview(b"z")], 7)
