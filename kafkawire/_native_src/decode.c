@@ -296,6 +296,51 @@ PyObject *kw_decode_records(PyObject *module, PyObject *const *args, Py_ssize_t 
     return result;
 }
 
+/* decode_values(data, start, end, count, base_offset, base_timestamp, log_append_time)
+ * -> (values, error): decode_records' walk, but each record only as its value, a
+ * bytes (None for a null one), with no Record object or memoryview made: what a raft node hands
+ * its listeners for each committed record (RecordBatch.values, whose pure definition is a bytes
+ * of each record's value). The arguments and the error are decode_records'. */
+typedef struct {
+    PyObject *values;   /* a list of count slots, filled in order */
+    Py_ssize_t next;
+} ValueSink;
+
+static int add_value(void *ctx, const Parser *p, const ParsedRecord *rec) {
+    ValueSink *s = ctx;
+    PyObject *value = rec->value.present
+        ? PyBytes_FromStringAndSize((const char *)p->r.d + rec->value.pos, rec->value.len)
+        : Py_NewRef(Py_None);
+    if (value == NULL)
+        return -1;
+    PyList_SET_ITEM(s->values, s->next++, value);
+    return 0;
+}
+
+PyObject *kw_decode_values(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "decode_values takes 7 arguments");
+        return NULL;
+    }
+    BatchArgs a;
+    if (kw_batch_args(args, &a) < 0)
+        return NULL;
+    ValueSink sink = {PyList_New(a.parser.count), 0};
+    PyObject *result = NULL;
+    Py_ssize_t done;
+    if (sink.values != NULL && kw_parse_batch(&a.parser, a.start, add_value, &sink, &done) == 0) {
+        if (done < a.parser.count)  /* bad bytes: the values before them */
+            Py_SETREF(sink.values, PyList_GetSlice(sink.values, 0, done));
+        if (sink.values != NULL)
+            result = kw_result(sink.values, &a.parser.r);
+    }
+    Py_XDECREF(sink.values);
+    kw_parser_free(&a.parser);
+    Py_DECREF(a.view);
+    return result;
+}
+
 int kw_decode_init(PyObject *module) {
     fast_slices = slices_selftest();
     return PyModule_AddIntConstant(module, "FAST_SLICES", fast_slices);

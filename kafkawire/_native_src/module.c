@@ -9,6 +9,9 @@ static PyMethodDef methods[] = {
     {"decode_records", (PyCFunction)(void (*)(void))kw_decode_records, METH_FASTCALL,
      "decode_records(data, start, end, count, base_offset, base_timestamp, log_append_time, batch, "
      "record_cls) -> (records, None | (reason, position))"},
+    {"decode_values", (PyCFunction)(void (*)(void))kw_decode_values, METH_FASTCALL,
+     "decode_values(data, start, end, count, base_offset, base_timestamp, log_append_time) -> (values, None | (reason, position)): decode_records' walk, each record as its value's bytes "
+     "(None: null)"},
     {"check_records", (PyCFunction)(void (*)(void))kw_check_records, METH_FASTCALL,
      "check_records(data, start, end, count, base_offset, base_timestamp, log_append_time) -> None | "
      "(reason, position): decode_records' verdict on the records, without making them (parse.c)"},

@@ -106,6 +106,7 @@ PyObject *kw_result(PyObject *value, Reader *r);
 PyObject *kw_mv_slice_of(PyObject *source, PyObject *data, Py_ssize_t start, Py_ssize_t n);
 
 PyObject *kw_decode_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kw_decode_values(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kw_check_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kw_scan_packets(PyObject *module, PyObject *const *args, Py_ssize_t nargs);  /* capture.c */
 PyObject *kw_reassemble_direction(PyObject *module, PyObject *const *args, Py_ssize_t nargs);  /* reassemble.c */

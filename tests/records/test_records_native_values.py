@@ -1,5 +1,6 @@
-"""RecordBatchBuilder.append_values, the bulk append a raft leader builds its batches with (issue
-28): the C version (RecordWriter.append_values) against its definition, the pure
+"""The raft path's bulk record calls in C against their pure definitions (issue 28): RecordBatch.values
+(every value as bytes, what a raft node hands its listeners) and RecordBatchBuilder.append_values,
+the bulk append a raft leader builds its batches with: the C version (RecordWriter.append_values) against its definition, the pure
 ``_append_values_pure`` (one pure append per value). The same calls, mixed with single appends,
 on two builders: the same return values, errors (class and message), builder state after every
 call and batch bytes. The values include what the C code hands to the pure method (memoryview
@@ -15,6 +16,10 @@ from hypothesis import strategies as st
 
 from kafkawire.records import RecordBatchBuilder, iter_batches
 from kafkawire.records import builder as builder_module
+from kafkawire.records.batch import RecordBatch
+from kafkawire.records.errors import CorruptRecordError
+from kafkawire.records.layout import RECORD_BATCH_OVERHEAD
+from records_testlib import CODECS
 
 pytestmark = pytest.mark.skipif(builder_module._WriterBase is object,
                                 reason="the C extension is not built (pip install -e . builds it)")
@@ -116,3 +121,37 @@ def test_a_list_of_bytes_is_written_in_c():
     assert b.append_values([b"x"] * 3, 5) == 2 and b.append_values((b"y", None), 6) == 4
     with pytest.raises(AssertionError):
         b.append_values([memoryview(b"z")], 7)
+
+
+def _values_or_error(batch, read):
+    try:
+        return read(batch)
+    except (CorruptRecordError, TypeError) as e:
+        return type(e).__name__, str(e)
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.binary(max_size=300), st.none()), max_size=30), st.sampled_from(CODECS),
+       st.integers(0, 40), st.binary(min_size=1, max_size=3))
+def test_batch_values_are_the_bytes_of_each_record_s_value(values, codec, cut, garbage):
+    """RecordBatch.values (in C: decode_values) against its definition, for whole batches of any
+    codec, and for uncompressed ones whose records were overwritten near the end (the same
+    CorruptRecordError) or hold a null value (the same TypeError)."""
+    builder = RecordBatchBuilder(compression_type=codec)
+    builder.append_values(values, 1_764_000_000_000)
+    data = bytearray(builder.build())
+    if not codec and values and cut:
+        at = max(RECORD_BATCH_OVERHEAD, len(data) - cut - len(garbage))
+        data[at:at + len(garbage)] = garbage          # in place: the batch's length stays
+    (batch,) = iter_batches(bytes(data), verify_crc=False)
+    assert _values_or_error(batch, RecordBatch.values) == _values_or_error(
+        batch, lambda b: [bytes(r.value) for r in b])
+
+
+def test_batch_values_are_made_in_c(monkeypatch):
+    """A raft batch's values come from the C walk, not from Record objects."""
+    builder = RecordBatchBuilder()
+    builder.append_values([b"a", b"bc"] * 3, 1_764_000_000_000)
+    (batch,) = iter_batches(builder.build())
+    monkeypatch.setattr(RecordBatch, "__iter__", lambda self: (_ for _ in ()).throw(AssertionError("records made")))
+    assert batch.values() == [b"a", b"bc"] * 3
