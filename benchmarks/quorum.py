@@ -188,9 +188,10 @@ def _signal_all(q: LocalQuorum, signum: int) -> None:
             proc.send_signal(signum)
 
 
-def load_run(base: str, rate: int, seconds: float, linger_ms: int, profile_dir: str | None = None) -> dict:
+def load_run(base: str, rate: int, seconds: float, linger_ms: int, profile_dir: str | None = None,
+             settings: dict | None = None) -> dict:
     q = LocalQuorum(os.path.join(base, f"rate-{rate}-linger-{linger_ms}"), 3,
-                    properties={"controller.quorum.append.linger.ms": str(linger_ms)},
+                    properties={"controller.quorum.append.linger.ms": str(linger_ms), **(settings or {})},
                     python=profiled_python(profile_dir) if profile_dir else None,
                     server_args=lambda c: ["test-raft-server", "--config", c, "--throughput", str(rate),
                                            "--record-size", "256", "--log-level", "WARN"])
@@ -299,6 +300,9 @@ def main() -> int:
     p.add_argument("--kills", type=int, default=5, help="leader kills for the election times (0: none)")
     p.add_argument("--profile", metavar="DIR", help="cProfile the nodes' loops during each window; "
                    "the leader's profile goes to DIR")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a server.properties setting for every node (repeatable), e.g. "
+                   "kafkawire.quorum.append.queue.max.ms=10")
     args = p.parse_args()
     # A SIGTERM (timeout, Ctrl-C's sibling) unwinds through LocalQuorum's exit, which stops the
     # nodes; without this they would outlive the benchmark.
@@ -322,7 +326,8 @@ def _measure(args, base: str) -> int:
         os.makedirs(args.profile, exist_ok=True)
     for linger in [int(v) for v in args.lingers.split(",")]:
         for rate in [int(r) for r in args.rates.split(",")]:
-            r = load_run(base, rate, args.seconds, linger, args.profile and os.path.abspath(args.profile))
+            r = load_run(base, rate, args.seconds, linger, args.profile and os.path.abspath(args.profile),
+                         dict(setting.split("=", 1) for setting in args.set))
             ratio = None if r["p50"] is None else r["p50"] / floor
             describe = f"{_num(r['describe_p50'], 9, 1)}/{_num(r['describe_max'], 0, 0)}"
             print(f"{linger:>6} {rate:>9} {_num(r['committed_per_s'], 12)} {_num(r['p50'], 7, 1)} "
@@ -330,7 +335,7 @@ def _measure(args, base: str) -> int:
                   f"{_num(r['fetch_age_max'], 17)} {_num(r['cpu_us'], 13, 2)} {r['load']:>5.1f}" + (f"  ({r['failed_describes']} describes failed)"
                                                        if r["failed_describes"] else "")
                   + ("  (no node answered as leader within 30 s)" if r["leader"] is None else "")
-                  + (f"  ({r['refused']} appends refused: queue full)" if r["refused"] else "")
+                  + (f"  ({r['refused']} appends refused)" if r["refused"] else "")
                   + ("  (no leader at the end)" if r["leader"] is not None and r["committed_per_s"] is None
                      else ""), flush=True)
     if args.kills <= 0:

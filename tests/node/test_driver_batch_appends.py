@@ -9,14 +9,16 @@ import pytest
 
 from kafkawire.raft.node.disk_store import DiskLogStore
 from kafkawire.raft.node.driver import RaftDriver
+from kafkawire.raft.node.driver_appends import RATE_WINDOW_MS, CommitRate
 from kafkawire.raft.node.load_generator import LoadGenerator
 from kafkawire.raft.node.metrics import LatencyWindow
 
 from .test_driver import Recorder, _until, config
 
 
-async def single_voter(directory, work, *, max_batch_records=1000):
-    driver = RaftDriver(dataclasses.replace(config(), max_batch_records=max_batch_records),
+async def single_voter(directory, work, *, max_batch_records=1000, append_queue_max_ms=15):
+    driver = RaftDriver(dataclasses.replace(config(), max_batch_records=max_batch_records,
+                                            append_queue_max_ms=append_queue_max_ms),
                         DiskLogStore(directory), client=None, seed=11)
     recorder = Recorder()
     driver.register(recorder)
@@ -67,7 +69,9 @@ def test_scheduled_chunks_and_appends_keep_their_order_and_fill_batches(tmp_path
         batches = [(b.base_offset - base, b.last_offset - base) for b in driver.read_committed(base)]
         return base, last, recorder.committed, batches
 
-    base, last, committed, batches = asyncio.run(single_voter(tmp_path / "p", work, max_batch_records=4))
+    # No time bound: a fresh leader (no commit rate yet) takes one batch, 4 records, in all.
+    base, last, committed, batches = asyncio.run(single_voter(tmp_path / "p", work, max_batch_records=4,
+                                                              append_queue_max_ms=0))
     values = [b"s0", b"s1", b"s2", b"x", b"y", b"t0", b"t1", b"t2", b"t3", b"t4", b"t5"]
     assert committed == [(base + i, v) for i, v in enumerate(values)]
     assert last == base + 4                                  # x, y: offsets base+3, base+4
@@ -135,3 +139,78 @@ def test_the_latency_window_keeps_the_newest_samples_that_stand_for_its_size():
     window.record(4, 50)              # the first two now stand for what the newest 80 do not need
     assert window.count() == 110 and [ms for ms, _ in window.samples] == [2, 3, 4]
     assert window.avg() == pytest.approx((2 * 30 + 3 * 30 + 4 * 50) / 110)
+
+
+def _idle_driver(directory, clock, **settings):
+    """A driver that is not started, with a clock the test moves: schedule_appends' bounds and
+    queue are looked at directly (its drain is held: nothing reaches a core)."""
+    driver = RaftDriver(dataclasses.replace(config(), **settings), DiskLogStore(directory), client=None,
+                        seed=11, clock=lambda: clock[0])
+    driver._drain_scheduled = True
+    return driver
+
+
+def test_commit_rate_counts_the_records_committed_in_its_window():
+    rate = CommitRate(window_ms=100)
+    rate.add(1000, 500)
+    rate.add(1050, 300)
+    assert rate.per_ms(1060) == 8.0                  # 800 records over the 100 ms window
+    assert rate.per_ms(1100) == 3.0                  # the first commit left the window
+    assert rate.per_ms(1150) == 0.0                  # a quorum that commits nothing measures 0
+
+
+def test_scheduled_appends_take_what_the_measured_rate_commits_within_the_bound(tmp_path):
+    """append_queue_max_ms 10, linger 0, at 40 records/ms measured: 400 records may wait in all
+    (queued plus uncommitted); with 150 uncommitted a call of 1000 takes 250 and the rest is
+    refused and counted. When the rate falls to 0 (nothing committed for a window) only one
+    batch in all is taken. The controller's prepare_append is not refused by the time bound."""
+    async def go():
+        clock = [1_000_000]
+        driver = _idle_driver(tmp_path / "p", clock, append_linger_ms=0, max_batch_records=100,
+                              append_queue_max_ms=10)
+        driver._commit_rate.add(clock[0], 40 * RATE_WINDOW_MS)
+        driver._uncommitted_records = 150
+        first = driver.schedule_appends([b"r"] * 1000)
+        again = driver.schedule_appends([b"r"] * 10)                 # the bound is full
+        clock[0] += RATE_WINDOW_MS                                    # no commit for a window: rate 0
+        driver._uncommitted_records = 0
+        driver._queued_records = 0
+        slow = driver.schedule_appends([b"r"] * 1000)                 # one batch (100) in all
+        controller_write = driver.prepare_append([b"c"] * 50)         # count bounds only
+        return first, again, slow, controller_write.done(), driver._queued_records, driver.metrics.appends_refused
+
+    first, again, slow, failed_at_once, queued, refused = asyncio.run(go())
+    assert (first, again, slow) == (250, 0, 100)
+    assert not failed_at_once and queued == 150
+    assert refused == 750 + 10 + 900
+
+
+def test_the_time_bound_counts_the_linger_and_can_be_turned_off(tmp_path):
+    async def go():
+        clock = [5_000]
+        taken = []
+        for bound_ms, linger_ms in ((10, 0), (10, 25), (0, 25)):
+            driver = _idle_driver(tmp_path / f"p{bound_ms}-{linger_ms}", clock, append_linger_ms=linger_ms,
+                                  max_batch_records=100, append_queue_max_ms=bound_ms)
+            driver._commit_rate.add(clock[0], 20 * RATE_WINDOW_MS)     # 20 records/ms
+            taken.append(driver.schedule_appends([b"r"] * 5000))
+        return taken
+
+    # 20/ms x 10 ms; 20/ms x (10 + 25) ms; no time bound: the queue's count bound (10 batches)
+    assert asyncio.run(go()) == [200, 700, 1000]
+
+
+def test_a_call_that_continues_the_last_chunk_s_schedule_joins_it(tmp_path):
+    """A workload calling once a millisecond queues chunks of up to max_batch_records, not one
+    per call; a call off the chunk's schedule, or with another spacing, starts its own chunk."""
+    async def go():
+        clock = [10_000]
+        driver = _idle_driver(tmp_path / "p", clock, max_batch_records=8, append_queue_max_ms=0)
+        driver.schedule_appends([b"a", b"b", b"c"], due_ms=100.0, spacing_ms=0.5)     # due 100, 100.5, 101
+        driver.schedule_appends([b"d", b"e"], due_ms=101.6, spacing_ms=0.5)           # next due 101.5: joins
+        driver.schedule_appends([b"f", b"g", b"h", b"i"], due_ms=102.5, spacing_ms=0.5)  # 3 join, 1 starts a chunk
+        driver.schedule_appends([b"j"], due_ms=500.0, spacing_ms=0.5)                 # off schedule
+        return [(entry.records, entry.proposed_ms, entry.appends) for entry in driver._append_queue]
+
+    assert asyncio.run(go()) == [([b"a", b"b", b"c", b"d", b"e", b"f", b"g", b"h"], 100.0, 8),
+                                 ([b"i"], 102.5 + 3 * 0.5, 1), ([b"j"], 500.0, 1)]

@@ -99,6 +99,7 @@ def raft_config_from(server: ServerConfig, directory_id, cluster_id: str) -> Raf
         request_timeout_ms=server.controller_quorum_request_timeout_ms,
         retry_backoff_ms=server.controller_quorum_retry_backoff_ms,
         append_linger_ms=server.controller_quorum_append_linger_ms,
+        append_queue_max_ms=server.kafkawire_quorum_append_queue_max_ms,
         auto_join=server.controller_quorum_auto_join_enable)
 
 

@@ -66,7 +66,7 @@ from kafkawire.raft.rpc import adapt_request_for_version
 from kafkawire.raft.types import LeaderAndEpoch, OffsetAndEpoch
 
 from .disk_store import DiskLogStore
-from .driver_appends import APPEND_QUEUE_BATCHES, APPEND_UNCOMMITTED_BATCHES, AppendQueueing, _QueuedAppend
+from .driver_appends import APPEND_QUEUE_BATCHES, APPEND_UNCOMMITTED_BATCHES, AppendQueueing, CommitRate, _QueuedAppend
 from .driver_disk import DiskWork
 from .driver_snapshots import SnapshotDuties
 from .metrics import RaftMetrics
@@ -124,6 +124,8 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing):
         self.append_queue_limit = config.max_batch_records * APPEND_QUEUE_BATCHES
         self._uncommitted_records = 0       # proposed, neither committed nor failed yet
         self.append_uncommitted_limit = config.max_batch_records * APPEND_UNCOMMITTED_BATCHES
+        self.append_queue_max_ms = config.append_queue_max_ms    # schedule_appends' time bound (0: none)
+        self._commit_rate = CommitRate()
         self._appends: dict[object, list[_QueuedAppend]] = {}   # token -> the appends of that Propose
         self._tokens = itertools.count()
         # fsyncs run on a thread of their own (_start_flush); the effects of Readys that need

@@ -8,11 +8,26 @@ answers a refusal with a count, and queues them in chunks of at most ``max_batch
 a Propose joins whole chunks (``itertools.chain``), and a committed chunk records its records'
 commit latencies as a few weighted samples (LatencyWindow.record_spread). Per record, in
 Python, this cost about half of a leader's CPU at 100,000 records/s (benchmarks/README.md,
-"Quorum")."""
+"Quorum"). A call whose records continue the schedule of the last queued chunk joins it (up to
+``max_batch_records``), so a workload calling once a millisecond queues ~1000-record chunks,
+not 100 chunks of a few records, each with its own latency samples.
+
+Bounds: record counts for every append (``append_queue_limit`` queued, ``append_uncommitted_limit``
+handed to the core and not committed), and, for ``schedule_appends``, time: it takes no more
+records than the quorum commits in ``append_queue_max_ms`` (plus the linger) at its measured
+commit rate (CommitRate: records committed in the last RATE_WINDOW_MS), counting what is
+queued and uncommitted already, but always up to one batch (``max_batch_records``) in all, so a
+quorum whose rate fell (or that just started) still gets a batch to commit. At overload the
+records taken then wait about that long and the excess is refused (counted), instead of
+queueing for the count bounds' hundreds of milliseconds (Little's law: 30,000 records at
+66,000/s is 450 ms). ``append`` and ``prepare_append`` (the controller's writes) have the
+count bounds only: the controller bounds its own writes in flight, and a refusal there is a
+failed write, not a dropped record."""
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import collections
 import itertools
 from collections.abc import Sequence
 
@@ -33,10 +48,40 @@ APPEND_QUEUE_BATCHES = 10
 # this many batches (ours, documented as a difference).
 APPEND_UNCOMMITTED_BATCHES = 20
 
+# The window over which a leader measures its commit rate for the time bound (CommitRate): long
+# enough to hold many commits (one per fsync and fetch round trip, a few ms), short enough that
+# a slowed quorum shows within a fraction of a second.
+RATE_WINDOW_MS = 250
+
+
+class CommitRate:
+    """Records committed per ms over the last ``window_ms`` (the driver's clock): the sum of
+    the commits in the window over the window, so a quorum that commits nothing for a window
+    (a stall, or no load) measures 0. One entry per committed Propose, not per record."""
+
+    def __init__(self, window_ms: int = RATE_WINDOW_MS):
+        self.window_ms = window_ms
+        self._commits: collections.deque[tuple[float, int]] = collections.deque()   # (when, records)
+        self._records = 0
+
+    def add(self, now_ms: float, records: int) -> None:
+        self._commits.append((now_ms, records))
+        self._records += records
+        self._forget(now_ms)
+
+    def per_ms(self, now_ms: float) -> float:
+        self._forget(now_ms)
+        return self._records / self.window_ms
+
+    def _forget(self, now_ms: float) -> None:
+        commits, since = self._commits, now_ms - self.window_ms
+        while commits and commits[0][0] <= since:
+            self._records -= commits.popleft()[1]
+
 
 @dataclasses.dataclass(slots=True)
 class _QueuedAppend:
-    records: tuple
+    records: tuple | list               # a list: a chunk of scheduled appends later calls may join
     future: asyncio.Future | None      # None: scheduled, nobody waits (schedule_append[s])
     proposed_ms: float                 # when its first record was due (the driver's clock)
     # schedule_appends: each record is an append of its own (appends == len(records)), due
@@ -75,30 +120,65 @@ class AppendQueueing(DriverState):
                          spacing_ms: float = 0.0) -> int:
         """Many appends of one record each, in one call (Kafka's scheduleAppend once per record,
         as TestRaftServer calls it, without the per-record cost): returns how many were taken,
-        the first ones, as many as the bounds of ``append`` leave room for. The rest are
-        refused, nothing of them queued; they are counted in appends-refused (one per record),
-        not raised: refusal is the answer an overloaded leader gives, not an error. The records
-        taken keep their order but, unlike ``append``'s, may go in different batches. Record
-        i's commit latency counts from ``due_ms + i * spacing_ms`` (the driver's clock;
-        default: now), so a workload that catches up on its schedule in one call still
-        measures each record from when it was due. Raises NodeFailed when the node stopped."""
+        the first ones, as many as the bounds leave room for: ``append``'s record counts and
+        the time bound (``append_queue_max_ms``: no more queued and uncommitted records than
+        the quorum commits in that long plus the linger at its measured rate, but always up to
+        one batch; see the module's docstring). The rest are refused, nothing of them queued;
+        they are counted in appends-refused (one per record), not raised: refusal is the answer
+        an overloaded leader gives, not an error. The records taken keep their order but, unlike
+        ``append``'s, may go in different batches. Record i's commit latency counts from
+        ``due_ms + i * spacing_ms`` (the driver's clock; default: now), so a workload that
+        catches up on its schedule in one call still measures each record from when it was
+        due; records that join the last queued chunk (their first one due where that chunk's
+        schedule puts it, within a millisecond) are timed on that chunk's schedule. Raises
+        NodeFailed when the node stopped."""
         if self.failure is not None:
             raise NodeFailed(str(self.failure))
+        now = self.clock()
         room = min(self.append_queue_limit - self._queued_records,
-                   self.append_uncommitted_limit - self._uncommitted_records)
+                   self.append_uncommitted_limit - self._uncommitted_records,
+                   self._time_room(now))
         taken = max(0, min(len(records), room))
         self.metrics.appends_refused += len(records) - taken
         if taken == 0:
             return 0
-        due = self.clock() if due_ms is None else due_ms
+        due = now if due_ms is None else due_ms
         chunk = self.config.max_batch_records
-        for start in range(0, taken, chunk):
+        start = self._join_last_chunk(records, taken, due, spacing_ms) if spacing_ms > 0 else 0
+        for start in range(start, taken, chunk):
             end = min(start + chunk, taken)
-            self._append_queue.append(_QueuedAppend(tuple(records[start:end]), None, due + start * spacing_ms,
+            self._append_queue.append(_QueuedAppend(list(records[start:end]), None, due + start * spacing_ms,
                                                     end - start, spacing_ms))
         self._queued_records += taken
         self._schedule_drain()
         return taken
+
+    def _time_room(self, now: float) -> float:
+        """How many more records the time bound takes: what the quorum commits in
+        append_queue_max_ms plus the linger at its measured rate (at least one batch), less the
+        records queued or uncommitted already; unbounded when append_queue_max_ms is 0."""
+        bound_ms = self.append_queue_max_ms
+        if bound_ms <= 0:
+            return float("inf")
+        budget = max(self._commit_rate.per_ms(now) * (bound_ms + self.config.append_linger_ms),
+                     self.config.max_batch_records)
+        return int(budget) - self._queued_records - self._uncommitted_records
+
+    def _join_last_chunk(self, records: Sequence[bytes], taken: int, due: float, spacing_ms: float) -> int:
+        """Add the first of ``taken`` records to the last queued chunk when they continue its
+        schedule (same spacing, the first due within a millisecond of where the chunk's next
+        record is due) and it has room; returns how many it took."""
+        if not self._append_queue:
+            return 0
+        last = self._append_queue[-1]
+        if last.future is not None or last.spacing_ms != spacing_ms or not isinstance(last.records, list) \
+                or abs(due - (last.proposed_ms + last.appends * spacing_ms)) > max(spacing_ms, 1.0):
+            return 0
+        joined = min(self.config.max_batch_records - len(last.records), taken)
+        if joined > 0:
+            last.records += records[0:joined]
+            last.appends += joined
+        return max(joined, 0)
 
     def _schedule_drain(self) -> None:
         if not self._drain_scheduled:
@@ -191,6 +271,7 @@ class AppendQueueing(DriverState):
         """The appends of one committed Propose, in order: each resolves with its own last offset.
         A chunk of scheduled one-record appends is one weighted entry of the latency window."""
         latency = self.metrics.commit_latency
+        self._commit_rate.add(now, sum(len(entry.records) for entry in group))
         for entry in reversed(group):
             appends = entry.appends
             if appends > 1 and entry.spacing_ms:

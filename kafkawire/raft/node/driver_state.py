@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from kafkawire.raft.io import Ready
 
     from .disk_store import DiskLogStore
-    from .driver_appends import _QueuedAppend
+    from .driver_appends import CommitRate, _QueuedAppend
     from .metrics import RaftMetrics
 
 
@@ -35,6 +35,8 @@ class DriverState:
     retention_ms: int
     append_queue_limit: int
     append_uncommitted_limit: int
+    append_queue_max_ms: int
+    _commit_rate: CommitRate
     _closing: bool
     _snapshot_check_scheduled: bool
     _snapshot_task: asyncio.Future | None
