@@ -83,7 +83,11 @@ class LoadGenerator:
                 due = int((now - next_at) / interval) + 1
                 self.scheduled += self._schedule(due, late_s=now - next_at, interval_s=interval)
                 next_at += due * interval
-                await asyncio.sleep(0)
+                # A tick before the next call, not a loop turn: at 100,000/s the next record is
+                # due 10 us later, already past after one turn, so a turn's sleep made a call
+                # (clock reads, bounds, a chunk) per loop turn for a few records each, 6,400
+                # calls/s, most of the leader's loop CPU when it refused them (2026-11-30).
+                await asyncio.sleep(WAKE_TICK_S)
 
     def _schedule(self, count: int, *, late_s: float = 0.0, interval_s: float = 0.0) -> int:
         """``count`` appends of one record each, the first due ``late_s`` ago and the next ones
