@@ -268,7 +268,7 @@ _KEYS = (
     # kafkawire's: freeze what survived a full garbage collection this long (kafkawire.raft.node.gc_pauses)
     _Key("kafkawire.gc.freeze.after.ms", lambda k, v: _int(k, v, 0), "500", "kafkawire"),
     # kafkawire's: a raft leader's time bound on scheduled appends (kafkawire.raft.node.driver_appends)
-    _Key("kafkawire.quorum.append.queue.max.ms", lambda k, v: _int(k, v, 0), "15", "kafkawire"),
+    _Key("kafkawire.quorum.append.queue.max.ms", lambda k, v: _int(k, v, 0), "40", "kafkawire"),
     # The replica fetchers (ReplicationConfigs; kafkawire.broker.replica_fetcher): INT 1 atLeast(1);
     # INT 1 MiB atLeast(0); INT 10 MiB atLeast(0); INT 500; INT 1; INT 1000 atLeast(0); INT 30000
     _Key("num.replica.fetchers", lambda k, v: _int(k, v, 1), "1", "ReplicationConfigs"),

@@ -26,7 +26,7 @@ class RaftConfig:
     # The driver's time bound on scheduled appends (kafkawire.quorum.append.queue.max.ms; 0: none):
     # no more queued and uncommitted records than the quorum commits in this long plus the
     # linger at its measured rate (kafkawire.raft.node.driver_appends). Not the core's business.
-    append_queue_max_ms: int = 15
+    append_queue_max_ms: int = 40
     fetch_max_wait_ms: int = 500                     # Kafka's raft fetch long-poll
     fetch_max_bytes: int = 8 * 1024 * 1024
     fetch_snapshot_max_bytes: int = 8 * 1024 * 1024

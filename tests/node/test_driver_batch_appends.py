@@ -16,7 +16,7 @@ from kafkawire.raft.node.metrics import LatencyWindow
 from .test_driver import Recorder, _until, config
 
 
-async def single_voter(directory, work, *, max_batch_records=1000, append_queue_max_ms=15):
+async def single_voter(directory, work, *, max_batch_records=1000, append_queue_max_ms=40):
     driver = RaftDriver(dataclasses.replace(config(), max_batch_records=max_batch_records,
                                             append_queue_max_ms=append_queue_max_ms),
                         DiskLogStore(directory), client=None, seed=11)
