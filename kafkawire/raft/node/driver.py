@@ -33,9 +33,12 @@ record for the listeners). Segment rolls still fsync on the loop.
 
 RaftDriver is split in parts, mixins of one class: driver_disk (the disk thread's work and the
 held Readys), driver_snapshots (when a snapshot is due, writing it, cleaning behind it) and
-driver_appends (the append queue and its bounds, and ``schedule_appends``, which takes many
-one-record appends in one call with the work per batch, not per record); driver_state declares
-what they share.
+driver_appends (the append queue and its bounds, record counts for every append and, for
+``schedule_appends``, which takes many one-record appends in one call with the work per batch,
+not per record, a time bound at the measured commit rate: kafkawire.quorum.append.queue.max.ms);
+driver_state declares what they share. Committed batches reach the listeners as lists of bytes
+made in one C call per batch (RecordBatch.values), the leader's batches are written by one C
+call per Propose (RecordBatchBuilder.append_values).
 
 Time given to the core is wall-clock milliseconds (DescribeQuorum reports fetch timestamps
 as Kafka does, in epoch ms), held monotonic: a clock step backwards is absorbed.

@@ -29,6 +29,7 @@ import asyncio
 import dataclasses
 import collections
 import itertools
+import sys
 from collections.abc import Sequence
 
 from kafkawire.raft.contract import AppendQueueFull, NodeFailed
@@ -153,13 +154,13 @@ class AppendQueueing(DriverState):
         self._schedule_drain()
         return taken
 
-    def _time_room(self, now: float) -> float:
+    def _time_room(self, now: float) -> int:
         """How many more records the time bound takes: what the quorum commits in
         append_queue_max_ms plus the linger at its measured rate (at least one batch), less the
         records queued or uncommitted already; unbounded when append_queue_max_ms is 0."""
         bound_ms = self.append_queue_max_ms
         if bound_ms <= 0:
-            return float("inf")
+            return sys.maxsize
         budget = max(self._commit_rate.per_ms(now) * (bound_ms + self.config.append_linger_ms),
                      self.config.max_batch_records)
         return int(budget) - self._queued_records - self._uncommitted_records
@@ -247,7 +248,7 @@ class AppendQueueing(DriverState):
         self._uncommitted_records += count
         token = next(self._tokens)
         self._appends[token] = group
-        records = group[0].records if len(group) == 1 else tuple(itertools.chain.from_iterable(
+        records = tuple(group[0].records) if len(group) == 1 else tuple(itertools.chain.from_iterable(
             entry.records for entry in group))
         self._step(Propose(now_ms, token, records))
 
