@@ -9,7 +9,7 @@ import pytest
 
 from kafkawire.raft.node.disk_store import DiskLogStore
 from kafkawire.raft.node.driver import RaftDriver
-from kafkawire.raft.node.driver_appends import RATE_WINDOW_MS, CommitRate
+from kafkawire.raft.node.driver_appends import RATE_PEAK_HORIZON_MS, RATE_WINDOW_MS, CommitRate
 from kafkawire.raft.node.load_generator import LoadGenerator
 from kafkawire.raft.node.metrics import LatencyWindow
 
@@ -150,20 +150,26 @@ def _idle_driver(directory, clock, **settings):
     return driver
 
 
-def test_commit_rate_counts_the_records_committed_in_its_window():
-    rate = CommitRate(window_ms=100)
+def test_commit_rate_counts_the_records_committed_in_its_window_and_keeps_its_peak():
+    rate = CommitRate(window_ms=100, horizon_ms=1000)
     rate.add(1000, 500)
     rate.add(1050, 300)
     assert rate.per_ms(1060) == 8.0                  # 800 records over the 100 ms window
     assert rate.per_ms(1100) == 3.0                  # the first commit left the window
     assert rate.per_ms(1150) == 0.0                  # a quorum that commits nothing measures 0
+    assert rate.peak_per_ms(1150) == 8.0             # the highest rate of the horizon stays
+    rate.add(1500, 100)                               # a slower moment: 1/ms
+    assert rate.peak_per_ms(1600) == 8.0
+    assert rate.peak_per_ms(2050) == 1.0              # the 8/ms left the horizon, the 1/ms did not
+    assert rate.peak_per_ms(2500) == 0.0
 
 
 def test_scheduled_appends_take_what_the_measured_rate_commits_within_the_bound(tmp_path):
     """append_queue_max_ms 10, linger 0, at 40 records/ms measured: 400 records may wait in all
     (queued plus uncommitted); with 150 uncommitted a call of 1000 takes 250 and the rest is
-    refused and counted. When the rate falls to 0 (nothing committed for a window) only one
-    batch in all is taken. The controller's prepare_append is not refused by the time bound."""
+    refused and counted. A window without commits keeps that peak; once the horizon passed with
+    none, only one batch in all is taken. The controller's prepare_append is not refused by the
+    time bound."""
     async def go():
         clock = [1_000_000]
         driver = _idle_driver(tmp_path / "p", clock, append_linger_ms=0, max_batch_records=100,
@@ -175,14 +181,18 @@ def test_scheduled_appends_take_what_the_measured_rate_commits_within_the_bound(
         clock[0] += RATE_WINDOW_MS                                    # no commit for a window: rate 0
         driver._uncommitted_records = 0
         driver._queued_records = 0
+        dip = driver.schedule_appends([b"r"] * 1000)                  # the peak (40/ms) still holds
+        clock[0] += RATE_PEAK_HORIZON_MS                               # nothing committed for the horizon
+        driver._queued_records = 0
         slow = driver.schedule_appends([b"r"] * 1000)                 # one batch (100) in all
         controller_write = driver.prepare_append([b"c"] * 50)         # count bounds only
-        return first, again, slow, controller_write.done(), driver._queued_records, driver.metrics.appends_refused
+        return first, again, dip, slow, controller_write.done(), driver._queued_records, \
+            driver.metrics.appends_refused
 
-    first, again, slow, failed_at_once, queued, refused = asyncio.run(go())
-    assert (first, again, slow) == (250, 0, 100)
+    first, again, dip, slow, failed_at_once, queued, refused = asyncio.run(go())
+    assert (first, again, dip, slow) == (250, 0, 400, 100)
     assert not failed_at_once and queued == 150
-    assert refused == 750 + 10 + 900
+    assert refused == 750 + 10 + 600 + 900
 
 
 def test_the_time_bound_counts_the_linger_and_can_be_turned_off(tmp_path):
