@@ -49,6 +49,7 @@ import uuid
 from typing import Callable
 
 from kafkawire.metadata.features_answer import finalized_levels, set_features
+from kafkawire.metadata.image import BROKER_RESOURCE
 from kafkawire.net.admin_authorization import allowed
 from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas, DynamicAdmissionLimits
 from kafkawire.net.authentication import sasl_handlers
@@ -176,7 +177,8 @@ class Broker:
         self.group_apis = GroupApis(self)
         self.log_dir_apis = LogDirApis(self)
         self.forwarder = Forwarder(send_to_controller)
-        self.config_apis = ConfigApis(self.node_id, self.forwarder, may_alter_loggers=self._may_alter_loggers)
+        self.config_apis = ConfigApis(self.node_id, self.forwarder, may_alter_loggers=self._may_alter_loggers,
+                                      stored_configs=lambda name: self.image().configs.get((BROKER_RESOURCE, name), {}))
         # Delegation tokens: Describe from the image, the others checked and forwarded; the
         # listeners' SCRAM tokenauth logins (kafkawire.broker.delegation_token_apis)
         self.delegation_token_apis = DelegationTokenApis(self)
