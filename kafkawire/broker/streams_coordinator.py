@@ -395,8 +395,9 @@ class StreamsCoordinator:
         """A new target assignment (kafkawire.broker.streams_assignor) at the group's epoch; none
         while the topology is not ready, as Kafka's TargetAssignmentBuilder."""
         members = sorted(group.members)
-        counts = group.configured.tasks if group.configured.ready else {}      # not ready: nothing to assign
-        targets, standby = assign(group, members, counts)
+        ready = group.configured.ready
+        counts = group.configured.tasks if ready else {}      # not ready: nothing to assign
+        targets, standby = assign(group, members, counts, group.configured.stateful if ready else frozenset())
         records = []
         for m in members:
             active = targets[m]

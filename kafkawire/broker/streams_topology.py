@@ -41,6 +41,7 @@ class Configured:
     tasks: dict | None = None                   # subtopology id -> number of tasks
     to_create: dict = field(default_factory=dict)   # topic name -> CreatableTopic
     status: tuple | None = None                 # (status code, detail)
+    stateful: frozenset = frozenset()           # subtopologies with changelog topics (they get standbys)
 
     @property
     def ready(self) -> bool:
@@ -102,7 +103,7 @@ def configure(topology: StreamsGroupTopologyValue, partition_count) -> Configure
     if to_create:
         return Configured(tasks=tasks, to_create=to_create,
                           status=(MISSING_INTERNAL_TOPICS, f"Internal topics are missing: {_summary(to_create)}"))
-    return Configured(tasks=tasks)
+    return Configured(tasks=tasks, stateful=frozenset(s.subtopology_id for s in subtopologies if s.state_changelog_topics))
 
 
 def _repartition_counts(subtopologies, partition_count) -> dict:
