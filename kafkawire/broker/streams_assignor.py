@@ -28,8 +28,9 @@ from __future__ import annotations
 import logging
 
 from . import streams_group as sg
+from .java_collections import JavaPriorityQueue, java_hash_map_order, java_order
 
-__all__ = ["assign", "sticky_assign", "java_hash_map_order"]
+__all__ = ["assign", "sticky_assign"]
 
 log = logging.getLogger(__name__)
 
@@ -53,95 +54,6 @@ def sticky_assign(specs: list, counts: dict, stateful, replicas: int) -> tuple[d
     return state.result(specs)
 
 
-# -- java.util.HashMap's iteration order and java.util.PriorityQueue's heap, as Kafka's ties need them --
-
-def _java_string_hash(text: str) -> int:
-    """String.hashCode over the UTF-16 code units, as an unsigned 32-bit value."""
-    units = text.encode("utf-16-be", "surrogatepass")
-    h = 0
-    for i in range(0, len(units), 2):
-        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
-    return h
-
-
-def _java_order(text: str) -> bytes:
-    """String.compareTo's order (UTF-16 code units)."""
-    return text.encode("utf-16-be", "surrogatepass")
-
-
-def _table_size_for(capacity: int) -> int:
-    size = 1
-    while size < capacity:
-        size <<= 1
-    return size
-
-
-def java_hash_map_order(keys: list, initial_capacity: int = 16) -> list:
-    """The iteration order of a java.util.HashMap(initial_capacity) into which ``keys`` (distinct
-    strings) were put in this order: by bucket, then by insertion within a bucket. The table
-    doubles when the size passes 3/4 of it, or when a bucket reaches 9 entries in a table under
-    64 (a bucket that large in a larger table becomes a tree with its own order, not modelled: only
-    deliberately colliding ids get there)."""
-    spread = [h ^ (h >> 16) for h in map(_java_string_hash, keys)]
-    table = _table_size_for(initial_capacity)
-    buckets: dict = {}
-    for size, value in enumerate(spread, 1):
-        index = value & (table - 1)
-        buckets[index] = buckets.get(index, 0) + 1
-        grown = table
-        if buckets[index] >= 9 and grown < 64:         # treeifyBin resizes a small table instead
-            grown <<= 1
-        if size > grown * 3 // 4:
-            grown <<= 1
-        if grown != table:
-            table, buckets = grown, {}
-            for v in spread[:size]:
-                buckets[v & (table - 1)] = buckets.get(v & (table - 1), 0) + 1
-    order = sorted(range(len(keys)), key=lambda i: (spread[i] & (table - 1), i))
-    return [keys[i] for i in order]
-
-
-class _JavaPriorityQueue:
-    """java.util.PriorityQueue's binary heap (siftUp on add, siftDown of the last on poll), so that
-    equal keys come out in the order Kafka's queue gives them."""
-
-    def __init__(self, key):
-        self.key, self.items = key, []
-
-    def add(self, item) -> None:
-        items, key = self.items, self.key
-        k, wanted = len(items), key(item)
-        items.append(item)
-        while k > 0:
-            parent = (k - 1) >> 1
-            if wanted >= key(items[parent]):
-                break
-            items[k] = items[parent]
-            k = parent
-        items[k] = item
-
-    def poll(self):
-        items, key = self.items, self.key
-        if not items:
-            return None
-        first, last = items[0], items.pop()
-        if items:
-            k, size, wanted = 0, len(items), key(last)
-            while k < size >> 1:
-                child = 2 * k + 1
-                if child + 1 < size and key(items[child]) > key(items[child + 1]):
-                    child += 1
-                if wanted <= key(items[child]):
-                    break
-                items[k] = items[child]
-                k = child
-            items[k] = last
-        return first
-
-    def __bool__(self) -> bool:
-        return bool(self.items)
-
-
 # -- the assignor's state --
 
 class _Process:
@@ -154,7 +66,7 @@ class _Process:
         self.tasks: set = set()
         self.active: dict = {}              # member id -> set of (subtopology, partition)
         self.standby: dict = {}
-        self._by_load: _JavaPriorityQueue | None = None
+        self._by_load: JavaPriorityQueue | None = None
 
     @property
     def load(self) -> float:
@@ -176,7 +88,7 @@ class _Process:
         if len(self.counts) == 1:
             return self._add(next(iter(self.counts)), task, active)
         if self._by_load is None:
-            self._by_load = _JavaPriorityQueue(key=lambda entry: entry[1])
+            self._by_load = JavaPriorityQueue(key=lambda entry: entry[1])
             for member in java_hash_map_order(list(self.counts)):
                 self._by_load.add([member, self.counts[member]])
         entry = self._by_load.poll()
@@ -252,14 +164,14 @@ class _State:
                     process_load, member_load, candidate = process.load, process.counts[member], member
         return candidate if task is None or task not in first_process.tasks else None
 
-    def _by_load(self) -> _JavaPriorityQueue:
-        queue = _JavaPriorityQueue(key=lambda process: process.load)
+    def _by_load(self) -> JavaPriorityQueue:
+        queue = JavaPriorityQueue(key=lambda process: process.load)
         for process in self.processes:
             queue.add(process)
         return queue
 
     def assign_active(self) -> None:
-        tasks = sorted(self._tasks(self.counts), key=lambda t: (t[1], _java_order(t[0])))
+        tasks = sorted(self._tasks(self.counts), key=lambda t: (t[1], java_order(t[0])))
         for previous in (lambda t: self.previous_active.get(t),
                          lambda t: self._least_loaded_previous(self.previous_standby.get(t), None)):
             unplaced = []
@@ -272,13 +184,13 @@ class _State:
                     unplaced.append(task)
             tasks = unplaced
         queue = self._by_load()
-        for task in sorted(tasks, key=lambda t: (_java_order(t[0]), t[1])):
+        for task in sorted(tasks, key=lambda t: (java_order(t[0]), t[1])):
             process = queue.poll()
             self._placed_active(process.add_to_least_loaded(task, True))
             queue.add(process)
 
     def assign_standby(self) -> None:
-        tasks = sorted(self._tasks(self.stateful), key=lambda t: (t[1], _java_order(t[0])), reverse=True)
+        tasks = sorted(self._tasks(self.stateful), key=lambda t: (t[1], java_order(t[0])), reverse=True)
         remaining = []                                          # (task, replicas still to place)
         for task in tasks:
             for placed in range(self.replicas):
@@ -294,7 +206,7 @@ class _State:
                     continue
                 remaining.append((task, self.replicas - placed))
                 break
-        remaining.sort(key=lambda r: (_java_order(r[0][0]), r[0][1]), reverse=True)
+        remaining.sort(key=lambda r: (java_order(r[0][0]), r[0][1]), reverse=True)
         queue, short = self._by_load(), 0
         for task, count in remaining:
             for placed in range(count):
@@ -306,7 +218,7 @@ class _State:
                         "processes. Add application instances to keep the requested standby replicas.",
                         short, self.replicas)
 
-    def _standby_to_least_loaded(self, queue: _JavaPriorityQueue, task) -> bool:
+    def _standby_to_least_loaded(self, queue: JavaPriorityQueue, task) -> bool:
         """The least loaded process without the task takes it; the processes polled go back in the
         reverse order (Kafka's recursion)."""
         polled, found = [], False

@@ -4,7 +4,8 @@ tests/interop/test_streams_assignor_vs_kafka.py (which runs Kafka's class itself
 without Java; and the rules a reader checks by hand, on small groups."""
 from __future__ import annotations
 
-from kafkawire.broker.streams_assignor import java_hash_map_order, sticky_assign
+from kafkawire.broker.java_collections import java_hash_map_order
+from kafkawire.broker.streams_assignor import sticky_assign
 from tests.broker.streams_assignor_cases import case_text, generate_cases, ours, read_table
 
 

@@ -1,0 +1,104 @@
+"""A streams group's topology configured against the topics (kafkawire/broker/streams_topology.py):
+co-partitioning (Kafka 4.3.1's CopartitionedTopicsEnforcer) and the messages that name topics."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from kafkawire.broker.streams_topology import (INCORRECTLY_PARTITIONED_TOPICS, MISSING_INTERNAL_TOPICS,
+                                               MISSING_SOURCE_TOPICS, InvalidTopology, configure)
+from kafkawire.messages import streams_group_heartbeat_request as request
+from kafkawire.messages.streams_group_topology_value import (CopartitionGroup, StreamsGroupTopologyValue, Subtopology,
+                                                             TopicInfo)
+from kafkawire.protocol.error_codes import Errors
+
+from .test_streams_groups import GROUP, IN, Harness
+
+
+def topic(name, partitions=0) -> TopicInfo:
+    return TopicInfo(name=name, partitions=partitions, topic_configs=[])
+
+
+def join_topology(left="left", right="right", rekeyed_partitions=0) -> StreamsGroupTopologyValue:
+    """Subtopology 0 re-keys ``keys`` into app-rekeyed; subtopology 1 joins ``left``, ``right``
+    and app-rekeyed: the three are co-partitioned."""
+    return StreamsGroupTopologyValue(epoch=1, subtopologies=[
+        Subtopology(subtopology_id="0", source_topics=["keys"], repartition_sink_topics=["app-rekeyed"]),
+        Subtopology(subtopology_id="1", source_topics=[left, right],
+                    repartition_source_topics=[topic("app-rekeyed", rekeyed_partitions)],
+                    state_changelog_topics=[topic("app-join-changelog")],
+                    copartition_groups=[CopartitionGroup(source_topics=[0, 1], repartition_source_topics=[0])])])
+
+
+def sizes(**counts):
+    return lambda name: counts.get(name.replace("-", "_"))
+
+
+def test_copartitioned_source_topics_need_one_partition_count():
+    configured = configure(join_topology(), sizes(keys=8, left=3, right=4))
+    assert (configured.tasks, configured.status) == (None, (
+        INCORRECTLY_PARTITIONED_TOPICS, "Following topics do not have the same number of partitions: [{left=3, right=4}]"))
+
+
+def test_a_copartitioned_repartition_topic_takes_the_source_topics_count():
+    """app-rekeyed would take 8 partitions from its writer's ``keys``; co-partitioned with left and
+    right it takes their 3, and so does the changelog of the subtopology reading them."""
+    configured = configure(join_topology(), sizes(keys=8, left=3, right=3))
+    assert configured.tasks == {"0": 8, "1": 3}
+    assert {n: t.num_partitions for n, t in configured.to_create.items()} == {"app-rekeyed": 3, "app-join-changelog": 3}
+    assert configured.status[0] == MISSING_INTERNAL_TOPICS
+    # without the copartition group it would have been 8
+    unpinned = join_topology()
+    unpinned.subtopologies[1].copartition_groups = []
+    assert configure(unpinned, sizes(keys=8, left=3, right=3)).to_create["app-rekeyed"].num_partitions == 8
+
+
+def test_a_repartition_topic_with_a_count_of_its_own_must_match():
+    configured = configure(join_topology(rekeyed_partitions=5), sizes(keys=8, left=3, right=3))
+    assert configured.status == (INCORRECTLY_PARTITIONED_TOPICS, "Number of partitions [5] of repartition topic "
+                                 "[app-rekeyed] doesn't match number of partitions [3] of the source topic.")
+    assert configure(join_topology(rekeyed_partitions=3), sizes(keys=8, left=3, right=3)).tasks == {"0": 8, "1": 3}
+
+
+def repartition_only(first=0, second=0) -> StreamsGroupTopologyValue:
+    """Subtopologies 0 and 1 write app-a and app-b, co-partitioned in subtopology 2."""
+    return StreamsGroupTopologyValue(epoch=1, subtopologies=[
+        Subtopology(subtopology_id="0", source_topics=["x"], repartition_sink_topics=["app-a"]),
+        Subtopology(subtopology_id="1", source_topics=["y"], repartition_sink_topics=["app-b"]),
+        Subtopology(subtopology_id="2", repartition_source_topics=[topic("app-a", first), topic("app-b", second)],
+                    copartition_groups=[CopartitionGroup(source_topics=[], repartition_source_topics=[0, 1])])])
+
+
+def test_a_group_of_repartition_topics_takes_the_largest_or_the_fixed_count():
+    configured = configure(repartition_only(), sizes(x=2, y=6))
+    assert {n: t.num_partitions for n, t in configured.to_create.items()} == {"app-a": 6, "app-b": 6}
+    configured = configure(repartition_only(first=4, second=4), sizes(x=2, y=6))
+    assert {n: t.num_partitions for n, t in configured.to_create.items()} == {"app-a": 4, "app-b": 4}
+    assert configure(repartition_only(first=4, second=5), sizes(x=2, y=6)).status == (
+        INCORRECTLY_PARTITIONED_TOPICS, "Following topics do not have the same number of partitions: [{app-a=4, app-b=5}]")
+
+
+def test_a_copartition_group_index_out_of_range_is_an_invalid_topology():
+    bad = join_topology()
+    bad.subtopologies[1].copartition_groups = [CopartitionGroup(source_topics=[0, 2], repartition_source_topics=[])]
+    with pytest.raises(InvalidTopology, match="subtopology 1 refers to topic index 2, but the subtopology has 2"):
+        configure(bad, sizes(keys=8, left=3, right=3))
+
+
+def test_messages_name_three_topics_and_count_the_others():
+    many = StreamsGroupTopologyValue(epoch=1, subtopologies=[
+        Subtopology(subtopology_id="0", source_topics=["e", "d", "c", "b", "a"])])
+    assert configure(many, sizes()).status == (MISSING_SOURCE_TOPICS,
+                                               "Source topics a, b, c and 2 additional topics are missing.")
+
+
+def test_a_member_is_told_its_topics_are_not_copartitioned():
+    h = Harness(topics=(("in", IN, 4), ("other", uuid.UUID(int=3), 2)))
+    joined = request.Topology(epoch=1, subtopologies=[request.Subtopology(
+        subtopology_id="0", source_topics=["in", "other"], copartition_groups=[request.CopartitionGroup(source_topics=[0, 1])])])
+    response, to_create = h.join("a", topology=joined)
+    assert (response.error_code, to_create) == (Errors.NONE, {})
+    assert [(s.status_code, s.status_detail) for s in response.status] == [
+        (INCORRECTLY_PARTITIONED_TOPICS, "Following topics do not have the same number of partitions: [{in=4, other=2}]")]
+    assert h.coordinator.groups[GROUP].targets["a"] == {}
