@@ -121,7 +121,8 @@ def _expected_internal_topics(subtopologies, count, decided) -> tuple[dict, dict
         for infos, changelog in ((s.repartition_source_topics, False), (s.state_changelog_topics, True)):
             named = {t.name: t for t in infos}                                      # a HashMap by name
             for name in java_hash_map_order(list(named)):
-                inserted[name] = (tasks[s.subtopology_id] if changelog else decided[name], named[name])
+                fixed = named[name].partitions          # a repartition topic's own count, else the decided one
+                inserted[name] = (tasks[s.subtopology_id] if changelog else fixed or decided[name], named[name])
     return {name: inserted[name] for name in java_hash_map_order(list(inserted))}, tasks
 
 

@@ -1,5 +1,8 @@
 """A streams group's topology configured against the topics (kafkawire/broker/streams_topology.py):
-co-partitioning (Kafka 4.3.1's CopartitionedTopicsEnforcer) and the messages that name topics."""
+Kafka 4.3.1's InternalTopicManager.configureTopics answers, recorded in
+tests/broker/data/streams_topology_cases.txt by tests/interop/test_streams_assignor_vs_kafka.py,
+must be ours without Java; and co-partitioning (CopartitionedTopicsEnforcer) and the messages
+that name topics, case by case."""
 from __future__ import annotations
 
 import uuid
@@ -13,7 +16,20 @@ from kafkawire.messages.streams_group_topology_value import (CopartitionGroup, S
                                                              TopicInfo)
 from kafkawire.protocol.error_codes import Errors
 
+from .streams_topology_cases import generate_topology_cases, our_configuration, read_topology_table, topology_case_text
 from .test_streams_groups import GROUP, IN, Harness
+
+
+def test_we_configure_as_kafkas_recorded_answers():
+    table = read_topology_table()
+    cases = generate_topology_cases()
+    assert [text for text, _ in table] == [topology_case_text(c) for c in cases], "the table is not generate_topology_cases()'s"
+    wrong = [(text, answer, our_configuration(c)) for (text, answer), c in zip(table, cases) if our_configuration(c) != answer]
+    assert not wrong, f"{len(wrong)} of {len(table)} differ from Kafka's, e.g. {wrong[0]}"
+    statuses = [answer[0].split(" ")[:2] for _, answer in table]
+    assert all(sum(1 for s in statuses if s == kind) >= 10 for kind in (
+        ["status", "-"], ["status", "1"], ["status", "2"], ["status", "3"], ["invalid", "Failed"])), "an outcome is missing"
+    assert sum(1 for _, answer in table if "same number of partitions" in answer[0]) >= 10
 
 
 def topic(name, partitions=0) -> TopicInfo:

@@ -4,6 +4,9 @@ must be identical, member by member (Kafka's is deterministic for given inputs: 
 java.util.HashMap's iteration order of the ids and java.util.PriorityQueue's heap, which ours
 reproduces). The cases are the checked-in table's (tests/broker/streams_assignor_cases.py) and
 as many more from another seed; ``--rewrite`` writes the table's recorded answers again from Kafka's.
+The topology configuration (kafkawire/broker/streams_topology.py) is compared likewise with Kafka's
+InternalTopicManager.configureTopics (TopologyCases.java), its answers kept in
+tests/broker/data/streams_topology_cases.txt.
 """
 from __future__ import annotations
 
@@ -14,43 +17,45 @@ from pathlib import Path
 import pytest
 
 from tests.broker.streams_assignor_cases import TABLE, case_text, format_table, generate_cases, ours
+from tests.broker.streams_topology_cases import (TOPOLOGY_TABLE, format_topology_table, generate_topology_cases,
+                                                our_configuration, topology_case_text)
 from tests.interop import kafka_dist
 
-SOURCE = Path(__file__).parent / "java" / "streams_assignor" / "StickyAssignorCases.java"
+JAVA_SOURCES = Path(__file__).parent / "java" / "streams_assignor"     # StickyAssignorCases, TopologyCases
 
 
 @pytest.fixture(scope="module")
-def kafkas_answers(kafka_libs, tmp_path_factory):
-    """kafkas_answers(cases) -> Kafka's answer lines for each case (one JVM per call)."""
+def classes(kafka_libs, tmp_path_factory) -> Path:
+    """Both Java sides, compiled once."""
     if not shutil.which("javac"):
         from tests.conftest import unavailable
         unavailable("javac is needed to run Kafka's StickyTaskAssignor")
-    classes = tmp_path_factory.mktemp("sticky-assignor-classes")
-    subprocess.run(["javac", "-nowarn", "-d", str(classes), "-cp", kafka_dist.classpath(), str(SOURCE)],
-                   check=True, capture_output=True, timeout=180)
-
-    def run(cases) -> list[list[str]]:
-        result = subprocess.run(["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                                 f"-Dlog4j2.configurationFile={kafka_dist.LOG4J_TOOLS}",
-                                 "-cp", f"{classes}:{kafka_dist.classpath()}", "StickyAssignorCases"],
-                                input="".join(map(case_text, cases)), capture_output=True, text=True,
-                                timeout=120, check=True)
-        answers, current = [], []
-        for line in result.stdout.splitlines():
-            if line == "end":
-                answers.append(current)
-                current = []
-            else:
-                current.append(line)
-        assert len(answers) == len(cases), result.stderr[-2000:]
-        return answers
-    return run
+    out = tmp_path_factory.mktemp("streams-judge-classes")
+    subprocess.run(["javac", "-nowarn", "-d", str(out), "-cp", kafka_dist.classpath(),
+                    *map(str, sorted(JAVA_SOURCES.glob("*.java")))], check=True, capture_output=True, timeout=180)
+    return out
 
 
-def test_our_assignments_are_kafkas(kafkas_answers, request):
+def run_java(classes: Path, main_class: str, text: str) -> list[list[str]]:
+    """The answers of one JVM run over all the cases in ``text``, each ended by an "end" line."""
+    result = subprocess.run(["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
+                             "-cp", f"{classes}:{kafka_dist.classpath()}", main_class],
+                            input=text, capture_output=True, text=True, timeout=120, check=True)
+    answers, current = [], []
+    for line in result.stdout.splitlines():
+        if line == "end":
+            answers.append(current)
+            current = []
+        else:
+            current.append(line)
+    return answers
+
+
+def test_our_assignments_are_kafkas(classes, request):
     table_cases = generate_cases()
     more = generate_cases(seed=848, count=300)
-    answers = kafkas_answers(table_cases + more)
+    answers = run_java(classes, "StickyAssignorCases", "".join(map(case_text, table_cases + more)))
+    assert len(answers) == len(table_cases + more)
     if request.config.getoption("--rewrite"):
         TABLE.write_text(format_table(table_cases, answers[:len(table_cases)]))
     wrong = [f"{case_text(c)}Kafka: {k}\nours:  {ours(c)}"
@@ -58,3 +63,25 @@ def test_our_assignments_are_kafkas(kafkas_answers, request):
     assert not wrong, f"{len(wrong)} of {len(answers)} assignments differ, e.g.\n" + "\n".join(wrong[:3])
     assert TABLE.read_text() == format_table(table_cases, answers[:len(table_cases)]), \
         f"{TABLE} is not Kafka's answers to generate_cases(); run with --rewrite"
+
+
+def test_our_topology_configuration_is_kafkas(classes, request):
+    """configure() against InternalTopicManager.configureTopics on random topologies: repartition
+    passes, co-partitioning, changelog and task counts, the internal topics to create, statuses and
+    their messages. Cases where Kafka fails with an internal error (a RuntimeException other than
+    StreamsInvalidTopologyException) are counted, not compared."""
+    cases = generate_topology_cases()
+    answers = run_java(classes, "TopologyCases", "".join(map(topology_case_text, cases)))
+    assert len(answers) == len(cases)
+    if request.config.getoption("--rewrite"):
+        TOPOLOGY_TABLE.write_text(format_topology_table(cases, answers))
+    internal_errors = [a for a in answers if a[0].startswith("error ")]
+    compared = [(c, a) for c, a in zip(cases, answers) if not a[0].startswith("error ")]
+    wrong = [f"{topology_case_text(c)}Kafka: {a}\nours:  {our_configuration(c)}"
+             for c, a in compared if our_configuration(c) != a]
+    kinds = {a[0].split(" ")[0] + (" " + a[0].split(" ")[1] if a[0].startswith("status") else "") for _, a in compared}
+    print(f"\n{len(compared)} topologies compared ({sorted(kinds)}), {len(internal_errors)} are Kafka's internal errors: "
+          f"{sorted({a[0] for a in internal_errors})}")
+    assert not wrong, f"{len(wrong)} of {len(compared)} configurations differ, e.g.\n" + "\n".join(wrong[:3])
+    assert TOPOLOGY_TABLE.read_text() == format_topology_table(cases, answers), \
+        f"{TOPOLOGY_TABLE} is not Kafka's answers to generate_topology_cases(); run with --rewrite"
