@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from kafkawire.broker.consumer_coordinator import TopicsView
 from kafkawire.broker.streams_topology import (INCORRECTLY_PARTITIONED_TOPICS, MISSING_INTERNAL_TOPICS,
                                                MISSING_SOURCE_TOPICS, InvalidTopology, configure)
 from kafkawire.messages import streams_group_heartbeat_request as request
@@ -118,3 +119,27 @@ def test_a_member_is_told_its_topics_are_not_copartitioned():
     assert [(s.status_code, s.status_detail) for s in response.status] == [
         (INCORRECTLY_PARTITIONED_TOPICS, "Following topics do not have the same number of partitions: [{in=4, other=2}]")]
     assert h.coordinator.groups[GROUP].targets["a"] == {}
+
+
+def test_a_change_of_the_topics_reconfigures_the_topology_at_the_next_heartbeat():
+    """As Kafka 4.3.1 (whose metadata update marks the groups of the changed topics for a refresh,
+    and whose next heartbeat hashes their topics again): a source topic that grows makes the next
+    heartbeat configure the topology again and bump the group epoch; here the existing changelog
+    topic then has too few partitions, and the tasks are taken back until it is fixed."""
+    h = Harness()
+    first, _ = h.join("a")
+    assert active_tasks(first) == {"0": {0, 1, 2, 3}} and h.group.epoch == 2
+    again, _ = h.beat("a", 2, active={"0": {0, 1, 2, 3}})
+    assert (again.status, h.group.epoch) == ([], 2)                    # nothing changed: not configured again
+    h.view = TopicsView.of((("in", IN, 6), ("app-store-changelog", uuid.UUID(int=2), 4)))
+    grown, _ = h.beat("a", 2, active={"0": {0, 1, 2, 3}})
+    assert [(s.status_code, s.status_detail) for s in grown.status] == [(INCORRECTLY_PARTITIONED_TOPICS, (
+        "Existing topic app-store-changelog has different number of partitions: expected 6, found 4"))]
+    assert h.group.epoch == 3 and h.group.targets["a"] == {}
+    h.view = TopicsView.of((("in", IN, 6), ("app-store-changelog", uuid.UUID(int=2), 6)))
+    fixed, _ = h.beat("a", grown.member_epoch, active=active_tasks(grown))
+    assert fixed.status == [] and h.group.epoch == 4 and h.group.targets["a"] == {"0": frozenset(range(6))}
+
+
+def active_tasks(response) -> dict:
+    return {t.subtopology_id: set(t.partitions) for t in response.active_tasks or ()}
