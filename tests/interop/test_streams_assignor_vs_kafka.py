@@ -10,8 +10,11 @@ tests/broker/data/streams_topology_cases.txt.
 """
 from __future__ import annotations
 
+import hashlib
+import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -25,14 +28,29 @@ JAVA_SOURCES = Path(__file__).parent / "java" / "streams_assignor"     # StickyA
 
 
 @pytest.fixture(scope="module")
-def classes(kafka_libs, tmp_path_factory) -> Path:
-    """Both Java sides, compiled once."""
+def classes(kafka_libs) -> Path:
+    """Both Java sides, compiled once per version of their sources and of the jars, and kept in
+    the jars' cache (.kafka-dist/classes/), so a warm run starts no javac."""
+    sources = sorted(JAVA_SOURCES.glob("*.java"))
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources) + kafka_dist.classpath().encode())
+    for jar in sorted(kafka_libs.glob("kafka-group-coordinator*.jar")):
+        digest.update(jar.name.encode())
+    out = kafka_dist.cache_dir() / "classes" / f"streams-judge-{digest.hexdigest()[:16]}"
+    if out.is_dir():
+        return out
     if not shutil.which("javac"):
         from tests.conftest import unavailable
         unavailable("javac is needed to run Kafka's StickyTaskAssignor")
-    out = tmp_path_factory.mktemp("streams-judge-classes")
-    subprocess.run(["javac", "-nowarn", "-d", str(out), "-cp", kafka_dist.classpath(),
-                    *map(str, sorted(JAVA_SOURCES.glob("*.java")))], check=True, capture_output=True, timeout=180)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out.parent) as building:
+        subprocess.run(["javac", "-nowarn", "-d", building, "-cp", kafka_dist.classpath(), *map(str, sources)],
+                       check=True, capture_output=True, timeout=180)
+        try:
+            os.rename(building, out)            # atomic: a parallel run either sees it whole or builds its own
+        except OSError:
+            if not out.is_dir():
+                raise
+        Path(building).mkdir(exist_ok=True)     # for TemporaryDirectory's cleanup
     return out
 
 
