@@ -30,9 +30,9 @@ def _name(rng: random.Random, prefix: str, index: int) -> str:
     style = rng.random()
     if style < 0.5:
         return _uuid(rng)
-    if style < 0.8:
+    if style < 0.8 or index >= 8:       # at most 8 ids of one bucket: 9 in a table of 64 make a tree
         return f"{prefix}{index}"
-    return f"{prefix}{COLLIDING[index % len(COLLIDING)]}"
+    return f"{prefix}{COLLIDING[index]}"
 
 
 def _previous(rng, tasks, members, replicas) -> tuple[dict, dict]:
@@ -50,17 +50,19 @@ def _previous(rng, tasks, members, replicas) -> tuple[dict, dict]:
     return active, standby
 
 
-def generate_cases(seed: int = 1071, count: int = 200) -> list:
+def generate_cases(seed: int = 1071, count: int = 200, max_members: int = 9, max_partitions: int = 10) -> list:
+    """``max_members``, ``max_partitions``: at most so many members (in up to half as many processes, at
+    least 5) and tasks per subtopology; larger groups make Java's HashMaps grow their tables."""
     rng = random.Random(seed)
     cases = []
     for _ in range(count):
         replicas = rng.choice((0, 0, 1, 1, 2, 3))
-        subs = [(s, rng.randint(0, 10), rng.random() < 0.6)
+        subs = [(s, rng.randint(0, max_partitions), rng.random() < 0.6)
                 for s in sorted(rng.sample(["0", "1", "2", "3", "10", "11"], rng.randint(1, 4)))]
-        processes = [_name(rng, "p", i) for i in range(rng.randint(1, 5))]
+        processes = [_name(rng, "p", i) for i in range(rng.randint(1, max(5, max_members // 2)))]
         processes = list(dict.fromkeys(processes))
         members = []
-        for i in range(rng.randint(1, 9)):
+        for i in range(rng.randint(1, max_members)):
             members.append((_name(rng, "m", i), rng.choice(processes)))
         members = list(dict(members).items())
         # tasks of the previous target may be beyond today's partition counts (topics shrank or grew)

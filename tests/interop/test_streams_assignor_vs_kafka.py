@@ -71,7 +71,7 @@ def run_java(classes: Path, main_class: str, text: str) -> list[list[str]]:
 
 def test_our_assignments_are_kafkas(classes, request):
     table_cases = generate_cases()
-    more = generate_cases(seed=848, count=300)
+    more = generate_cases(seed=848, count=150) + generate_cases(seed=1, count=150, max_members=60, max_partitions=40)
     answers = run_java(classes, "StickyAssignorCases", "".join(map(case_text, table_cases + more)))
     assert len(answers) == len(table_cases + more)
     if request.config.getoption("--rewrite"):
