@@ -7,7 +7,8 @@ java.util.PriorityQueue's heap. kafkawire reproduces them so that it chooses as 
 """
 from __future__ import annotations
 
-__all__ = ["java_string_hash", "java_order", "java_hash_map_order", "JavaPriorityQueue"]
+__all__ = ["java_string_hash", "java_order", "java_hash_map_order", "JavaPriorityQueue", "TIMELINE_INITIAL_CAPACITY",
+           "timeline_capacity", "timeline_hash_map_order"]
 
 
 def java_string_hash(text: str) -> int:
@@ -96,3 +97,29 @@ class JavaPriorityQueue:
 
     def __bool__(self) -> bool:
         return bool(self.items)
+
+
+# -- org.apache.kafka.timeline.TimelineHashMap (the group coordinator's maps, e.g. a group's members) --
+
+TIMELINE_INITIAL_CAPACITY = 2       # TimelineHashMap(registry, 0): BaseHashTable's smallest table
+
+
+def timeline_capacity(size: int, capacity: int) -> int:
+    """The table after a put (new key or replaced value) into a TimelineHashMap of ``size`` keys:
+    BaseHashTable.baseAddOrReplace doubles it first when (size + 1) * 0.75 exceeds it."""
+    return capacity * 2 if (size + 1) * 0.75 > capacity else capacity
+
+
+def timeline_hash_map_order(keys: list, capacity: int) -> list:
+    """The iteration order of a TimelineHashMap whose table has ``capacity`` slots and whose
+    ``keys`` (strings) were put in this order since each was last removed: by slot (the top bits
+    of String.hashCode times Knuth's 64-bit Fibonacci constant), then the latest put first within
+    a slot (its iterator takes a slot's entries from the end)."""
+    shift = 64 - (capacity.bit_length() - 1)
+
+    def slot(key: str) -> int:
+        h = java_string_hash(key)
+        signed = h - (1 << 32) if h & 0x80000000 else h
+        return ((signed * -7046029254386353131) & 0xFFFFFFFFFFFFFFFF) >> shift
+    order = sorted(range(len(keys)), key=lambda i: (slot(keys[i]), -i))
+    return [keys[i] for i in order]

@@ -16,10 +16,9 @@ StickyTaskAssignor (org.apache.kafka.coordinator.group.streams.assignor), the on
   members in java.util.HashMap's iteration order (String.hashCode buckets) of the group's members,
   so the same inputs give the same assignment as Kafka's class (tests/interop compares them).
 
-The one input Kafka's coordinator has and this one cannot reproduce is the order its group's
-member map (a TimelineHashMap) hands members to the assignor; it only matters between member (or
-process) ids that fall in the same HashMap bucket. The members are taken in the order given (the
-coordinator passes them sorted).
+The members are taken in the order given, the order Kafka's coordinator puts them into the
+assignor's member map (kafkawire.broker.streams_coordinator passes its group's TimelineHashMap
+order, then a joining member); it matters between ids that fall in the same HashMap bucket.
 
     targets, standby = assign(group, members, {"0": 4}, stateful={"0"})   # {member: {subtopology: frozenset}} each
 """

@@ -55,3 +55,24 @@ def test_java_hash_map_order():
     assert java_hash_map_order(["q", "a"]) == ["q", "a"] and java_hash_map_order(["q", "a"], 64) == ["a", "q"]
     assert java_hash_map_order(["c", "b", "a"], initial_capacity=1) == ["a", "b", "c"]
     assert sticky_assign([], {"0": 3}, set(), 1) == ({}, {})
+
+
+def test_the_group_keeps_the_table_size_and_order_of_kafkas_members_map():
+    """Kafka's coordinator hands the assignor its group's members in its TimelineHashMap's order
+    (tests/interop checks timeline_hash_map_order against Kafka's class), then a joining member."""
+    from kafkawire.broker import streams_group as sg
+    from kafkawire.broker.streams_coordinator import _assignor_order
+    group = sg.StreamsGroup("g")
+    group.put_member(sg.StreamsMember("a"))
+    group.put_member(sg.StreamsMember("b"))
+    assert group.members_capacity == 2
+    group.put_member(sg.StreamsMember("a"))     # a new value at two members: the table doubles first
+    assert group.members_capacity == 4
+    group.drop_member("a")
+    assert group.members_capacity == 4          # it never shrinks
+    before = (list(group.members), group.members_capacity)
+    group.put_member(sg.StreamsMember("c"))     # joins with this heartbeat: last
+    assert _assignor_order(group, before) == ["b", "c"]
+    group.put_member(sg.StreamsMember("a"))
+    # what Kafka's TimelineHashMap iterates after +a +b +a -a +c +a (tests/interop's TimelineOrder.java)
+    assert _assignor_order(group, None) == ["c", "b", "a"]

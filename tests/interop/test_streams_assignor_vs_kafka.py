@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import random
 import shutil
 import subprocess
 import tempfile
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from kafkawire.broker.java_collections import TIMELINE_INITIAL_CAPACITY, timeline_capacity, timeline_hash_map_order
 from tests.broker.streams_assignor_cases import TABLE, case_text, format_table, generate_cases, ours
 from tests.broker.streams_topology_cases import (TOPOLOGY_TABLE, format_topology_table, generate_topology_cases,
                                                 our_configuration, topology_case_text)
@@ -103,3 +105,28 @@ def test_our_topology_configuration_is_kafkas(classes, request):
     assert not wrong, f"{len(wrong)} of {len(compared)} configurations differ, e.g.\n" + "\n".join(wrong[:3])
     assert TOPOLOGY_TABLE.read_text() == format_topology_table(cases, answers), \
         f"{TOPOLOGY_TABLE} is not Kafka's answers to generate_topology_cases(); run with --rewrite"
+
+
+def test_our_timeline_hash_map_order_is_kafkas(classes):
+    """The order in which Kafka's coordinator hands a group's members to the assignor: its
+    TimelineHashMap's iteration order after random puts (new keys and new values) and removals."""
+    rng = random.Random(1071)
+    sequences = []
+    for _ in range(300):
+        pool = [f"{rng.getrandbits(128):032x}" if rng.random() < 0.7 else f"m{i}" for i in range(rng.randint(1, 50))]
+        sequences.append([("+" if rng.random() < 0.8 else "-") + rng.choice(pool) for _ in range(rng.randint(1, 120))])
+    answers = run_java(classes, "TimelineOrder", "".join(" ".join(ops) + "\n" for ops in sequences))
+    answers = [a[0].split() if a and a[0] else [] for a in answers]
+
+    def ours(ops) -> list:
+        keys: dict = {}
+        capacity = TIMELINE_INITIAL_CAPACITY
+        for op in ops:
+            if op[0] == "+":
+                capacity = timeline_capacity(len(keys), capacity)
+                keys[op[1:]] = True
+            else:
+                keys.pop(op[1:], None)
+        return timeline_hash_map_order(list(keys), capacity)
+    wrong = [(ops, a, ours(ops)) for ops, a in zip(sequences, answers) if ours(ops) != a]
+    assert len(answers) == len(sequences) and not wrong, f"{len(wrong)} differ, e.g. {wrong[:1]}"
