@@ -181,10 +181,11 @@ class ShareApis:
         """A member gone from the group: its share session here ends and its records go back."""
         self.sessions.close(group_id, member_id)
         settings = self.settings(group_id)
-        for (group, _, _), sp in self.partitions.items():
-            if group == group_id:
-                sp.release_member(member_id, settings)
-        self.keeper.write_soon([key for key in self.partitions if key[0] == group_id])
+        changes: dict = {}
+        for key, sp in self.partitions.items():
+            if key[0] == group_id:
+                sp.release_member(member_id, settings, changes.setdefault(key, []))
+        self.keeper.write_soon(list(changes), changes)
 
     # -- ShareGroupHeartbeat, ShareGroupDescribe --
 
@@ -268,13 +269,14 @@ class ShareApis:
         may_read = topic_reader(self.broker, ctx)
         answers: dict[tuple, PartitionData] = {}
         failed = await self._load(group_id, session.partitions, settings, may_read)
+        changes: dict = {}
         for topic_id, index, batches in acks:
             answer = answers.setdefault((topic_id, index), PartitionData(partition_index=index, records=b""))
-            answer.acknowledge_error_code = self._acknowledge(group_id, member_id, topic_id, index, batches,
-                                                              settings, v, v >= RENEW_VERSION and request.is_renew_ack,
-                                                              may_read)
+            answer.acknowledge_error_code = self._acknowledge(
+                group_id, member_id, topic_id, index, batches, settings, v, v >= RENEW_VERSION and request.is_renew_ack,
+                may_read, changes.setdefault((group_id, topic_id, index), []))
         # acknowledgements are answered once written to the share coordinator (Kafka's SharePartition)
-        written = await self.keeper.write_dirty([(group_id, t, i) for t, i, _ in acks])
+        written = await self.keeper.write_changes(changes)
         for (_, topic_id, index), code in written.items():
             if code != Errors.NONE and answers[(topic_id, index)].acknowledge_error_code == Errors.NONE:
                 answers[(topic_id, index)].acknowledge_error_code = code
@@ -321,11 +323,12 @@ class ShareApis:
         session = self.sessions.close(group_id, member_id)
         if session is None:
             return
+        changes: dict = {}
         for topic_id, index in session.partitions:
             sp = self.partitions.get((group_id, topic_id, index))
             if sp is not None:
-                sp.release_member(member_id, settings)
-        self.keeper.write_soon([(group_id, topic_id, index) for topic_id, index in session.partitions])
+                sp.release_member(member_id, settings, changes.setdefault((group_id, topic_id, index), []))
+        self.keeper.write_soon(list(changes), changes)
 
     async def _load(self, group_id: str, partitions, settings: ShareSettings, may_read) -> dict:
         """Read the state of the share-partitions led here that this broker has none of (or
@@ -439,7 +442,10 @@ class ShareApis:
     # -- acknowledging --
 
     def _acknowledge(self, group_id: str, member_id: str, topic_id, index: int, batches, settings: ShareSettings,
-                     version: int, renew: bool, may_read) -> int:
+                     version: int, renew: bool, may_read, changed: list) -> int:
+        """Apply one partition's acknowledgement batches as one transition (its offsets appended
+        to ``changed``, committed or rolled back by its write); a batch refused undoes the
+        earlier ones, as Kafka's SharePartition.acknowledge does."""
         code, partition = self._led(topic_id, index, may_read)
         if code != Errors.NONE:
             return code
@@ -449,8 +455,11 @@ class ShareApis:
         now = int(time.time() * 1000)
         for batch in batches:
             code = sp.acknowledge(member_id, batch.first_offset, batch.last_offset, list(batch.acknowledge_types),
-                                  now_ms=now, settings=settings, renew_allowed=version >= RENEW_VERSION and renew)
+                                  now_ms=now, settings=settings, renew_allowed=version >= RENEW_VERSION and renew,
+                                  changed=changed)
             if code != Errors.NONE:
+                sp.rollback(changed, now, settings)
+                changed.clear()
                 return code
         return Errors.NONE
 
@@ -469,11 +478,13 @@ class ShareApis:
         hints = LeaderHints(self.broker, self.broker.image(), ctx.listener_name)
         renew = v >= RENEW_VERSION and request.is_renew_ack
         may_read = topic_reader(self.broker, ctx)
+        changes: dict = {}
         codes = {(t.topic_id, p.partition_index): self._acknowledge(
-            group_id, member_id, t.topic_id, p.partition_index, p.acknowledgement_batches, settings, v, renew, may_read)
+            group_id, member_id, t.topic_id, p.partition_index, p.acknowledgement_batches, settings, v, renew, may_read,
+            changes.setdefault((group_id, t.topic_id, p.partition_index), []))
             for t in request.topics for p in t.partitions}
         # answered once written to the share coordinator (Kafka's SharePartition)
-        for (_, topic_id, index), code in (await self.keeper.write_dirty([(group_id, *k) for k in codes])).items():
+        for (_, topic_id, index), code in (await self.keeper.write_changes(changes)).items():
             if code != Errors.NONE and codes[(topic_id, index)] == Errors.NONE:
                 codes[(topic_id, index)] = code
         responses = []

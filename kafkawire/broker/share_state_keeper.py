@@ -1,14 +1,18 @@
 """The share-partition leader's use of the share coordinator, as Kafka 4.3.1's SharePartition
 uses its persister: a share-partition's state is read when the leader first serves it
 (``load``: start offset, state epoch and the in-flight records' states and delivery counts) and
-written after each durable change (``write_dirty``: acknowledgements, which are answered only
-once the write succeeded; ``write_soon``: releases, lock timeouts past the delivery limit, the
-log start moving, written in the background), one write at a time per share-partition so the
-coordinator sees them in order.
+written after each durable change, each write carrying the batches that changed, as Kafka's
+SharePartition writes them (``write_changes``: acknowledgements, which are answered only once
+the write succeeded; ``write_soon``: a member's releases, lock timeouts, the log start moving,
+written in the background), one write at a time per share-partition so the coordinator sees
+them in order. An acknowledgement's or release's change is a transition
+(kafkawire.broker.share_partition): committed when its write succeeds, rolled back when it fails,
+as Kafka's rollbackOrProcessStateUpdates does; other changes a failed write took are written
+with the next one.
 
     keeper = ShareStateKeeper(share_apis)
     code = await keeper.load((group, topic_id, index), partition, settings)
-    codes = await keeper.write_dirty(keys)          # {key: error code of its write}
+    codes = await keeper.write_changes({key: changed_offsets})     # {key: error code of its write}
 
 The group coordinator initializes a share-partition before it assigns it
 (kafkawire.broker.share_group_init), so a consumer finds its state; one the coordinator has no
@@ -23,10 +27,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from kafkawire.protocol.error_codes import Errors
 
-from .share_partition import ACKNOWLEDGED, ARCHIVED, SharePartition
+from .share_partition import SharePartition
 from .share_persister import SharePersister
 
 __all__ = ["ShareStateKeeper"]
@@ -82,38 +87,44 @@ class ShareStateKeeper:
             self.write_soon([key])
         return Errors.NONE
 
-    async def _write(self, key) -> int:
+    async def _write(self, key, changed=()) -> int:
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
             sp = self.share.partitions.get(key)
             if sp is None:
                 return Errors.NONE
-            sp.dirty = False
             group_id, topic_id, index = key
-            # the delivery-complete count: records acknowledged or archived above the start offset
-            complete = sum(1 for e in sp.entries.values() if e.state in (ACKNOWLEDGED, ARCHIVED))
+            batches, taken = sp.take_changes(changed)
             code = await self.persister.write(group_id, topic_id, index, sp.leader_epoch,
-                                              self.state_epochs.get(key, 0), sp.start_offset, sp.durable_batches(),
-                                              complete)
+                                              self.state_epochs.get(key, 0), sp.start_offset, batches,
+                                              sp.delivery_complete_count())
+            if code == Errors.NONE:
+                sp.commit(changed)
+                return code
+            sp.rollback(changed, int(time.time() * 1000), self.share.settings(group_id))
+            sp.give_back(taken)
         if code in FENCED and self.share.partitions.get(key) is sp:
             del self.share.partitions[key]            # another leader or state epoch moved on: read again
-        elif code != Errors.NONE:
-            sp.dirty = True                           # written again with the next change
+        else:
             log.warning("Writing the state of share-partition %s failed: %s", key, Errors.for_code(code).name)
         return code
 
-    async def write_dirty(self, keys) -> dict:
-        """Write the changed share-partitions of ``keys``: {key: error code}."""
-        dirty = [k for k in dict.fromkeys(keys) if getattr(self.share.partitions.get(k), "dirty", False)]
-        codes = await asyncio.gather(*(self._write(k) for k in dirty))
-        return dict(zip(dirty, codes))
+    async def write_changes(self, changes: dict) -> dict:
+        """Write each share-partition of ``changes`` ({key: the offsets of its transition}) that
+        has a change: {key: error code}."""
+        wanted = {k: c for k, c in changes.items() if c or getattr(self.share.partitions.get(k), "dirty", False)}
+        codes = await asyncio.gather(*(self._write(k, c) for k, c in wanted.items()))
+        return dict(zip(wanted, codes))
 
-    def write_soon(self, keys) -> None:
-        """Write the changed ones of ``keys`` in the background (nobody waits for the answer)."""
+    def write_soon(self, keys, changes: dict | None = None) -> None:
+        """Write the changed ones of ``keys`` (with their transitions' offsets in ``changes``) in
+        the background (nobody waits for the answer)."""
+        changes = changes or {}
         for key in dict.fromkeys(keys):
             sp = self.share.partitions.get(key)
-            if sp is not None and sp.dirty:
-                task = asyncio.ensure_future(self._write(key))
+            changed = changes.get(key, ())
+            if sp is not None and (sp.dirty or changed):
+                task = asyncio.ensure_future(self._write(key, changed))
                 self._background.add(task)
                 task.add_done_callback(self._background.discard)
 
