@@ -41,6 +41,8 @@ from kafkawire.messages.describe_share_group_offsets_response import (
     DescribeShareGroupOffsetsResponse, DescribeShareGroupOffsetsResponseGroup as DescribedOffsets)
 from kafkawire.messages.share_group_describe_response import DescribedGroup, ShareGroupDescribeResponse
 from kafkawire.messages.share_group_heartbeat_response import ShareGroupHeartbeatResponse
+from kafkawire.metadata.group_configs import (SHARE_DELIVERY_LIMIT, SHARE_HEARTBEAT, SHARE_LOCK_DURATION,
+                                              SHARE_RECORD_LOCKS, SHARE_SESSION, GroupBounds, effective_share_configs)
 from kafkawire.metadata.image import GROUP_RESOURCE
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
@@ -69,23 +71,22 @@ GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 SAVE_KEY, SAVE_INTERVAL_MS = "share-partition-starts", 1_000
 
 
-def _int_config(configs: dict, key: str, default: int) -> int:
-    try:
-        return int(configs[key])
-    except (KeyError, TypeError, ValueError):
-        return default
-
-
 class ShareApis:
     """The share-group handlers of ``apis`` (a kafkawire.broker.group_apis.GroupApis)."""
 
     def __init__(self, apis):
         self.apis = apis
         self.broker = apis.broker
+        config = apis.broker.config
+        self.bounds = GroupBounds.of(config)         # the broker's group.share.* settings
+        self._effective_configs: dict[str, tuple] = {}   # group id -> (its configs, their effective values)
+        # Kafka's effective retry interval is at least offsets.commit.timeout.ms (GroupCoordinatorConfig)
+        retry_ms = max(config.group_share_initialize_retry_interval_ms, config.offsets_commit_timeout_ms)
         self.groups = ShareGroups(apis.coordinator, topics=apis.consumer_apis.topics, timeouts=self.timeouts,
                                   on_member_gone=self.release_member, on_group_deleted=self.forget_group,
-                                  on_initialize=self._initialize)
-        self.sessions = ShareSessions()
+                                  on_initialize=self._initialize, max_size=config.group_share_max_size,
+                                  initialize_retry_ms=retry_ms)
+        self.sessions = ShareSessions(max_sessions=config.group_share_max_share_sessions)
         # (group id, topic id, partition) -> its SharePartition, on this broker as the leader
         self.partitions: dict[tuple, SharePartition] = {}
         self._starts: ShareStarts | None = None       # read at the first share fetch
@@ -115,16 +116,31 @@ class ShareApis:
         image = self.broker.image()
         return (None if image is None else image.configs.get((GROUP_RESOURCE, group_id))) or {}
 
-    def timeouts(self, group_id: str) -> tuple[int, int]:
+    def _effective(self, group_id: str) -> dict[str, int]:
+        """The group's share configs clamped to the broker's bounds, else the broker's group.share.*
+        settings (GroupConfig.evaluate), evaluated again only when its configs change (a clamped
+        value is logged once, not at each request)."""
         configs = self._configs(group_id)
-        return (_int_config(configs, "share.session.timeout.ms", 45_000),
-                _int_config(configs, "share.heartbeat.interval.ms", 5_000))
+        if not configs:
+            self._effective_configs.pop(group_id, None)
+            return self.bounds.defaults()
+        seen = tuple(sorted(configs.items()))   # a copy: an image may change its dicts in place
+        cached = self._effective_configs.get(group_id)
+        if cached is None or cached[0] != seen:
+            cached = self._effective_configs[group_id] = (seen, effective_share_configs(group_id, configs,
+                                                                                        self.bounds))
+        return cached[1]
+
+    def timeouts(self, group_id: str) -> tuple[int, int]:
+        """The group's (session timeout, heartbeat interval)."""
+        values = self._effective(group_id)
+        return values[SHARE_SESSION], values[SHARE_HEARTBEAT]
 
     def settings(self, group_id: str) -> ShareSettings:
-        configs = self._configs(group_id)
-        return ShareSettings(record_lock_duration_ms=_int_config(configs, "share.record.lock.duration.ms", 30_000),
-                             delivery_count_limit=_int_config(configs, "share.delivery.count.limit", 5),
-                             max_record_locks=_int_config(configs, "share.partition.max.record.locks", 2_000))
+        values = self._effective(group_id)
+        return ShareSettings(record_lock_duration_ms=values[SHARE_LOCK_DURATION],
+                             delivery_count_limit=values[SHARE_DELIVERY_LIMIT],
+                             max_record_locks=values[SHARE_RECORD_LOCKS])
 
     @property
     def starts(self) -> ShareStarts:

@@ -40,8 +40,8 @@ from kafkawire.protocol.error_codes import Errors
 from . import share_records as rec
 from .consumer_coordinator import GroupError, TopicsView, metadata_hash
 from .share_group_init import assignable as assignable_partitions
-from .share_group_init import (initializing_record, partitions_of, pending_assignment, uninitialized,
-                               without_deleted_topics)
+from .share_group_init import (RETRY_INTERVAL_MS, initializing_record, partitions_of, pending_assignment,
+                               uninitialized, without_deleted_topics)
 from .share_records import ShareGroup, ShareMember
 
 __all__ = ["ShareGroups", "simple_assignment", "validate_heartbeat", "LEAVE_EPOCH"]
@@ -107,8 +107,11 @@ class ShareGroups:
     def __init__(self, classic, *, topics: Callable[[], TopicsView], timeouts: Callable,
                  on_member_gone: Callable = lambda group_id, member_id: None,
                  on_group_deleted: Callable = lambda group_id: None,
-                 on_initialize: Callable = lambda group_id, group_epoch, change, adopt: None):
+                 on_initialize: Callable = lambda group_id, group_epoch, change, adopt: None,
+                 max_size: int = MAX_SIZE, initialize_retry_ms: int = RETRY_INTERVAL_MS):
         self.classic = classic
+        self.max_size = max_size                         # group.share.max.size
+        self.initialize_retry_ms = initialize_retry_ms   # group.share.initialize.retry.interval.ms
         self.topics = topics
         self.timeouts = timeouts
         self.on_member_gone = on_member_gone
@@ -158,9 +161,9 @@ class ShareGroups:
         if member is None:
             if epoch != 0:
                 raise GroupError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
-            if len(group.members) >= MAX_SIZE:
+            if len(group.members) >= self.max_size:
                 raise GroupError(Errors.GROUP_MAX_SIZE_REACHED,
-                                 f"The share group has reached its maximum capacity of {MAX_SIZE} members.")
+                                 f"The share group has reached its maximum capacity of {self.max_size} members.")
             member = ShareMember(member_id)
         elif epoch != 0:
             _check_epoch(member, epoch)
@@ -194,7 +197,7 @@ class ShareGroups:
             if reconciled != updated or member_id not in group.members:
                 records.append(rec.current_record(group_id, reconciled))
         now = self.classic.now_ms()
-        change = uninitialized(group, names, view, now)
+        change = uninitialized(group, names, view, now, self.initialize_retry_ms)
         adopt = not group.has_state_metadata
         if change:
             records.append(initializing_record(group, change, view))

@@ -48,12 +48,12 @@ class FakeClassic:
         return 1_000
 
 
-def coordinator(gone=None, initialized=True):
+def coordinator(gone=None, initialized=True, **settings):
     """``initialized``: group g's partitions of VIEW are initialized at the share coordinator
     already (its ShareGroupStatePartitionMetadata written), so heartbeats assign them at once."""
     classic = FakeClassic()
     groups = ShareGroups(classic, topics=lambda: VIEW, timeouts=lambda g: (45_000, 5_000),
-                         on_member_gone=lambda g, m: gone.append((g, m)) if gone is not None else None)
+                         on_member_gone=lambda g, m: gone.append((g, m)) if gone is not None else None, **settings)
     if initialized:
         groups.write("g", [records.state_partitions_record("g", {}, {
             topic_id: (name, frozenset(range(count))) for name, (topic_id, count) in VIEW.by_name.items()}, {})])
@@ -160,3 +160,35 @@ def test_the_simple_assignor_shares_partitions_when_members_outnumber_them():
     assert sorted(len(t[T2]) for t in two_on_five.values()) == [2, 3]
     assert two_on_five["a"][T2] | two_on_five["b"][T2] == frozenset(range(5))
     assert simple_assignment({"a": ("missing",)}, VIEW) == {"a": {}}
+
+
+def test_the_brokers_group_share_settings_apply():
+    """group.share.max.size bounds a group's members; ShareApis takes it, the share sessions'
+    bound and each group's share configs (clamped to group.share.* bounds) from server.properties."""
+    from types import SimpleNamespace
+    from kafkawire.broker.share_apis import ShareApis
+    from kafkawire.metadata.image import GROUP_RESOURCE
+    from kafkawire.net.config import parse_server_config
+    classic, groups = coordinator(max_size=2)
+    beat(groups, "m1", 0, ["orders"])
+    beat(groups, "m2", 0, ["orders"])
+    full = beat(groups, "m3", 0, ["orders"])
+    assert (full.error_code, full.error_message) == (
+        Errors.GROUP_MAX_SIZE_REACHED, "The share group has reached its maximum capacity of 2 members.")
+    config = parse_server_config(
+        "process.roles=broker,controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
+        "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\ncontroller.quorum.voters=1@127.0.0.1:9093\n"
+        "group.share.max.size=3\ngroup.share.max.share.sessions=7\ngroup.share.session.timeout.ms=50000\n"
+        "group.share.record.lock.duration.ms=20000\ngroup.share.max.delivery.count.limit=6\n"
+        "group.share.initialize.retry.interval.ms=1000\n")
+    image = SimpleNamespace(configs={(GROUP_RESOURCE, "tuned"): {"share.delivery.count.limit": "9",
+                                                                 "share.heartbeat.interval.ms": "6000"}})
+    broker = SimpleNamespace(config=config, image=lambda: image, node_id=1)
+    apis = SimpleNamespace(broker=broker, coordinator=FakeClassic(), consumer_apis=SimpleNamespace(topics=lambda: VIEW))
+    share = ShareApis(apis)
+    assert (share.groups.max_size, share.sessions.max_sessions) == (3, 7)
+    assert share.groups.initialize_retry_ms == 5_000            # at least offsets.commit.timeout.ms, as Kafka's
+    assert share.timeouts("plain") == (50_000, 5_000) and share.timeouts("tuned") == (50_000, 6_000)
+    assert (share.settings("plain").record_lock_duration_ms, share.settings("plain").delivery_count_limit) == (
+        20_000, 5)
+    assert share.settings("tuned").delivery_count_limit == 6     # 9 clamped to group.share.max.delivery.count.limit
