@@ -12,7 +12,8 @@ records for the member (kafkawire.broker.share_partition) and answers with the l
 that hold them and the acquired offset ranges. A fetch that acquires nothing waits for appends
 up to ``max_wait_ms`` (capped at 30 s), as a Fetch does. A share-partition starts, at its first
 fetch, where the group's ``share.auto.offset.reset`` says: the high watermark (``latest``, the
-default) or the log start (``earliest``; ``by_duration:`` is taken as ``earliest``), and reads
+default), the log start (``earliest``) or the first record at most the duration old
+(``by_duration:``), and reads
 below the high watermark, or with ``share.isolation.level=read_committed`` below the last stable
 offset with the aborted transactions' batches archived (kafkawire.broker.share_batches).
 
@@ -42,7 +43,8 @@ from kafkawire.messages.describe_share_group_offsets_response import (
 from kafkawire.messages.share_group_describe_response import DescribedGroup, ShareGroupDescribeResponse
 from kafkawire.messages.share_group_heartbeat_response import ShareGroupHeartbeatResponse
 from kafkawire.metadata.group_configs import (SHARE_DELIVERY_LIMIT, SHARE_HEARTBEAT, SHARE_LOCK_DURATION,
-                                              SHARE_RECORD_LOCKS, SHARE_SESSION, GroupBounds, effective_share_configs)
+                                              SHARE_RECORD_LOCKS, SHARE_SESSION, GroupBounds, by_duration_ns,
+                                              effective_share_configs)
 from kafkawire.metadata.image import GROUP_RESOURCE
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
@@ -412,16 +414,25 @@ class ShareApis:
             return Errors.NOT_LEADER_OR_FOLLOWER, None
         return Errors.NONE, partition
 
-    def initial_start(self, key, partition) -> int:
-        """Where a share-partition without a start offset at the share coordinator starts: its
-        start checkpointed by an older kafkawire (read once), else share.auto.offset.reset."""
+    def initial_start(self, key, partition) -> tuple[int, int]:
+        """(error code, offset): where a share-partition without a start offset at the share
+        coordinator starts: its start checkpointed by an older kafkawire (read once), else
+        share.auto.offset.reset, as Kafka's SharePartition resolves it: ``latest`` the high
+        watermark, ``earliest`` the log start, ``by_duration:`` the first offset whose timestamp
+        is at least now minus the duration (ListOffsets by timestamp; OFFSET_NOT_AVAILABLE when no
+        record is that recent, as Kafka's OffsetNotAvailableException: asked again at the next fetch)."""
         start = self.starts.take(key)
         if start is not None:
             self.changed()
-        else:
-            reset = self._configs(key[0]).get("share.auto.offset.reset") or "latest"
-            start = partition.high_watermark() if reset == "latest" else partition.log.log_start_offset
-        return start
+            return Errors.NONE, start
+        reset = self._configs(key[0]).get("share.auto.offset.reset") or "latest"
+        if reset == "latest":
+            return Errors.NONE, partition.high_watermark()
+        duration_ns = by_duration_ns(reset)
+        if duration_ns is None:
+            return Errors.NONE, partition.log.log_start_offset
+        found = partition.log.find_offset_by_timestamp((time.time_ns() - duration_ns) // 1_000_000)
+        return (Errors.OFFSET_NOT_AVAILABLE, -1) if found is None else (Errors.NONE, found[0])
 
     def _share_partition(self, group_id: str, topic_id, index: int, partition) -> SharePartition | None:
         """The share-partition as read from the share coordinator (None: not read, or of an older

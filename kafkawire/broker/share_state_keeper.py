@@ -76,7 +76,10 @@ class ShareStateKeeper:
         state_epoch, start, batches = state
         resolved = start == -1
         if resolved:
-            start, batches = self.share.initial_start(key, partition), []
+            code, start = self.share.initial_start(key, partition)
+            if code != Errors.NONE:                   # nothing kept: resolved again at the next fetch
+                return code
+            batches = []
         sp = SharePartition.restored(min(start, partition.log.log_end_offset), batches, partition.leader_epoch,
                                      settings.max_record_locks)
         sp.dirty = resolved

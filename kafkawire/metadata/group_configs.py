@@ -23,7 +23,7 @@ from .config_def import ConfigKey, ConfigValueError, check_range, parse_type
 
 __all__ = ["GROUP_CONFIG_KEYS", "BROKER_SYNONYMS", "FROM_BROKER_VALUES", "GroupBounds", "GroupNameError",
            "validate_group_configs", "effective_consumer_timeouts", "effective_share_configs",
-           "effective_streams_configs",
+           "effective_streams_configs", "by_duration_ns",
            "with_dynamic_streams_assignment_interval"]
 
 log = logging.getLogger(__name__)
@@ -183,26 +183,31 @@ def validate_group_configs(name: str, configs: dict[str, str | None], bounds: Gr
 
 def _check_auto_offset_reset(value: str) -> None:
     """AutoOffsetResetStrategy.fromString (exact, lower-case names), then the share group's subset."""
-    if value in ("earliest", "latest") or _duration_not_negative(value.removeprefix("by_duration:")) \
-            and value.startswith("by_duration:"):
+    if value in ("earliest", "latest") or by_duration_ns(value) is not None:
         return
     raise ConfigValueError(f"Invalid value {value} for configuration share.auto.offset.reset: Invalid value "
                            f"`{value}` for configuration share.auto.offset.reset. The value must be either "
                            "'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.")
 
 
-def _duration_not_negative(text: str) -> bool:
+def by_duration_ns(value: str) -> int | None:
+    """The duration of a ``by_duration:<java.time.Duration text>`` share.auto.offset.reset, in
+    nanoseconds (as Duration.parse reads it); None for any other value or a negative duration."""
+    if not value.startswith("by_duration:"):
+        return None
+    text = value.removeprefix("by_duration:")
     match = _DURATION.fullmatch(text)
     if match is None or text.upper().endswith("T"):
-        return False
+        return None
     sign, days, hours, minutes, seconds_sign, seconds, fraction = match.groups()
     if days is None and hours is None and minutes is None and seconds is None:
-        return False
-    total = sum(int(part or 0) * scale for part, scale in ((days, 86_400), (hours, 3_600), (minutes, 60)))
+        return None
+    total = sum(int(part or 0) * scale for part, scale in ((days, 86_400), (hours, 3_600), (minutes, 60))) * 10**9
     if seconds is not None:
-        second_part = int(seconds) + int((fraction or "0").ljust(9, "0")) / 1e9
+        second_part = int(seconds) * 10**9 + int((fraction or "0").ljust(9, "0"))
         total += -second_part if seconds_sign == "-" else second_part
-    return (-total if sign == "-" else total) >= 0
+    total = -total if sign == "-" else total
+    return total if total >= 0 else None
 
 
 def _bounded(key: str, value: int, low, high, low_name, high_name) -> None:
