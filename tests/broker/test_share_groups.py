@@ -75,10 +75,10 @@ def test_members_join_get_a_balanced_assignment_and_epochs_are_checked():
     classic, groups = coordinator()
     first = beat(groups, "m1", 0, ["orders"])
     assert (first.error_code, first.member_epoch, assigned(first)) == (Errors.NONE, 1, {T1: [0, 1]})
-    second = beat(groups, "m2", 0, ["orders"])
-    assert (second.member_epoch, assigned(second)) == (2, {T1: [1]})
-    moved = beat(groups, "m1", 1)                        # m1 moves to epoch 2 and keeps partition 0 only
-    assert (moved.member_epoch, assigned(moved)) == (2, {T1: [0]})
+    second = beat(groups, "m2", 0, ["orders"])          # sticky: m1 gives back its first partition only
+    assert (second.member_epoch, assigned(second)) == (2, {T1: [0]})
+    moved = beat(groups, "m1", 1)                        # m1 moves to epoch 2 and keeps partition 1 only
+    assert (moved.member_epoch, assigned(moved)) == (2, {T1: [1]})
     assert beat(groups, "m1", 1).error_code == Errors.NONE      # the previous epoch is accepted
     assert beat(groups, "m1", 3).error_code == Errors.FENCED_MEMBER_EPOCH
     assert beat(groups, "m3", 4).error_code == Errors.UNKNOWN_MEMBER_ID
