@@ -164,7 +164,8 @@ class GroupOffsets:
             found = DescribedGroup(group_id=group_id, group_state=DEAD, members=[])
             if version >= 6:
                 found.error_code, found.error_message = Errors.GROUP_ID_NOT_FOUND, group_not_found(group_id)
-                if group_id in self.coordinator.consumer_groups or group_id in self.coordinator.streams_groups:
+                if group_id in self.coordinator.consumer_groups or group_id in self.coordinator.streams_groups \
+                        or group_id in self.coordinator.share_groups:
                     found.error_message = f"Group {group_id} is not a classic group."
             return found
         stable = group.state == STABLE

@@ -15,6 +15,7 @@ from kafkawire.messages.api_versions_request import ApiVersionsRequest
 from kafkawire.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
 from kafkawire.messages.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
 from kafkawire.messages.delete_groups_request import DeleteGroupsRequest
+from kafkawire.messages.describe_groups_request import DescribeGroupsRequest
 from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
 from kafkawire.messages.list_groups_request import ListGroupsRequest
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
@@ -160,6 +161,10 @@ def test_share_group_members_fetch_acknowledge_and_redeliver(kafkawire_broker):
                                                  member_id="", protocol_type="consumer",
                                                  protocols=[JoinGroupRequestProtocol(name="range", metadata=b"")]), 9)
     assert joined_classic.error_code == Errors.INCONSISTENT_GROUP_PROTOCOL
+    classic_view = call(node, DescribeGroupsRequest(groups=[GROUP]), 6).groups[0]        # as Kafka answers
+    assert (classic_view.error_code, classic_view.error_message, classic_view.group_state) == (
+        Errors.GROUP_ID_NOT_FOUND, f"Group {GROUP} is not a classic group.", "Dead")
+    assert call(node, DescribeGroupsRequest(groups=[GROUP]), 5).groups[0].error_code == Errors.NONE   # v5: Dead
     described = call(node, ShareGroupDescribeRequest(group_ids=[GROUP, "no-such-share-group"]), 1).groups
     assert (described[0].error_code, described[0].group_state, described[0].assignor_name) == \
         (Errors.NONE, "Stable", "simple")
