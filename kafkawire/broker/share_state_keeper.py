@@ -22,6 +22,7 @@ A start offset of -1 is resolved as
 before the coordinator existed: the leader's old checkpoint (kafkawire.broker.share_checkpoint),
 else ``share.auto.offset.reset``; it is written at once. A write refused with
 FENCED_STATE_EPOCH or FENCED_LEADER_EPOCH drops the share-partition here (read again next time).
+A failed read or write is answered with Kafka's mapping of its error (``persister_error``).
 """
 from __future__ import annotations
 
@@ -39,6 +40,20 @@ __all__ = ["ShareStateKeeper"]
 log = logging.getLogger(__name__)
 UNINITIALIZED = Errors.INVALID_REQUEST        # the coordinator's answer to a read of no state
 FENCED = {int(Errors.FENCED_STATE_EPOCH), int(Errors.FENCED_LEADER_EPOCH)}
+COORDINATOR_MOVED = {int(Errors.NOT_COORDINATOR), int(Errors.COORDINATOR_NOT_AVAILABLE),
+                     int(Errors.COORDINATOR_LOAD_IN_PROGRESS)}
+
+
+def persister_error(code: int) -> int:
+    """The error a fetch or acknowledgement answers for a failed read or write of the share
+    coordinator, as Kafka's SharePartition.fetchPersisterError maps it."""
+    if code == Errors.NONE or code in (Errors.GROUP_ID_NOT_FOUND, Errors.UNKNOWN_TOPIC_OR_PARTITION):
+        return code
+    if code in COORDINATOR_MOVED:
+        return Errors.COORDINATOR_NOT_AVAILABLE
+    if code in FENCED:
+        return Errors.NOT_LEADER_OR_FOLLOWER
+    return Errors.UNKNOWN_SERVER_ERROR
 
 
 class ShareStateKeeper:
@@ -72,7 +87,7 @@ class ShareStateKeeper:
                 code, state = await self.persister.read(group_id, topic_id, index, partition.leader_epoch)
         if code != Errors.NONE:
             log.warning("Reading the state of share-partition %s failed: %s", key, Errors.for_code(code).name)
-            return code
+            return persister_error(code)
         state_epoch, start, batches = state
         resolved = start == -1
         if resolved:
@@ -110,7 +125,7 @@ class ShareStateKeeper:
             del self.share.partitions[key]            # another leader or state epoch moved on: read again
         else:
             log.warning("Writing the state of share-partition %s failed: %s", key, Errors.for_code(code).name)
-        return code
+        return persister_error(code)
 
     async def write_changes(self, changes: dict) -> dict:
         """Write each share-partition of ``changes`` ({key: the offsets of its transition}) that
