@@ -284,12 +284,15 @@ class SharePartition:
         record written AVAILABLE with its delivery count, as after a restart it is delivered
         again). Returns the batches and the unwritten offsets taken (given back with
         ``give_back`` when the write fails)."""
-        taken, self.unwritten, self.dirty = self.unwritten, set(), False
+        # offsets below the start offset now are done with: not written, not kept (the set stays
+        # within the window however long writes fail)
+        taken = {offset for offset in self.unwritten if offset in self.entries}
+        self.unwritten, self.dirty = set(), False
         new = set(changed)
         runs: list[list[int]] = []
         for offset in sorted(new | taken):
             entry = self.entries.get(offset)
-            if entry is None:                              # below the start offset now
+            if entry is None:
                 continue
             state = entry.state
             if offset not in new and (entry.before is not None or state == ACQUIRED):

@@ -219,6 +219,7 @@ def test_a_transition_is_undone_when_its_write_fails():
     assert ack(sp, 5, 9, [ACCEPT], member="m2", now=2_000, changed=at_limit) == Errors.NONE
     sp.rollback(at_limit, 3_000, SETTINGS)                  # the lock passed: archived, never delivered again
     assert sp.start_offset == 10 and not sp.entries and sp.acquired_count == 0
+    assert sp.unwritten and sp.take_changes() == ([], set())     # below the start: written as the start offset
 
 
 def whole_window(sp):
