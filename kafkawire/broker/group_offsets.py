@@ -61,6 +61,8 @@ class GroupOffsets:
         partition by partition: the answer is then a function of (topic id, partition) giving each
         one's error code (else None)."""
         c = self.coordinator
+        if group_id in c.share_groups:       # ShareGroup.validateOffsetCommit: "... is not a consumer group."
+            raise CommitRefused(Errors.GROUP_ID_NOT_FOUND)
         streams_group = c.streams_groups.get(group_id)
         if streams_group is not None:
             refused = streams_admin.commit_error(streams_group, member_id, generation, version,

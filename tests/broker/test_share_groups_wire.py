@@ -17,6 +17,9 @@ from kafkawire.messages.join_group_request import JoinGroupRequest, JoinGroupReq
 from kafkawire.messages.delete_groups_request import DeleteGroupsRequest
 from kafkawire.messages.describe_groups_request import DescribeGroupsRequest
 from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
+from kafkawire.messages.heartbeat_request import HeartbeatRequest
+from kafkawire.messages.offset_commit_request import (OffsetCommitRequest, OffsetCommitRequestPartition,
+                                                      OffsetCommitRequestTopic)
 from kafkawire.messages.list_groups_request import ListGroupsRequest
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
 from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
@@ -165,6 +168,13 @@ def test_share_group_members_fetch_acknowledge_and_redeliver(kafkawire_broker):
     assert (classic_view.error_code, classic_view.error_message, classic_view.group_state) == (
         Errors.GROUP_ID_NOT_FOUND, f"Group {GROUP} is not a classic group.", "Dead")
     assert call(node, DescribeGroupsRequest(groups=[GROUP]), 5).groups[0].error_code == Errors.NONE   # v5: Dead
+    committed = call(node, OffsetCommitRequest(group_id=GROUP, generation_id_or_member_epoch=-1, member_id="",
+                                               topics=[OffsetCommitRequestTopic(name=TOPIC, partitions=[
+                                                   OffsetCommitRequestPartition(partition_index=0,
+                                                                                committed_offset=1)])]), 9)
+    assert committed.topics[0].partitions[0].error_code == Errors.GROUP_ID_NOT_FOUND   # no simple group made
+    classic_beat = call(node, HeartbeatRequest(group_id=GROUP, generation_id=1, member_id=m1), 4)
+    assert classic_beat.error_code == Errors.UNKNOWN_MEMBER_ID                           # as Kafka's
     described = call(node, ShareGroupDescribeRequest(group_ids=[GROUP, "no-such-share-group"]), 1).groups
     assert (described[0].error_code, described[0].group_state, described[0].assignor_name) == \
         (Errors.NONE, "Stable", "simple")
