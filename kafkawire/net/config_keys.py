@@ -200,6 +200,38 @@ _KEYS = (
     _Key("group.streams.assignment.interval.ms", lambda k, v: _int(k, v, 0), "1000", "GroupCoordinatorConfig"),
     _Key("group.streams.min.assignment.interval.ms", lambda k, v: _int(k, v, 0), "0", "GroupCoordinatorConfig"),
     _Key("group.streams.max.assignment.interval.ms", lambda k, v: _int(k, v, 0), "15000", "GroupCoordinatorConfig"),
+    # KIP-932 share groups (GroupCoordinatorConfig): INT atLeast(1) each (atLeast(0) the assignment
+    # intervals), the group size between(1, 1000), the initialize retry interval an internal setting
+    # (atLeast(1)); checked together as GroupCoordinatorConfig requires them (_GROUP_BOUNDS)
+    _Key("group.share.session.timeout.ms", lambda k, v: _int(k, v, 1), "45000", "GroupCoordinatorConfig"),
+    _Key("group.share.min.session.timeout.ms", lambda k, v: _int(k, v, 1), "45000", "GroupCoordinatorConfig"),
+    _Key("group.share.max.session.timeout.ms", lambda k, v: _int(k, v, 1), "60000", "GroupCoordinatorConfig"),
+    _Key("group.share.heartbeat.interval.ms", lambda k, v: _int(k, v, 1), "5000", "GroupCoordinatorConfig"),
+    _Key("group.share.min.heartbeat.interval.ms", lambda k, v: _int(k, v, 1), "5000", "GroupCoordinatorConfig"),
+    _Key("group.share.max.heartbeat.interval.ms", lambda k, v: _int(k, v, 1), "15000", "GroupCoordinatorConfig"),
+    _Key("group.share.max.size", lambda k, v: _int_between(k, v, 1, 1000), "200", "GroupCoordinatorConfig"),
+    _Key("group.share.assignment.interval.ms", lambda k, v: _int(k, v, 0), "1000", "GroupCoordinatorConfig"),
+    _Key("group.share.min.assignment.interval.ms", lambda k, v: _int(k, v, 0), "0", "GroupCoordinatorConfig"),
+    _Key("group.share.max.assignment.interval.ms", lambda k, v: _int(k, v, 0), "15000", "GroupCoordinatorConfig"),
+    _Key("group.share.initialize.retry.interval.ms", lambda k, v: _int(k, v, 1), "30000", "GroupCoordinatorConfig"),
+    # ShareGroupConfig: INT between(...) each, in its ConfigDef's order; the share sessions INT atLeast(1);
+    # checked together as ShareGroupConfig.validate requires them (_GROUP_BOUNDS)
+    _Key("group.share.delivery.count.limit", lambda k, v: _int_between(k, v, 2, 10), "5", "ShareGroupConfig"),
+    _Key("group.share.max.delivery.count.limit", lambda k, v: _int_between(k, v, 5, 25), "10", "ShareGroupConfig"),
+    _Key("group.share.min.delivery.count.limit", lambda k, v: _int_between(k, v, 2, 5), "2", "ShareGroupConfig"),
+    _Key("group.share.record.lock.duration.ms", lambda k, v: _int_between(k, v, 1000, 3_600_000), "30000",
+         "ShareGroupConfig"),
+    _Key("group.share.min.record.lock.duration.ms", lambda k, v: _int_between(k, v, 1000, 30_000), "15000",
+         "ShareGroupConfig"),
+    _Key("group.share.max.record.lock.duration.ms", lambda k, v: _int_between(k, v, 30_000, 3_600_000), "60000",
+         "ShareGroupConfig"),
+    _Key("group.share.partition.max.record.locks", lambda k, v: _int_between(k, v, 100, 10_000), "2000",
+         "ShareGroupConfig"),
+    _Key("group.share.max.partition.max.record.locks", lambda k, v: _int_between(k, v, 2000, 10_000), "4000",
+         "ShareGroupConfig"),
+    _Key("group.share.min.partition.max.record.locks", lambda k, v: _int_between(k, v, 100, 2000), "100",
+         "ShareGroupConfig"),
+    _Key("group.share.max.share.sessions", lambda k, v: _int(k, v, 1), "2000", "ShareGroupConfig"),
     # TransactionLogConfig: INT 1 day atLeast(1); INT 10 minutes atLeast(1) (internal);
     # TransactionStateManagerConfig: INT 15 minutes atLeast(1)
     _Key("producer.id.expiration.ms", lambda k, v: _int(k, v, 1), "86400000", "TransactionLogConfig"),
