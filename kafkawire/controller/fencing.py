@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from kafkawire.metadata.registrations import NO_LEADER
 
 from .errors import not_controller
-from .partition_index import partition_of
+from .partition_index import PID_BITS, partition_id_of, topic_of
 from .replication import leader_and_isr_updates
 from .state import ControllerState
 from .unfencing import DirectoryJob, SortedInSteps, Sweep
@@ -224,15 +224,25 @@ def partitions_to_visit(state: ControllerState, broker_id: int, kind: Pass = REM
 
 def _present(image, keys, broker_id: int, field_name: str) -> list:
     """(topic, partition id, registration) of the ``keys`` whose ``field_name`` (isr, elr) still
-    holds the broker; the others changed meanwhile (or are gone) and need nothing."""
+    holds the broker; the others changed meanwhile (or are gone) and need nothing. The keys come
+    sorted, a topic's together: its id is made and looked up once per topic, not per key (a
+    UUID is made and hashed in Python)."""
     chosen = []
+    topics_by_id = image.topics_by_id
+    last_topic_int, partitions, topic = None, None, None
     for key in keys:
-        topic_id, partition_id = partition_of(key)
-        topic = image.topics_by_id.get(topic_id)
-        partition = topic.partitions[partition_id] if topic is not None and partition_id in topic.partitions \
-            else None
-        if partition is not None and broker_id in getattr(partition, field_name):
-            chosen.append((topic, partition_id, partition))
+        topic_int = key >> PID_BITS
+        if topic_int != last_topic_int:
+            last_topic_int = topic_int
+            topic = topics_by_id.get(topic_of(key))
+            partitions = topic.partitions if topic is not None else None
+        if partitions is None:
+            continue
+        partition_id = partition_id_of(key)
+        if partition_id in partitions:
+            partition = partitions[partition_id]
+            if broker_id in getattr(partition, field_name):
+                chosen.append((topic, partition_id, partition))
     return chosen
 
 

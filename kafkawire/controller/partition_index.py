@@ -40,6 +40,15 @@ def partition_of(key: int) -> tuple[uuid.UUID, int]:
     return uuid.UUID(int=key >> _PID_BITS), _partition_id(key)
 
 
+def topic_of(key: int) -> uuid.UUID:
+    """The topic id of an index key (keys of one topic share ``key >> PID_BITS``)."""
+    return uuid.UUID(int=key >> _PID_BITS)
+
+
+PID_BITS = _PID_BITS
+partition_id_of = _partition_id
+
+
 class _BrokerSets:
     """broker id -> the keys of its partitions."""
 

@@ -14,7 +14,7 @@ from kafkawire.metadata.registrations import LOST, MIGRATING, NO_LEADER, UNASSIG
 
 from .activation import BROKER_RESOURCE, MIN_INSYNC_REPLICAS
 from .frames import frame
-from .partition_change import build_change, change_record
+from .partition_change import build_change, change_record, isr_removal_change
 from .state import ControllerState
 from .versions import elr_enabled, partition_record_version
 
@@ -113,16 +113,21 @@ def leader_and_isr_updates(image: MetadataImage, *, broker_to_remove: int, broke
         return lambda r: acceptable(r) and online_dirs.has_online_dir(r, partition)
 
     out = [] if out is None else out
+    has_online_dir_of = online_dirs.has_online_dir
     last_topic = min_isr = unclean = None
     for topic, pid, partition in chosen:
         if topic is not last_topic:
             last_topic = topic
             min_isr = effective_min_isr(image, topic, static_min_isr)
             unclean = unclean_election_enabled(image, topic)
-        change = build_change(partition, target_isr=[r for r in partition.isr if r not in gone],
-                              acceptable_leader=acceptor(partition), min_isr=min_isr, elr_enabled=elr,
-                              unclean=unclean, metadata_version=mv,
-                              unclean_shutdown_replicas=unclean_shutdown_replicas)
+        target_isr = [r for r in partition.isr if r not in gone]
+        if partition.removing_replicas or partition.adding_replicas:
+            change = build_change(partition, target_isr=target_isr, acceptable_leader=acceptor(partition),
+                                  min_isr=min_isr, elr_enabled=elr, unclean=unclean, metadata_version=mv,
+                                  unclean_shutdown_replicas=unclean_shutdown_replicas)
+        else:       # the same record, written out for the common case (partition_change.py)
+            change = isr_removal_change(partition, target_isr, acceptable, has_online_dir_of, min_isr, elr, unclean,
+                                        mv, unclean_shutdown_replicas)
         if change is not None:
             out.append(change_record(topic.id, pid, change, mv))
     return out
