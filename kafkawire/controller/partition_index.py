@@ -112,6 +112,14 @@ class PartitionIndex:
         """BrokersToIsrs.update and BrokersToElrs.update: ``before``/``after`` are the
         partition's registrations (None when it does not exist)."""
         key = _key(topic_id, partition_id)
+        if before is not None and after is not None:    # a change: most leave the ELR (and many the leader) as is
+            if before.isr != after.isr:
+                self._isr.change(key, before.isr, after.isr)
+            if before.elr != after.elr:
+                self._elr.change(key, before.elr, after.elr)
+            if before.leader != after.leader:
+                self._leader.change(key, (before.leader,), (after.leader,))
+            return
         self._isr.change(key, before.isr if before else (), after.isr if after else ())
         self._elr.change(key, before.elr if before else (), after.elr if after else ())
         self._leader.change(key, (before.leader,) if before else (), (after.leader,) if after else ())
