@@ -243,7 +243,9 @@ def isr_removal_change(partition: PartitionRegistration, target_isr: list[int], 
 
     old_leader = p.leader
     leader, isr, recovery = NO_LEADER_CHANGE, None, NO_RECOVERY_CHANGE
-    if not valid(old_leader):                                   # electAnyLeader, then tryElection
+    # (the leader stays, the common case: valid(old_leader) for a leader in the target ISR)
+    if not (old_leader in target_isr and acceptable(old_leader) and has_online_dir(old_leader, p)) \
+            and not valid(old_leader):                          # electAnyLeader, then tryElection
         node, was_unclean = next((r for r in p.replicas if valid(r)), None), False
         if node is None:
             last_known = p.last_known_elr

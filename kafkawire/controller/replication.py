@@ -93,20 +93,19 @@ def leader_and_isr_updates(image: MetadataImage, *, broker_to_remove: int, broke
     Nothing is applied while the records are generated, so what does not depend on the
     partition is looked up once: each broker's acceptability and directories, each topic's
     configs (``chosen`` comes topic by topic). A fencing moves up to 100,000 leaders of a
-    broker at 1M partitions this way (issue 28)."""
+    broker at 1M partitions this way (issue 28), so a partition outside a reassignment takes
+    partition_change.isr_removal_change, build_change's rules for this case written out (the
+    same record bytes, tests/controller/test_move_cost.py); one being reassigned, build_change."""
     mv = image.metadata_version or 0
     elr = elr_enabled(image.metadata_version, image.finalized_features)
     gone = (broker_to_remove, unclean_shutdown)
     unclean_shutdown_replicas = () if unclean_shutdown == NO_LEADER else (unclean_shutdown,)
-    acceptable_cache: dict[int, bool] = {}
     online_dirs = _OnlineDirectories(image)
-
-    def acceptable(replica: int) -> bool:
-        known = acceptable_cache.get(replica)
-        if known is None:
-            known = acceptable_cache[replica] = (replica not in gone and
-                                                 (replica == broker_to_add or is_active(image, replica)))
-        return known
+    # Each broker's acceptability, once per call: any other id is neither registered nor
+    # broker_to_add, so not acceptable (the lookup's None).
+    acceptable_by_broker = {b: b not in gone and (b == broker_to_add or is_active(image, b))
+                            for b in (*image.brokers, broker_to_add)}
+    acceptable = acceptable_by_broker.get
 
     def acceptor(partition):
         """leader_acceptor(image, partition, acceptable), with the lookups above."""
