@@ -69,19 +69,20 @@ def _on_collection(phase: str, info: dict) -> None:
         # The collection has finished (phase "stop"): what is tracked now survived it.
         gc.freeze()
         freezes[0] += 1
-        _space_full_collections()
+        frozen = gc.get_freeze_count()            # (it walks the frozen objects' list: once)
+        _space_full_collections(frozen)
         log.info("froze %d objects after a full collection of %.0f ms (kafkawire.gc.freeze.after.ms=%d; "
-                 "freeze %d of this process)", gc.get_freeze_count(), took_ms, freeze_after, freezes[0])
+                 "freeze %d of this process)", frozen, took_ms, freeze_after, freezes[0])
 
 
-def _space_full_collections() -> None:
-    """threshold2 raised for what is frozen now (see above)."""
+def _space_full_collections(frozen: int) -> None:
+    """threshold2 raised for the ``frozen`` objects (see above)."""
     if not _threshold_before:
         _threshold_before.append(gc.get_threshold())
     young, middle, oldest = _threshold_before[0]
     per_young_collection = max(young, 1) * max(middle, 1)
     current = gc.get_threshold()
-    gc.set_threshold(current[0], current[1], max(oldest, gc.get_freeze_count() // (4 * per_young_collection)))
+    gc.set_threshold(current[0], current[1], max(oldest, frozen // (4 * per_young_collection)))
 
 
 def log_long_pauses(freeze_after_ms: int = 0) -> int:
