@@ -121,8 +121,8 @@ class PartitionMoves:
         if current is not None and (current.kind == kind or kind == REMOVE):
             return
         index = state.partition_index
-        led, followed = index.isr_keys_split(broker_id)
-        parts = [(SortedInSteps(led), "isr"), (SortedInSteps(followed), "isr")]
+        in_isr, led = index.isr_keys_and_leaderships(broker_id)
+        parts = [(SortedInSteps(list(led)), "isr"), (SortedInSteps(in_isr, skip=led), "isr")]
         if kind.elr:
             parts.append((SortedInSteps(index.elr_key_list(broker_id)), "elr"))
         self._jobs[broker_id] = _Job(broker_id, state.image.brokers[broker_id].epoch, kind, parts,

@@ -160,12 +160,12 @@ class PartitionIndex:
         """The keys of the partitions whose ELR holds ``broker_id``, in no order (a copy in C)."""
         return list(self._elr.of(broker_id))
 
-    def isr_keys_split(self, broker_id: int) -> tuple[list[int], list[int]]:
-        """The keys (``partition_of``) of the partitions whose ISR holds ``broker_id``, as now:
-        those it leads, then the others, each in no order (copies in C; fencing.py sorts them
-        in steps, topic by topic, so that a step touches few topics)."""
-        led = self._leader.of(broker_id)
-        return list(led), list(self._isr.of(broker_id) - led)
+    def isr_keys_and_leaderships(self, broker_id: int) -> tuple[list[int], set[int]]:
+        """The keys (``partition_of``) of the partitions whose ISR holds ``broker_id`` and of
+        those it leads, as now (copies in C: a list, a set). fencing.py visits the led ones
+        first and leaves them out of the rest as it sorts them in steps (a set difference of a
+        broker's 300,000 ISR keys at 1M partitions held the loop ~30 ms)."""
+        return list(self._isr.of(broker_id)), set(self._leader.of(broker_id))
 
     def with_broker_in_isr(self, image: MetadataImage, broker_id: int) -> list:
         """partitionsWithBrokerInIsr, as (topic, partition id, registration)."""
