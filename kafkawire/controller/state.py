@@ -179,6 +179,9 @@ class ControllerState:
 
     def _apply(self, message, offset: int, new_features: list[str]) -> None:
         name = type(message).NAME
+        if name == "PartitionChangeRecord":
+            self._apply_partition_change(message, offset)
+            return
         if name == "FeatureLevelRecord" and self.supported_features is not None:
             self._check_supported(message, offset)
         touched = self.partition_index.before_apply(self.image, message)
@@ -203,6 +206,18 @@ class ControllerState:
                     new_features.remove(message.name)
             elif message.name not in self.feature_order and message.name not in new_features:
                 new_features.append(message.name)
+
+    def _apply_partition_change(self, message, offset: int) -> None:
+        """``_apply`` of a PartitionChangeRecord, the most frequent record (a broker's fencing
+        writes one per partition it was in): the image gives the registration before and after,
+        which the index takes as they are, with no other lookup of the topic (issue 28)."""
+        try:
+            before, after = self.image.apply_partition_change(message)
+        except ImageError as exc:
+            self._problem(offset, f"PartitionChangeRecord: {exc}")
+            return
+        self.partition_index.update(message.topic_id, message.partition_id, before, after)
+        self.replay_stats.partition_changed(before, message)
 
     def _note_new_features(self, new_features: list[str]) -> None:
         # FeaturesDelta.apply copies the old image's features, then adds the new ones in the
