@@ -56,19 +56,21 @@ import time
 
 from kafkawire.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
 from kafkawire.storage.log import Log, fsync_dir
-from kafkawire.storage.state_files import StateFileError, read_partition_metadata, write_partition_metadata
+from kafkawire.storage.state_files import (StateFileError, read_partition_metadata, write_leader_epoch_checkpoint,
+                                           write_partition_metadata)
 
 from .follower import FollowerReplica, offset_truncation_state
 from .log_deletion import delete_dir_name
 from .partition import PARTITION_METADATA, LeaderPartition, partition_dir_name
-from .producer_snapshots import load_producer_state, take_snapshot
+from .producer_snapshots import load_producer_state
 from .replication_quotas import ReplicationQuota
 
 __all__ = ["FutureLog", "FutureLogs", "FUTURE_SUFFIX", "find_future_logs", "ALTER_LOG_DIRS_QUOTA"]
 
 log = logging.getLogger(__name__)
 FUTURE_SUFFIX = "-future"
-FLUSH_BYTES = 4 * 1024 * 1024       # copied bytes fsynced off the loop; the swap fsyncs at most this much on it
+FLUSH_BYTES = 4 * 1024 * 1024       # copied bytes fsynced off the loop, at most, while the copy goes on
+SWAP_FLUSH_BYTES = 256 * 1024       # caught up with more than this not fsynced: fsynced first, then the swap
 # (rate config, throttled-replicas config): every moved replica is throttled, as Kafka's alterLogDirs quota
 ALTER_LOG_DIRS_QUOTA = ("replica.alter.log.dirs.io.max.bytes.per.second", None)
 
@@ -86,6 +88,7 @@ class FutureLog:
         self.follower = follower
         self.destination = destination
         self.unflushed = 0                   # bytes appended since the last fsync
+        self.metadata_synced = False         # partition.metadata fsynced (with the first flush, off the loop)
         self.started = time.monotonic()
 
     @property
@@ -167,7 +170,8 @@ class FutureLogs:
         directory = os.path.join(destination, name)
         os.makedirs(directory)
         try:
-            write_partition_metadata(os.path.join(directory, PARTITION_METADATA), current.topic_id)
+            # fsynced with the first flush of the copy, off the loop
+            write_partition_metadata(os.path.join(directory, PARTITION_METADATA), current.topic_id, fsync=False)
             future = self._open(current, directory)
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
@@ -196,6 +200,10 @@ class FutureLogs:
             broker.log_manager.cleaner.pause(current)
         self._ensure_task()
         return future
+
+    def busy(self) -> bool:
+        """A copy is under way, or a swap not yet told to the controller."""
+        return bool(self.futures) or (self._task is not None and not self._task.done())
 
     def destination(self, key) -> str | None:
         future = self.futures.get(key)
@@ -317,20 +325,34 @@ class FutureLogs:
         self.quota.record(copied)
         future.unflushed += copied
         if future.log.log_end_offset != current.log.log_end_offset:
+            if future.unflushed > FLUSH_BYTES:
+                await self._flush(future)
             return True
-        if future.unflushed > FLUSH_BYTES:           # most of it on disk before the swap, off the loop
-            await self._flush(future)
+        if future.unflushed > SWAP_FLUSH_BYTES or not future.metadata_synced:
+            await self._flush(future)            # most of it on disk before the swap, off the loop
             return True
-        self.swap(key, future, current)
+        durable = self.swap(key, future, current)
+        await asyncio.to_thread(durable)         # the new log and both renames on disk ...
+        log.info("broker %d: moved %s to %s in %.3f s", self.broker.node_id, current.name, future.destination,
+                 time.monotonic() - future.started)
+        self.broker.on_metadata()                # ... before the controller is told (AssignReplicasToDirs)
         return True
 
     async def _flush(self, future: FutureLog) -> None:
         sync = future.log.prepare_flush()
         future.unflushed = 0
-        await asyncio.to_thread(sync)
+        metadata = None if future.metadata_synced else os.path.join(future.log.directory, PARTITION_METADATA)
+        future.metadata_synced = True
 
-    def swap(self, key, future: FutureLog, current) -> None:
-        """Partition.maybeReplaceCurrentWithFutureReplica, in one turn of the loop (see the module docstring)."""
+        def flush() -> None:
+            if metadata is not None:
+                _fsync_file(metadata)
+            sync()
+        await asyncio.to_thread(flush)
+
+    def swap(self, key, future: FutureLog, current):
+        """Partition.maybeReplaceCurrentWithFutureReplica, in one turn of the loop (see the module
+        docstring); the function (for a thread) that makes it durable."""
         broker = self.broker
         writes = broker.state_writes
         source = current.log.directory
@@ -338,35 +360,43 @@ class FutureLogs:
         writes.wait(future.log.directory)
         new_log = future.log
         new_log.log_start_offset = max(new_log.log_start_offset, current.log.log_start_offset)
-        epochs = LeaderEpochFileCache(os.path.join(new_log.directory, LEADER_EPOCH_CHECKPOINT), current.epochs.entries)
-        epochs.flush()
-        take_snapshot(new_log.directory, current.producers, new_log.log_end_offset)
-        new_log.flush()
+        sync = new_log.prepare_flush()
         name = partition_dir_name(*key)
         aside = os.path.join(os.path.dirname(source), delete_dir_name(name))
         # the future takes the partition's name before the current log goes: a crash in between
-        # leaves two whole, equal logs (the first in log.dirs order opens), never none
-        new_log.rename_dir(os.path.join(future.destination, name))
-        fsync_dir(future.destination)
-        os.rename(source, aside)
-        fsync_dir(os.path.dirname(source))
+        # leaves two whole, equal logs (the first in log.dirs order opens), never none; before the
+        # renames are on disk, a crash finds the future log again and resumes the copy
+        try:
+            new_log.rename_dir(os.path.join(future.destination, name))
+            os.rename(source, aside)
+        except BaseException:
+            _close_fds(sync)
+            raise
         del self.futures[key]
         old_log = current.log
         current.log = new_log
-        epochs.path = os.path.join(new_log.directory, LEADER_EPOCH_CHECKPOINT)
+        # the partition's epochs and producer state go on with it; their files are written in the
+        # background (the future's own, replayed from the same batches, are there already)
+        epochs = LeaderEpochFileCache(os.path.join(new_log.directory, LEADER_EPOCH_CHECKPOINT), current.epochs.entries)
+        writes.submit(new_log.directory, functools.partial(write_leader_epoch_checkpoint, epochs.path, epochs.entries))
         epochs.writer = functools.partial(writes.submit, new_log.directory, blocks_appends=True)
         current.epochs = epochs
-        current.snapshot_offset = new_log.log_end_offset
-        broker.log_manager.recovery_points[key] = new_log.log_end_offset
+        current.snapshot_offset = future.partition.snapshot_offset
+        current.maybe_snapshot(background=True)
+        broker.log_manager.recovery_points[key] = new_log.active_segment.base_offset
         try:
             old_log.close()
         except OSError as exc:
             log.warning("closing the old log of %s: %s", current.name, exc)
         broker.log_deleter.schedule(aside)
         self._resume_cleaning(key)
-        log.info("broker %d: moved %s to %s in %.3f s; the old log is renamed %s", broker.node_id, current.name,
-                 future.destination, time.monotonic() - future.started, os.path.basename(aside))
-        broker.on_metadata()                 # AssignReplicasToDirs to the new directory
+        destination, source_parent = future.destination, os.path.dirname(source)
+
+        def durable() -> None:
+            sync()
+            fsync_dir(destination)
+            fsync_dir(source_parent)
+        return durable
 
     async def stop(self) -> None:
         """A stop: the copy ends where it is (resumed at the next start), the future logs flushed and closed."""
@@ -405,3 +435,19 @@ def _follow_truncation(follower: FollowerReplica, current) -> None:
         base = start if result.first_offset is None else min(result.first_offset, start)
         if end < base:
             follower.truncate_fully_and_start_at(base)
+
+
+def _fsync_file(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _close_fds(sync) -> None:
+    """A prepared flush not run: its duplicated descriptors closed (by running it: they are the log's files)."""
+    try:
+        sync()
+    except OSError:
+        pass

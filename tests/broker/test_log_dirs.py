@@ -195,7 +195,7 @@ def test_alter_replica_log_dirs_moves_a_replica_with_its_records_and_assigns_it(
             AlterReplicaLogDir(path=str(dirs[1]), topics=[AlterReplicaLogDirTopic(name="t", partitions=[0])])]))
         assert answer.results[0].partitions[0].error_code == Errors.NONE
         async with asyncio.timeout(10):            # copied by the future log's task (kafkawire.broker.log_dir_copy)
-            while broker.alter_log_dirs.futures.futures:
+            while broker.alter_log_dirs.futures.busy():
                 await asyncio.sleep(0.001)
         after = broker.partitions[("t", 0)]
         assert after is before and parent(after) == str(dirs[1])
