@@ -22,15 +22,21 @@ and log start (maybeIncrementLogStartOffset). What was copied is fsynced off the
 ``FLUSH_BYTES``.
 
 The swap (Partition.maybeReplaceCurrentWithFutureReplica, LogManager.replaceCurrentWithFutureLog)
-happens in the step that finds the future at the current log end, within one turn of the event
-loop, so no produce or fetch of the partition sees it half done: the future log takes the
-partition's leader epoch entries and a producer snapshot of the partition's producer state at the
-log end, is fsynced (segments, checkpoint, directory), renamed ``<topic>-<partition>`` in its
-directory, the current one renamed ``-delete`` (removed later, kafkawire.broker.log_deletion),
-both parent directories fsynced; the partition object keeps serving with the new log (the same
-open files, LocalLog.renameDir), and only then is the controller told (AssignReplicasToDirs,
-through Broker.on_metadata). Kafka's controller-first promotion (its DirectoryEventHandler waits
-for the controller to accept the assignment before the swap) is not done: see docs/differences.md.
+happens in the step that finds the future at the current log end, once what it holds is mostly
+fsynced (more than ``SWAP_FLUSH_BYTES`` not yet: fsynced off the loop first, then another step),
+within one turn of the event loop, so no produce or fetch of the partition sees it half done: the
+future log renamed ``<topic>-<partition>`` in its directory, the current one renamed ``-delete``
+(removed later, kafkawire.broker.log_deletion), and the partition object serving on with the new
+log (the same open files, LocalLog.renameDir), its leader epoch entries and its producer state
+(their files written in the background: the future log's own, replayed from the same batches,
+are there already). Then, off the loop, the new log's last writes and both parent directories are
+fsynced, and only then is the controller told (AssignReplicasToDirs, through Broker.on_metadata).
+A crash before those fsyncs finds either the renames (two equal logs, or the new one alone) or
+the future log again, whose copy resumes. Kafka's controller-first promotion (its
+DirectoryEventHandler waits for the controller to accept the assignment before the swap) is not
+done: see docs/differences.md. While a replica is moved its log is not cleaned (the log cleaner
+paused, LogCleanerManager.abortAndPauseCleaning); retention runs on its future log as on the
+current one (kafkawire.broker.log_manager).
 
 The rate: ``replica.alter.log.dirs.io.max.bytes.per.second`` (a dynamic broker config, this broker's
 value then the cluster default, as Kafka's ConfigHandler reads it; unset: no bound) over
