@@ -9,7 +9,9 @@ given, as LogManager.isLogDirOnline does); KAFKA_STORAGE_ERROR when that directo
 there; REPLICA_NOT_AVAILABLE when the broker holds no replica of the partition yet, after noting
 the directory for the replica's log to come (LogManager.preferredLogDirs: what
 ``kafka-reassign-partitions`` relies on when it moves a replica to another broker and directory);
-NONE when the replica is in that directory already or was moved there.
+NONE when the replica is in that directory already or its future log is made there
+(KAFKA_STORAGE_ERROR instead while any log directory is offline, as Kafka's LogManager refuses to
+create a future log then).
 
 The move, as Kafka's: the future log is created in the new directory
 (``<topic>-<partition>.<32 hex>-future``, kafkawire.broker.log_dir_copy) and the answer is NONE at
@@ -104,6 +106,10 @@ class AlterLogDirsApi:
             futures.drop((topic, index), f"the replica is to go to {path} instead")
         if os.path.dirname(os.path.abspath(partition.log.directory)) == path:
             return Errors.NONE
+        if log_dirs.offline:          # LogManager.getOrCreateLog: no future log while a directory is offline
+            log.warning("Unable to alter log dirs for %s-%d: log directories %s are offline", topic, index,
+                        ",".join(sorted(log_dirs.offline)))
+            return Errors.KAFKA_STORAGE_ERROR
         try:
             futures.create(partition, path)
         except OSError as exc:

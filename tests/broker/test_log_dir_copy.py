@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 from types import SimpleNamespace
 
 from kafkawire.broker.follower import FollowerReplica
@@ -183,7 +184,7 @@ def _bytes_from(log_dir, name, offset) -> bytes:
     return b""
 
 
-def test_a_copy_cut_short_by_a_restart_resumes_from_its_future_log(tmp_path):
+def test_a_copy_cut_short_by_a_crash_resumes_from_its_future_log(tmp_path):
     async def go():
         broker, state, dirs, _ = two_dir_broker(tmp_path)
         for i in range(20):
@@ -196,11 +197,16 @@ def test_a_copy_cut_short_by_a_restart_resumes_from_its_future_log(tmp_path):
             await futures_of(broker).step(KEY)
         copied = futures_of(broker).futures[KEY].log.log_end_offset
         assert 0 < copied < 20
+        # a crash now: the files as they are (the future log neither flushed nor closed)
+        crashed = tmp_path / "crashed"
+        for d in ("a", "b"):
+            shutil.copytree(tmp_path / d, crashed / d)
         await broker.stop(graceful=False)
+        dirs = [str(crashed / "a"), str(crashed / "b")]
         found = find_future_logs(dirs)
         assert list(found) == [KEY] and os.path.dirname(found[KEY]) == dirs[1]
 
-        broker, _ = make_broker([tmp_path / "a", tmp_path / "b"], state["image"])
+        broker, _ = make_broker([crashed / "a", crashed / "b"], state["image"])
         broker.dir_assignments.submit = lambda *a: None
         futures_of(broker).resumable.update(found)
         broker.on_metadata()                         # the replica opens in a; its copy goes on
