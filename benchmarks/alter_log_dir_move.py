@@ -94,9 +94,9 @@ async def one_run(size_mb: int) -> dict:
 
         def timed_swap(*args):
             begun = time.perf_counter()
-            durable = real_swap(*args)
+            failed = real_swap(*args)
             swaps.append(time.perf_counter() - begun)
-            return durable
+            return failed
         futures.swap = timed_swap
         stop, stats = asyncio.Event(), {"gap": 0.0, "answers": 0, "refused": 0}
         running = asyncio.ensure_future(client(broker, stop, stats))

@@ -30,9 +30,12 @@ future log renamed ``<topic>-<partition>`` in its directory, the current one ren
 log (the same open files, LocalLog.renameDir), its leader epoch entries and its producer state
 (their files written in the background: the future log's own, replayed from the same batches,
 are there already). Then, off the loop, the new log's last writes and both parent directories are
-fsynced, and only then is the controller told (AssignReplicasToDirs, through Broker.on_metadata).
-A crash before those fsyncs finds either the renames (two equal logs, or the new one alone) or
-the future log again, whose copy resumes. Kafka's controller-first promotion (its
+fsynced (on the state-file thread, produce waiting meanwhile as for a new leader epoch's
+checkpoint, so nothing is appended to the new log before its name is on disk), and only then is
+the controller told (AssignReplicasToDirs, through Broker.on_metadata). A crash before those
+fsyncs finds either the renames (two equal logs, the first in ``log.dirs`` order opening, or the
+new one alone) or the future log again, whose copy resumes. An fsync that fails takes the
+destination directory offline (Broker.fail_log_dir). Kafka's controller-first promotion (its
 DirectoryEventHandler waits for the controller to accept the assignment before the swap) is not
 done: see docs/differences.md. While a replica is moved its log is not cleaned (the log cleaner
 paused, LogCleanerManager.abortAndPauseCleaning); retention runs on its future log as on the
@@ -337,8 +340,13 @@ class FutureLogs:
         if future.unflushed > SWAP_FLUSH_BYTES or not future.metadata_synced:
             await self._flush(future)            # most of it on disk before the swap, off the loop
             return True
-        durable = self.swap(key, future, current)
-        await asyncio.to_thread(durable)         # the new log and both renames on disk ...
+        failed = self.swap(key, future, current)
+        await self.broker.state_writes.appends_allowed()    # the swap durable (produce waits for it too) ...
+        if failed:
+            log.error("broker %d: the move of %s to %s cannot be made durable: %s", self.broker.node_id,
+                      current.name, future.destination, failed[0])
+            self.broker.fail_log_dir(future.destination, failed[0])
+            return True
         log.info("broker %d: moved %s to %s in %.3f s", self.broker.node_id, current.name, future.destination,
                  time.monotonic() - future.started)
         self.broker.on_metadata()                # ... before the controller is told (AssignReplicasToDirs)
@@ -356,9 +364,10 @@ class FutureLogs:
             sync()
         await asyncio.to_thread(flush)
 
-    def swap(self, key, future: FutureLog, current):
+    def swap(self, key, future: FutureLog, current) -> list[OSError]:
         """Partition.maybeReplaceCurrentWithFutureReplica, in one turn of the loop (see the module
-        docstring); the function (for a thread) that makes it durable."""
+        docstring); made durable on the state-file thread, produce waiting (``appends_allowed``)
+        until it is; the list that error goes into if it fails."""
         broker = self.broker
         writes = broker.state_writes
         source = current.log.directory
@@ -381,6 +390,19 @@ class FutureLogs:
         del self.futures[key]
         old_log = current.log
         current.log = new_log
+        failed: list[OSError] = []
+        destination, source_parent = future.destination, os.path.dirname(source)
+
+        def durable() -> None:
+            try:
+                sync()
+                fsync_dir(destination)
+                fsync_dir(source_parent)
+            except OSError as exc:
+                failed.append(exc)
+        # first on the thread: nothing is appended to the new log before its name is on disk (as
+        # nothing is before a new epoch's checkpoint)
+        writes.submit(new_log.directory, durable, blocks_appends=True)
         # the partition's epochs and producer state go on with it; their files are written in the
         # background (the future's own, replayed from the same batches, are there already)
         epochs = LeaderEpochFileCache(os.path.join(new_log.directory, LEADER_EPOCH_CHECKPOINT), current.epochs.entries)
@@ -396,13 +418,7 @@ class FutureLogs:
             log.warning("closing the old log of %s: %s", current.name, exc)
         broker.log_deleter.schedule(aside)
         self._resume_cleaning(key)
-        destination, source_parent = future.destination, os.path.dirname(source)
-
-        def durable() -> None:
-            sync()
-            fsync_dir(destination)
-            fsync_dir(source_parent)
-        return durable
+        return failed
 
     async def stop(self) -> None:
         """A stop: the copy ends where it is (resumed at the next start), the future logs flushed and closed."""
