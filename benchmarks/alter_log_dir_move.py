@@ -4,7 +4,9 @@ serves, swapped when caught up). One partition of SIZE MB moved between two log 
 in-process broker while a client task produces 1 KiB batches and fetches them back without pause.
 Reported, medians of RUNS: the answer's latency, the copy until the swap, the longest gap between
 two answers of the client during the move (the time the partition, or the loop, did not serve),
-the swap itself (one turn of the loop), the client's refused answers (NOT_LEADER_OR_FOLLOWER: 0
+the same client's longest gap in 0.3 s before the move (the machine's own noise), the swap itself
+(one turn of the loop), its fsyncs (the new log's last writes and both renames, off the loop:
+produce waits for them, fetch does not), the client's refused answers (NOT_LEADER_OR_FOLLOWER: 0
 expected), and a plain ``shutil.copytree`` of the directory (the floor of a copy).
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/alter_log_dir_move.py [--sizes 16,64] [--runs 3]
@@ -95,13 +97,25 @@ async def one_run(size_mb: int) -> dict:
         def timed_swap(*args):
             begun = time.perf_counter()
             failed = real_swap(*args)
-            swaps.append(time.perf_counter() - begun)
+            swapped.append(time.perf_counter())
+            swaps.append(swapped[0] - begun)
             return failed
         futures.swap = timed_swap
+        told = []
+        real_on_metadata = broker.on_metadata
+
+        def timed_on_metadata():
+            if swaps and not told:                 # the controller told: the swap's fsyncs are done
+                told.append(time.perf_counter() - swapped[0])
+            real_on_metadata()
+        broker.on_metadata = timed_on_metadata
+        swapped = []
         stop, stats = asyncio.Event(), {"gap": 0.0, "answers": 0, "refused": 0}
         running = asyncio.ensure_future(client(broker, stop, stats))
         await asyncio.sleep(0.05)                  # the client going
         stats["gap"] = 0.0
+        await asyncio.sleep(0.3)                   # the client alone: the machine's own gaps
+        idle_gap, stats["gap"] = stats["gap"], 0.0
         request = AlterReplicaLogDirsRequest(dirs=[AlterReplicaLogDir(path=dirs[1], topics=[
             AlterReplicaLogDirTopic(name="t", partitions=[0])])])
         started = time.perf_counter()
@@ -116,7 +130,8 @@ async def one_run(size_mb: int) -> dict:
         await running
         assert os.path.dirname(broker.partitions[("t", 0)].log.directory) == dirs[1]
         await broker.stop(graceful=False)
-        return dict(answer=answered, copy=copied, gap=stats["gap"], swap=swaps[0], refused=stats["refused"],
+        return dict(answer=answered, copy=copied, gap=stats["gap"], idle_gap=idle_gap, swap=swaps[0], durable=told[0],
+                    refused=stats["refused"],
                     answers=stats["answers"], plain=plain)
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -127,7 +142,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="1,16,64")
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    print(f"{'MB':>4} {'answer ms':>9} {'copy ms':>8} {'max gap ms':>10} {'swap ms':>8} {'refused':>7} "
+    print(f"{'MB':>4} {'answer ms':>9} {'copy ms':>8} {'max gap ms':>10} {'idle gap ms':>11} {'swap ms':>8} {'fsyncs ms':>9} {'refused':>7} "
           f"{'client answers':>14} {'copytree ms':>11}")
     for size in map(int, args.sizes.split(",")):
         runs = [asyncio.run(one_run(size)) for _ in range(args.runs)]
@@ -135,7 +150,8 @@ def main() -> None:
         def median(name):
             return statistics.median(r[name] for r in runs)
         print(f"{size:>4} {median('answer') * 1000:>9.2f} {median('copy') * 1000:>8.0f} {median('gap') * 1000:>10.1f} "
-              f"{median('swap') * 1000:>8.1f} {median('refused'):>7.0f} {median('answers'):>14.0f} "
+              f"{median('idle_gap') * 1000:>11.1f} "
+              f"{median('swap') * 1000:>8.1f} {median('durable') * 1000:>9.1f} {median('refused'):>7.0f} {median('answers'):>14.0f} "
               f"{median('plain') * 1000:>11.1f}")
 
 

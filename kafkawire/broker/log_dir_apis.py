@@ -15,8 +15,8 @@ size of each partition log in it that the request names (every one for a null to
 it does not hold are left out, as Kafka leaves them out), offset lag max(high watermark - log
 end, 0) as ReplicaManager.getLogEndOffsetLag's; a replica being moved to another directory
 (kafkawire.broker.log_dir_copy) has a second entry in the destination directory, its future log:
-``isFutureKey`` true, its size, and as offset lag how far its end is behind the current log's end
-(getLogEndOffsetLag of a future log), and from v4 the volume's total and usable bytes; a
+``isFutureKey`` true, its size, and as offset lag the current log's end minus its end
+(getLogEndOffsetLag of a future log, not bounded at 0), and from v4 the volume's total and usable bytes; a
 directory that cannot be read is KAFKA_STORAGE_ERROR.
 """
 from __future__ import annotations
@@ -125,7 +125,7 @@ class LogDirApis:
         by_topic: dict[str, list[DescribeLogDirsPartition]] = {}
         entries = [(key, False, partition, max(partition.high_watermark() - partition.log.log_end_offset, 0))
                    for key, partition in replicas.items()]
-        entries += [(key, True, future, max(current.log.log_end_offset - future.log.log_end_offset, 0))
+        entries += [(key, True, future, current.log.log_end_offset - future.log.log_end_offset)
                     for key, (current, future) in (futures or {}).items()]
         for (name, index), is_future, partition, lag in sorted(entries, key=lambda e: (e[0], e[1])):
             if wanted is None or (name, index) in wanted:

@@ -326,7 +326,9 @@ class FutureLogs:
         end = future.log.log_end_offset
         if end < current.log.log_end_offset:
             # from the log start when the future restarted at the base of the batch holding it
-            data = current.log.read(max(end, current.log.log_start_offset), self.step_bytes, min_one_batch=True).data
+            # no more than a segment of the future log holds at once (one batch at least)
+            limit = min(self.step_bytes, future.log.segment_bytes)
+            data = current.log.read(max(end, current.log.log_start_offset), limit, min_one_batch=True).data
             info = follower.append(data) if data else None      # FollowerAppendError: the copy fails
             copied = 0 if info is None else info.size
         follower.update_from_leader(high_watermark=min(current.high_watermark(), future.log.log_end_offset),

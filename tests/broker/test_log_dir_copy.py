@@ -16,6 +16,7 @@ from kafkawire.broker.follower import FollowerReplica
 from kafkawire.broker.log_dir_copy import find_future_logs
 from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic
 from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kafkawire.metadata.registrations import UNASSIGNED
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.records import iter_batches
 from kafkawire.records.builder import build_batch
@@ -262,3 +263,36 @@ def test_future_logs_at_start_only_resume_where_the_current_log_is(tmp_path):
     assert found == {KEY: str(first)}                    # one per partition; the other goes
     assert not second.exists() and orphan.exists()
     assert [n for n in os.listdir(dirs[1]) if n.endswith("-delete")]
+
+
+def test_a_followed_replica_moves_while_its_leaders_batches_are_appended(tmp_path):
+    """A follower's log moves as a leader's does: the batches the replica fetcher appends during
+    the copy (the leader's offsets and epochs) are in the moved log, and it is followed on after."""
+    async def go():
+        followed = SimpleNamespace(leader=2, leader_epoch=3, replicas=(2, 1), isr=(2, 1), partition_epoch=0,
+                                   directories=(UNASSIGNED, UNASSIGNED))
+        broker, _, dirs, sent = two_dir_broker(tmp_path, {0: followed})
+        follower = broker.replica_roles.followers[KEY]
+        offset = 0
+
+        def leaders_batch():
+            nonlocal offset
+            batch = build_batch([(b"k", os.urandom(2048))], base_offset=offset, partition_leader_epoch=3)
+            offset += 1
+            return batch
+        for _ in range(30):
+            follower.append(leaders_batch())
+        futures_of(broker).step_bytes = 8 << 10
+        assert await altered(broker, dirs[1], 0) == {KEY: Errors.NONE}
+        async with asyncio.timeout(10):
+            while futures_of(broker).busy():
+                follower.append(leaders_batch())           # the fetcher goes on between the copier's steps
+                await asyncio.sleep(0)
+        moved = broker.replica_roles.followers[KEY]
+        assert moved is follower and parent(follower.partition) == dirs[1] and sent[-1] == broker.log_dirs.ids()[1]
+        follower.append(leaders_batch())
+        assert follower.log.log_end_offset == offset > 31
+        assert [b.base_offset for b in iter_batches(log_bytes(follower.log.directory))] == list(range(offset))
+        assert [(e.epoch, e.start_offset) for e in follower.epochs.entries] == [(3, 0)]
+        await broker.stop(graceful=False)
+    asyncio.run(go())
