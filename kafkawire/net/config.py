@@ -99,6 +99,8 @@ class ServerConfig:
     controller_quota_window_size_seconds: int = 1
     replication_quota_window_num: int = 11
     replication_quota_window_size_seconds: int = 1
+    alter_log_dirs_replication_quota_window_num: int = 11
+    alter_log_dirs_replication_quota_window_size_seconds: int = 1
     log_segment_bytes: int = 1024 * 1024 * 1024
     log_message_timestamp_type: str = "CreateTime"
     log_message_timestamp_before_max_ms: int = (1 << 63) - 1

@@ -97,6 +97,10 @@ _KEYS = (
     # (kafkawire.broker.replication_quotas)
     _Key("replication.quota.window.num", lambda k, v: _int(k, v, 1), "11", "QuotaConfig"),
     _Key("replication.quota.window.size.seconds", lambda k, v: _int(k, v, 1), "1", "QuotaConfig"),
+    # QuotaConfig: INT 11 atLeast(1); INT 1 atLeast(1): the rate of the copies between log
+    # directories (kafkawire.broker.log_dir_copy, replica.alter.log.dirs.io.max.bytes.per.second)
+    _Key("alter.log.dirs.replication.quota.window.num", lambda k, v: _int(k, v, 1), "11", "QuotaConfig"),
+    _Key("alter.log.dirs.replication.quota.window.size.seconds", lambda k, v: _int(k, v, 1), "1", "QuotaConfig"),
     _Key("log.segment.bytes", lambda k, v: _int(k, v, 1024 * 1024), str(1024 * 1024 * 1024), "ServerLogConfigs"),
     _Key("log.message.timestamp.type", lambda k, v: _one_of(k, v, TIMESTAMP_TYPES), "CreateTime", "ServerLogConfigs"),
     _Key("min.insync.replicas", lambda k, v: _int(k, v, 1), "1", "ServerLogConfigs"),
