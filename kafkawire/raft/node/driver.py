@@ -27,9 +27,33 @@ loop before) after them: the store tells the core "installed" at once
 it is done waits for it on the loop, and the clients reading the log beside the core
 (MetadataTopic) see the log the install makes meanwhile (net/install_aware_log.py). The core
 checks each chunk as it comes and keeps none of the snapshot (raft/snapshot_check.py), so no
-step of the fetch or the install grows with the snapshot's size. Left on the loop and growing
-with it: the state machine's load of the installed snapshot (_load_snapshot decodes every
-record for the listeners). Segment rolls still fsync on the loop.
+step of the fetch or the install grows with the snapshot's size. Segment rolls still fsync on
+the loop.
+
+The state machine's load of an installed snapshot runs in steps (driver_load; Kafka loads on
+its MetadataLoader's thread and publishes the image when done). Its rules:
+
+* The file is read off the loop; its records go to each listener's ``begin_snapshot_load``
+  (contract.py) a few ms of them per step (LOAD_STEP_MS), the loop free between steps. The
+  listener builds its new state aside; ``finish``, in the last step, swaps it in whole. Readers
+  (the controller's requests, a broker's image) see the old state until then, never a half one.
+* Meanwhile the listeners get no ``on_committed``: the Readys' ``committed_through`` (its
+  highest), their committed appends' answers, the high watermark exposed (``hw_listeners``) are
+  held, and applied after ``finish``, in order, from the store, each batch once
+  (``applied_offset`` stays the old one until ``finish`` sets it to the snapshot's offset).
+  The log behind them cannot go meanwhile: no snapshot is written during a load (the state
+  machine does not hold the applied state), so retention does not clean below it.
+* Leader changes reach the listeners as they happen, load or not (they carry no state). A node
+  elected during a load is not ``leader_caught_up`` until the load is done and every record
+  committed before its epoch applied, so the controller does not activate on a half-loaded or
+  old state (Kafka's controller becomes active only once it replayed to the high watermark).
+* A second install during a load drops the first one unfinished (its task cancelled at its
+  next step, its state never swapped in); the new load takes over what was held (the new
+  snapshot covers every commit held, which all lie below the offset it starts the log at).
+* ``register`` during a load: the listener joins at its end. The node stopping cancels it.
+* At start (``start``) the latest snapshot is loaded by the same code in one go, before the
+  core starts and the node listens (nothing to yield to; a StateMachineFatal is the start's
+  error), as before.
 
 RaftDriver is split in parts, mixins of one class: driver_disk (the disk thread's work and the
 held Readys), driver_snapshots (when a snapshot is due, writing it, cleaning behind it) and
@@ -68,6 +92,7 @@ from kafkawire.raft.types import LeaderAndEpoch, OffsetAndEpoch
 from .disk_store import DiskLogStore
 from .driver_appends import APPEND_QUEUE_BATCHES, APPEND_UNCOMMITTED_BATCHES, AppendQueueing, _QueuedAppend
 from .driver_disk import DiskWork
+from .driver_load import SnapshotLoading, SnapshotLoads
 from .driver_snapshots import SnapshotDuties
 from .metrics import RaftMetrics
 
@@ -85,7 +110,7 @@ class WallClock:
         return self._last
 
 
-class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing):
+class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing, SnapshotLoads):
     def __init__(self, config: RaftConfig, store: DiskLogStore, client: NetworkClient, *,
                  state_machine: StateMachine | None = None, seed: int | None = None, clock=None,
                  snapshot_min_bytes: int = 20 * 1024 * 1024, snapshot_interval_ms: int = 3_600_000,
@@ -109,6 +134,7 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing):
         self._last_snapshot_ms = 0
         self._snapshot_check_scheduled = False
         self._snapshot_task: asyncio.Future | None = None     # a snapshot being written by a worker thread
+        self._load: SnapshotLoading | None = None            # an installed snapshot loading in steps
         self._closing = False
         self._waiting_responses: dict[object, asyncio.Future] = {}   # io's request_id -> the reply
         self._request_ids = itertools.count()
@@ -168,16 +194,7 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing):
         snapshots = self.store.snapshot_ids()
         if not snapshots:
             return
-        latest = snapshots[-1]
-        self._load_snapshot(latest)
-
-    def _load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
-        reader = SnapshotReader(self.store.snapshot_path(snapshot_id))
-        values = [bytes(r.value) for r in reader.records()]
-        for listener in self._all_listeners():
-            listener.on_snapshot_loaded(snapshot_id, values)
-        self.applied_offset = snapshot_id.offset
-        log.info("loaded snapshot %s (%d records)", snapshot_id, len(values))
+        self.load_now(snapshots[-1])
 
     def begin_shutdown(self, timeout_ms: int = 5000) -> None:
         """Graceful stop: a leader resigns (EndQuorumEpoch); ``shutdown_complete`` is set when done."""
@@ -186,6 +203,7 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing):
 
     async def close(self) -> None:
         self._closing = True
+        self._cancel_load()
         if self._timer is not None:
             self._timer.cancel()
         for task in list(self._send_tasks):
@@ -308,20 +326,28 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing):
         if ready.load_snapshot is not None:
             log.info("node %d: installed snapshot %s fetched from the leader", self.config.node_id,
                      ready.load_snapshot)
-            self._load_snapshot(ready.load_snapshot)
-        if ready.committed_through is not None:
-            self._apply_committed(ready.committed_through)
-            self.metrics.set_high_watermark(ready.committed_through)
-            for listener in self.hw_listeners:
-                listener()
-        for token, offset in ready.appends_committed:
+            self._begin_load(ready.load_snapshot)
+        loading = self._load
+        if loading is not None:      # held until the load is swapped in (driver_load._after_load)
+            if ready.committed_through is not None:
+                loading.commit_through = max(loading.commit_through or 0, ready.committed_through)
+            loading.appends_committed += ready.appends_committed
+        elif ready.committed_through is not None:
+            self._commit_through(ready.committed_through)
+        for token, offset in ready.appends_committed if loading is None else ():
             self._complete_appends(self._settled(token), offset, now)
         for token, error in ready.appends_failed:
             self._fail_appends(self._settled(token), NotLeader(f"append failed: {Errors.for_code(error).name}", error))
         if ready.shutdown_complete:
             self.shutdown_complete.set()
-        if ready.committed_through is not None:
+        if ready.committed_through is not None and loading is None:
             self._schedule_snapshot_check()
+
+    def _commit_through(self, through: int) -> None:
+        self._apply_committed(through)
+        self.metrics.set_high_watermark(through)
+        for listener in self.hw_listeners:
+            listener()
 
     def _schedule(self, wake_at_ms: int) -> None:
         if self._timer is not None and self._timer_at == wake_at_ms:
@@ -378,7 +404,11 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing):
     def register(self, listener: RaftListener) -> None:
         """Kafka's RaftClient.register: the listener first gets the latest snapshot (when the log
         starts there) and the committed records up to now, then every commit, snapshot load
-        and leader change, in order. It has on_committed, on_snapshot_loaded, on_leader_change."""
+        and leader change, in order. It has on_committed, on_snapshot_loaded, on_leader_change.
+        During a snapshot's load it joins at the load's end (it gets the new snapshot then)."""
+        if self._load is not None:
+            self._load.late_listeners.append(listener)
+            return
         self.replay_committed(listener)
         if self.core is not None:
             leader = self.leader()
@@ -484,7 +514,7 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing):
     def leader_caught_up(self) -> bool:
         """This node leads and has applied every record committed before its epoch started:
         Kafka tells its listener of the new leadership only then."""
-        if self.core is None or not self.is_leader():
+        if self.core is None or not self.is_leader() or self._load is not None:
             return False
         epoch_start = self.running.status().epoch_start_offset
         return epoch_start is not None and self.applied_offset >= epoch_start
