@@ -40,12 +40,14 @@ its MetadataLoader's thread and publishes the image when done). Its rules:
 * Meanwhile the listeners get no ``on_committed``: the Readys' ``committed_through`` (its
   highest), their committed appends' answers, the high watermark exposed (``hw_listeners``) are
   held, and applied after ``finish``, in order, from the store, each batch once
-  (``applied_offset`` stays the old one until ``finish`` sets it to the snapshot's offset).
+  (``applied_offset`` stays the old one until ``finish`` sets it to the snapshot's offset),
+  in steps too (a step ends on a whole batch: each a committed state); the load ends, and
+  commits flow as before, once the held ones are all applied.
   The log behind them cannot go meanwhile: no snapshot is written during a load (the state
   machine does not hold the applied state), so retention does not clean below it.
 * Leader changes reach the listeners as they happen, load or not (they carry no state). A node
-  elected during a load is not ``leader_caught_up`` until the load is done and every record
-  committed before its epoch applied, so the controller does not activate on a half-loaded or
+  elected during a load is not ``leader_caught_up`` until the load (its catch-up included) is
+  done and every record committed before its epoch applied, so the controller does not activate on a half-loaded or
   old state (Kafka's controller becomes active only once it replayed to the high watermark).
 * A second install during a load drops the first one unfinished (its task cancelled at its
   next step, its state never swapped in); the new load takes over what was held (the new
@@ -135,6 +137,7 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing, SnapshotLoads):
         self._snapshot_check_scheduled = False
         self._snapshot_task: asyncio.Future | None = None     # a snapshot being written by a worker thread
         self._load: SnapshotLoading | None = None            # an installed snapshot loading in steps
+        self.last_load: SnapshotLoading | None = None        # the last load done, with its steps' times
         self._closing = False
         self._waiting_responses: dict[object, asyncio.Future] = {}   # io's request_id -> the reply
         self._request_ids = itertools.count()
@@ -345,6 +348,9 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing, SnapshotLoads):
 
     def _commit_through(self, through: int) -> None:
         self._apply_committed(through)
+        self._expose_high_watermark(through)
+
+    def _expose_high_watermark(self, through: int) -> None:
         self.metrics.set_high_watermark(through)
         for listener in self.hw_listeners:
             listener()
@@ -373,12 +379,14 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing, SnapshotLoads):
         self.leader_change.set()
         self.leader_change = asyncio.Event()
 
-    def _apply_committed(self, through: int) -> None:
+    def _apply_committed(self, through: int, deadline: float | None = None) -> bool:
         """Hand the newly committed batches to the listeners, in order and without a gap. A
         gap (a log the recovery and the fetch checks should have kept out) stops the node with
-        the offsets named, as Kafka halts, rather than leaving the state machine silently behind."""
+        the offsets named, as Kafka halts, rather than leaving the state machine silently behind.
+        With a ``deadline`` (perf_counter), stops after the batch that passes it and returns
+        True: more is left (a load's catch-up, in steps)."""
         if through <= self.applied_offset:
-            return
+            return False
         straddles = False
         for batch in self.store.data_batches(self.applied_offset, through):
             if batch.base_offset != self.applied_offset:
@@ -394,9 +402,12 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing, SnapshotLoads):
                     listener.on_committed(batch.base_offset, batch.partition_leader_epoch, batch.max_timestamp,
                                           values)
             self.applied_offset = batch.last_offset + 1
+            if deadline is not None and self.applied_offset < through and time.perf_counter() >= deadline:
+                return True
         if self.applied_offset < through and not straddles:
             raise NodeFailed(f"the log holds no batch at offset {self.applied_offset}, below the high watermark "
                              f"{through}: the committed records cannot be applied")
+        return False
 
     def _all_listeners(self) -> list:
         return ([self.state_machine] if self.state_machine is not None else []) + self.listeners

@@ -36,6 +36,15 @@ class SnapshotLoading:
     late_listeners: list = dataclasses.field(default_factory=list)        # registered during the load
     task: asyncio.Future | None = None
     records: int = 0
+    steps: int = 0
+    longest_step_ms: float = 0.0          # wall time of the longest step (the machine's load counts)
+    longest_step_cpu_ms: float = 0.0      # its CPU time (time.thread_time of the loop's thread)
+
+
+    def step_ended(self, started: float, cpu: float) -> None:
+        self.steps += 1
+        self.longest_step_ms = max(self.longest_step_ms, (time.perf_counter() - started) * 1000)
+        self.longest_step_cpu_ms = max(self.longest_step_cpu_ms, (time.thread_time() - cpu) * 1000)
 
 
 class _Collected:
@@ -110,25 +119,38 @@ class SnapshotLoads(DriverState):
         try:
             data = await asyncio.get_running_loop().run_in_executor(None, _read_file, path)
             loads = self._loads_of(loading.snapshot_id)
-            step_started = time.perf_counter()
+            step_started, step_cpu = time.perf_counter(), time.thread_time()
             for values in self._slices(data, path, loading):
                 for load in loads:
                     load.add(values)
                 if (time.perf_counter() - step_started) * 1000 >= LOAD_STEP_MS:
+                    loading.step_ended(step_started, step_cpu)
                     await asyncio.sleep(0)
                     if self._load is not loading or self.failure is not None or self._closing:
                         return
-                    step_started = time.perf_counter()
-            self._load = None
+                    step_started, step_cpu = time.perf_counter(), time.thread_time()
             for load in loads:
                 load.finish()
             self.applied_offset = loading.snapshot_id.offset
+            # The commits held, applied in steps too: each step ends on a whole batch, a state
+            # as committed as any; the load ends (commits no longer held) once they are all in.
+            while loading.commit_through is not None and self._apply_committed(
+                    loading.commit_through, deadline=step_started + LOAD_STEP_MS / 1000):
+                loading.step_ended(step_started, step_cpu)
+                await asyncio.sleep(0)
+                if self._load is not loading or self.failure is not None or self._closing:
+                    return
+                step_started, step_cpu = time.perf_counter(), time.thread_time()
+            self._load = None
             for listener in loading.late_listeners:
                 self.register(listener)
-            log.info("node %d: loaded snapshot %s (%d records) in %.0f ms (%.0f ms of CPU)", self.node_id,
-                     loading.snapshot_id, loading.records, (time.perf_counter() - started) * 1000,
-                     (time.thread_time() - cpu) * 1000)
             self._after_load(loading)
+            loading.step_ended(step_started, step_cpu)
+            self.last_load = loading
+            log.info("node %d: loaded snapshot %s (%d records) in %.0f ms (%.0f ms of CPU), %d steps, the longest "
+                     "%.1f ms (%.1f ms of CPU)", self.node_id, loading.snapshot_id, loading.records,
+                     (time.perf_counter() - started) * 1000, (time.thread_time() - cpu) * 1000, loading.steps,
+                     loading.longest_step_ms, loading.longest_step_cpu_ms)
         except asyncio.CancelledError:
             raise
         except Exception as exc:      # a bad snapshot file, a state machine refusing it: stop, as in a step
@@ -137,10 +159,10 @@ class SnapshotLoads(DriverState):
                 self._stop_on_failure(exc)
 
     def _after_load(self, loading: SnapshotLoading) -> None:
-        """What the Readys during the load committed, applied now, in order, as _apply_effects would."""
+        """The rest of what the Readys during the load held, as _apply_effects would have done it."""
         now = self.running.now_ms
         if loading.commit_through is not None:
-            self._commit_through(loading.commit_through)
+            self._commit_through(loading.commit_through)      # the last held commits, if any came meanwhile
         for token, offset in loading.appends_committed:
             self._complete_appends(self._settled(token), offset, now)
         self._schedule_snapshot_check()
