@@ -14,8 +14,8 @@ Then, --rounds times:
   controller's committed image holds the snapshot. Printed: the probe's worst (the loop's longest
   stall), the load's wall time and the loop thread's CPU time (time.thread_time: the probe's own
   turns included), the driver's longest step in wall and CPU time and its steps (a tree that
-  loads in one go: the whole load, one step), the longest garbage collection meanwhile, and the probe's worst over as long
-  a time after (idle).
+  loads in one go: the whole load, one step), the longest garbage collection meanwhile, and the probe's worst and the longest
+  garbage collection over as long a time after (at least 1 s; idle).
 * start: a driver started on that store (``start()``: the node's load of its latest
   snapshot before it listens): wall and CPU time.
 
@@ -115,16 +115,17 @@ async def _install_round(snapshot: bytes, snapshot_id: OffsetAndEpoch, directory
         while controller.committed_offset != snapshot_id.offset - 1 or getattr(driver, "_load", None) is not None:
             await asyncio.sleep(0.001)
         wall, cpu = (time.perf_counter() - wall) * 1000, (time.thread_time() - cpu) * 1000
-        stalled = worst[0]
+        stalled, load_gc = worst[0], gc_pauses.longest_ms
+        gc_pauses.longest_ms = 0.0
         steps = getattr(driver, "last_load", None)      # the driver's own account of its steps (after only)
         longest = (steps.longest_step_ms, steps.longest_step_cpu_ms, steps.steps) if steps else (wall, cpu, 1)
-        gc.callbacks.remove(gc_pauses)
         worst[0] = 0.0
-        await asyncio.sleep(wall / 1000)
+        await asyncio.sleep(max(wall / 1000, 1.0))
         idle = worst[0]
+        gc.callbacks.remove(gc_pauses)
         stop.set()
         await probe
-        return (stalled, wall, cpu, *longest, gc_pauses.longest_ms, idle)
+        return (stalled, wall, cpu, *longest, load_gc, idle, gc_pauses.longest_ms)
     finally:
         await driver.close()
 
@@ -176,7 +177,7 @@ def main() -> None:
         path = asyncio.run(_build(args.partitions, args.brokers, directory))
     rows = measure(path, args.rounds)
     names = ("install: loop held at most", "load wall", "load CPU", "longest step wall", "longest step CPU",
-             "steps", "longest GC", "idle probe", "start wall", "start CPU")
+             "steps", "longest GC", "idle probe after", "longest GC after", "start wall", "start CPU")
     print(f"{os.path.getsize(path) / 1e6:.1f} MB snapshot, {args.rounds} rounds: "
           + "; ".join(f"{name} median {statistics.median(c):.1f} ms (max {max(c):.1f})"
                       for name, c in zip(names, zip(*rows))), flush=True)
