@@ -53,6 +53,9 @@ its MetadataLoader's thread and publishes the image when done). Its rules:
   next step, its state never swapped in); the new load takes over what was held (the new
   snapshot covers every commit held, which all lie below the offset it starts the log at).
 * ``register`` during a load: the listener joins at its end. The node stopping cancels it.
+* No full garbage collection runs while a load does (generation 2's threshold is put out of
+  reach and given back at its end): the new state doubles the heap, which in CPython's rule
+  meant several collections of the whole heap on the loop during the load.
 * At start (``start``) the latest snapshot is loaded by the same code in one go, before the
   core starts and the node listens (nothing to yield to; a StateMachineFatal is the start's
   error), as before.
