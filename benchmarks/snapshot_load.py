@@ -185,6 +185,9 @@ def main() -> None:
         path = os.path.join(directory, found[-1])
     else:
         path = asyncio.run(_build(args.partitions, args.brokers, directory))
+    if args.rounds == 0:
+        print(f"snapshot kept in {path}")
+        return
     rows = measure(path, args.rounds)
     names = ("install: loop held at most", "load wall", "load CPU", "longest step wall", "longest step CPU",
              "steps", "longest GC", "idle probe after", "longest GC after", "start wall", "start CPU")

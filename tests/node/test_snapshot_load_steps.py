@@ -6,6 +6,7 @@ node is not caught up until the load is done. In process: one driver on a real d
 idle (no peer answers), the install made on its store as the core's install makes it and the
 Readys that follow handed to the driver."""
 import asyncio
+import gc
 import uuid
 
 import pytest
@@ -225,12 +226,16 @@ def test_a_node_stopping_during_a_load_keeps_its_old_state(tmp_path, small_steps
         driver._apply_effects(Ready(load_snapshot=snapshot))
         for _ in range(3):
             await asyncio.sleep(0)
+        held_threshold = gc.get_threshold()
         await driver.close()
         await asyncio.sleep(0)
-        return old, _names(loader), recorder.calls, driver.failure
+        return old, _names(loader), recorder.calls, driver.failure, held_threshold
 
-    old, after, calls, failure = asyncio.run(run())
+    threshold = gc.get_threshold()
+    old, after, calls, failure, held_threshold = asyncio.run(run())
     assert after == old and calls == [] and failure is None
+    # no full collection during the load; the threshold given back when it is dropped
+    assert held_threshold[2] > threshold[2] and gc.get_threshold() == threshold
 
 
 def test_the_load_in_steps_and_the_load_in_one_call_make_the_same_state(tmp_path, small_steps):

@@ -25,7 +25,7 @@ from .driver_state import DriverState
 log = logging.getLogger(__name__)
 
 LOAD_STEP_MS = 4.0          # a step's wall time before it yields (a decoded record costs ~13 us here)
-LOAD_SLICE_RECORDS = 100    # records handed to the listeners between two looks at the clock
+LOAD_SLICE_RECORDS = 5      # records handed to the listeners between two looks at the clock (see _slices)
 
 
 @dataclasses.dataclass
@@ -103,7 +103,11 @@ class SnapshotLoads(DriverState):
         return loads
 
     def _slices(self, data, path: str, loading: SnapshotLoading):
-        """The snapshot's data records, LOAD_SLICE_RECORDS at a time."""
+        """The snapshot's data records, LOAD_SLICE_RECORDS at a time: a look at the clock every few
+        records, because a record's cost is uneven (one that grows a broker's partition-index set
+        of 150k keys rehashes it whole, ~10 ms at 1M partitions and 10 brokers): at 1M partitions
+        the longest step was 51 ms of CPU with slices of 100, 25 ms with slices of 5, for 2% more
+        CPU in all (benchmarks/README.md, "A snapshot's load in steps")."""
         for batch in stream_snapshot_data(data, path):
             values = [bytes(r.value) for r in batch]
             loading.records += len(values)
