@@ -7,6 +7,7 @@ idle (no peer answers), the install made on its store as the core's install make
 Readys that follow handed to the driver."""
 import asyncio
 import gc
+import os
 import uuid
 
 import pytest
@@ -216,6 +217,30 @@ def test_a_leader_change_during_a_load_is_heard_at_once_but_the_node_is_caught_u
     assert caught_up_after is True
 
 
+def test_a_listener_registered_during_a_load_joins_at_its_end(tmp_path, small_steps):
+    async def run():
+        driver, loader, _ = await _started(tmp_path)
+        try:
+            snapshot = OffsetAndEpoch(offset=4000, epoch=5)
+            (end,) = _install(driver.store, snapshot, bootstrap() + _topics("new", 300, 10_000), [_topics("x", 1, 20_000)])
+            driver._apply_effects(Ready(load_snapshot=snapshot))
+            await asyncio.sleep(0)
+            late = Recorder()
+            driver.register(late)
+            during = list(late.calls)
+            driver._apply_effects(Ready(committed_through=end))
+            async with asyncio.timeout(10):
+                while driver._load is not None:
+                    await asyncio.sleep(0)
+            return during, late.calls
+        finally:
+            await driver.close()
+
+    during, calls = asyncio.run(run())
+    assert during == []
+    assert calls == [("snapshot", 4000, len(bootstrap()) + 600), ("committed", 4000, 2)]
+
+
 def test_a_node_stopping_during_a_load_keeps_its_old_state(tmp_path, small_steps):
     async def run():
         driver, loader, recorder = await _started(tmp_path)
@@ -263,6 +288,31 @@ def test_the_load_in_steps_and_the_load_in_one_call_make_the_same_state(tmp_path
     assert image_records(stepped.image, stepped.feature_order) == image_records(whole.image, whole.feature_order)
     assert stepped.feature_order == whole.feature_order and len(stepped.feature_order) >= 2
     assert (stepped.next_offset, stepped.image.provenance) == (whole.next_offset, whole.image.provenance)
+
+
+def test_a_snapshot_file_damaged_after_its_install_stops_the_node_naming_where(tmp_path):
+    async def run():
+        driver, loader, _ = await _started(tmp_path)
+        try:
+            old = _names(loader)
+            snapshot = OffsetAndEpoch(offset=4000, epoch=5)
+            _install(driver.store, snapshot, bootstrap() + _topics("new", 300, 10_000), [])
+            path = driver.store.snapshot_path(snapshot)
+            with open(path, "r+b") as f:     # a byte of the second batch's records flipped
+                f.seek(_batch_starts(open(path, "rb").read())[1] + 100)
+                byte = f.read(1)
+                f.seek(-1, 1)
+                f.write(bytes([byte[0] ^ 0xFF]))
+            driver._apply_effects(Ready(load_snapshot=snapshot))
+            async with asyncio.timeout(10):
+                await driver.failed.wait()
+            return old, _names(loader), str(driver.failure), path
+        finally:
+            await driver.close()
+
+    old, after, failure, path = asyncio.run(run())
+    assert after == old                          # nothing of the damaged snapshot shows
+    assert "CRC" in failure.upper() and os.path.basename(path) in failure, failure
 
 
 def _batch_starts(data: bytes) -> list[int]:
