@@ -42,13 +42,17 @@ its MetadataLoader's thread and publishes the image when done). Its rules:
   held, and applied after ``finish``, in order, from the store, each batch once
   (``applied_offset`` stays the old one until ``finish`` sets it to the snapshot's offset),
   in steps too (a step ends on a whole batch: each a committed state); the load ends, and
-  commits flow as before, once the held ones are all applied.
-  The log behind them cannot go meanwhile: no snapshot is written during a load (the state
+  commits flow as before, once the held ones are all applied. The log behind them cannot go
+  meanwhile: no snapshot is written during a load (the state
   machine does not hold the applied state), so retention does not clean below it.
 * Leader changes reach the listeners as they happen, load or not (they carry no state). A node
   elected during a load is not ``leader_caught_up`` until the load (its catch-up included) is
-  done and every record committed before its epoch applied, so the controller does not activate on a half-loaded or
-  old state (Kafka's controller becomes active only once it replayed to the high watermark).
+  done and every record committed before its epoch applied, so the controller does not
+  activate on a half-loaded or old state (Kafka's controller becomes active only once it
+  replayed to the high watermark). A rollback of the controller's writes in flight
+  (``replay_committed``) during a load would read the snapshot being loaded, at once, on the
+  loop: it cannot happen in the usual order (a leader that has writes in flight renounces at
+  the leader change that comes before an install), and if it did it would be slow, not wrong.
 * A second install during a load drops the first one unfinished (its task cancelled at its
   next step, its state never swapped in); the new load takes over what was held (the new
   snapshot covers every commit held, which all lie below the offset it starts the log at).
@@ -351,9 +355,6 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing, SnapshotLoads):
 
     def _commit_through(self, through: int) -> None:
         self._apply_committed(through)
-        self._expose_high_watermark(through)
-
-    def _expose_high_watermark(self, through: int) -> None:
         self.metrics.set_high_watermark(through)
         for listener in self.hw_listeners:
             listener()
