@@ -95,6 +95,8 @@ def _read_file(path: str) -> bytes:
 class SnapshotLoads(DriverState):
     """RaftDriver's snapshot loads (a mixin: it uses the driver's store, listeners and failure)."""
 
+    last_load: SnapshotLoading | None       # the last load done, with its steps' times
+
     def _loads_of(self, snapshot_id: OffsetAndEpoch) -> list:
         loads = []
         for listener in self._all_listeners():
