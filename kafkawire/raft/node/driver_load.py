@@ -69,7 +69,7 @@ _load_count: list[int] = [0]
 
 def _full_collections_held() -> None:
     """A load makes a new state as large as the old one: in CPython's rule (a full collection once
-    the objects promoted since the last one are a quarter of those it kept) that is several full
+    the objects promoted since the last one are a quarter of those it kept) that means full
     collections during it, each walking the whole heap on the loop (0.1 s at 100k partitions,
     0.5-0.8 s at 1M). While a load runs, generation 2 is not collected (its threshold out of
     reach; the young generations are, as ever); the load's end gives the threshold back."""
