@@ -153,3 +153,21 @@ def test_a_node_holds_its_place_from_start_to_stop(tmp_path):
     token, running = asyncio.run(life())
     assert running, "a started node is among the process's watchers"
     assert token not in gc_pauses._watchers and node._gc_watch is None
+
+
+def test_a_freeze_during_a_snapshot_loads_hold_takes_effect_when_the_hold_ends(_unfrozen):
+    """The load's hold of full collections (kafkawire.raft.node.driver_load) and the freeze's
+    raised threshold share gc's third threshold: neither undoes the other."""
+    assert gc_pauses._holds[0] == 0
+    gc.set_threshold(100, 10, 10)
+    gc_pauses.hold_full_collections()
+    gc_pauses.hold_full_collections()                 # two loads at once (two drivers)
+    held = gc.get_threshold()[2]
+    gc_pauses._space_full_collections(4_000_000)      # as a freeze meanwhile would
+    assert gc.get_threshold()[2] == held > 1_000       # still held
+    gc_pauses.give_back_full_collections()
+    assert gc.get_threshold()[2] == held
+    gc_pauses.give_back_full_collections()
+    assert gc.get_threshold() == (100, 10, 1_000)      # the freeze's raise, not the value before the loads
+    gc_pauses.give_back_full_collections()             # an unmatched give-back changes nothing
+    assert gc.get_threshold() == (100, 10, 1_000)

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import gc
 import logging
 import time
 
 from kafkawire.raft.types import OffsetAndEpoch
 from kafkawire.storage.snapshot import stream_snapshot_data
 
+from . import gc_pauses
 from .driver_state import DriverState
 
 log = logging.getLogger(__name__)
@@ -62,31 +62,6 @@ class _Collected:
         self.listener.on_snapshot_loaded(self.snapshot_id, self.values)
 
 
-_NO_FULL_COLLECTIONS = 1 << 30
-_loads_running: list[tuple[int, int, int] | None] = [None]     # the thresholds before the first load
-_load_count: list[int] = [0]
-
-
-def _full_collections_held() -> None:
-    """A load makes a new state as large as the old one: in CPython's rule (a full collection once
-    the objects promoted since the last one are a quarter of those it kept) that means full
-    collections during it, each walking the whole heap on the loop (0.1 s at 100k partitions,
-    0.5-0.8 s at 1M). While a load runs, generation 2 is not collected (its threshold out of
-    reach; the young generations are, as ever); the load's end gives the threshold back."""
-    if _load_count[0] == 0:
-        _loads_running[0] = gc.get_threshold()
-        young, middle, _ = _loads_running[0]
-        gc.set_threshold(young, middle, _NO_FULL_COLLECTIONS)
-    _load_count[0] += 1
-
-
-def _full_collections_given_back() -> None:
-    _load_count[0] -= 1
-    if _load_count[0] == 0 and _loads_running[0] is not None:
-        gc.set_threshold(*_loads_running[0])
-        _loads_running[0] = None
-
-
 def _read_file(path: str) -> bytes:
     with open(path, "rb") as f:
         return f.read()
@@ -122,7 +97,7 @@ class SnapshotLoads(DriverState):
         path = self.store.snapshot_path(snapshot_id)
         loading = SnapshotLoading(snapshot_id)
         loads = self._loads_of(snapshot_id)
-        _full_collections_held()
+        gc_pauses.hold_full_collections()
         try:
             for values in self._slices(_read_file(path), path, loading):
                 for load in loads:
@@ -130,7 +105,7 @@ class SnapshotLoads(DriverState):
             for load in loads:
                 load.finish()
         finally:
-            _full_collections_given_back()
+            gc_pauses.give_back_full_collections()
         self.applied_offset = snapshot_id.offset
         log.info("node %d: loaded snapshot %s (%d records)", self.node_id, snapshot_id, loading.records)
 
@@ -150,11 +125,11 @@ class SnapshotLoads(DriverState):
         loading.task = asyncio.ensure_future(self._run_load(loading))
 
     async def _run_load(self, loading: SnapshotLoading) -> None:
-        _full_collections_held()
+        gc_pauses.hold_full_collections()
         try:
             await self._load_in_steps(loading)
         finally:
-            _full_collections_given_back()
+            gc_pauses.give_back_full_collections()
 
     async def _load_in_steps(self, loading: SnapshotLoading) -> None:
         started, cpu = time.perf_counter(), time.thread_time()

@@ -54,6 +54,9 @@ _freezes_before: list[int] = [0]           # freezes made before the first of th
 _watchers: dict[int, int] = {}             # a running node's token -> its freeze setting, in start order
 _next_token: list[int] = [0]
 _threshold_before: list[tuple] = []        # gc.get_threshold() before the first freeze raised it
+_NO_FULL_COLLECTIONS = 1 << 30
+_holds: list[int] = [0]                    # snapshot loads running (hold_full_collections)
+_held_oldest: list[int] = [0]              # threshold2 to give back when the last hold ends
 
 
 def _on_collection(phase: str, info: dict) -> None:
@@ -81,11 +84,42 @@ def _on_collection(phase: str, info: dict) -> None:
 def _space_full_collections(frozen: int) -> None:
     """threshold2 raised for the ``frozen`` objects (see above)."""
     if not _threshold_before:
-        _threshold_before.append(gc.get_threshold())
+        young, middle, oldest = gc.get_threshold()
+        _threshold_before.append((young, middle, _held_oldest[0] if _holds[0] else oldest))
     young, middle, oldest = _threshold_before[0]
     per_young_collection = max(young, 1) * max(middle, 1)
-    current = gc.get_threshold()
-    gc.set_threshold(current[0], current[1], max(oldest, frozen // (4 * per_young_collection)))
+    _set_oldest(max(oldest, frozen // (4 * per_young_collection)))
+
+
+def _set_oldest(threshold2: int) -> None:
+    """gc's third threshold, unless a snapshot load holds full collections off: then the value
+    its end gives back."""
+    if _holds[0]:
+        _held_oldest[0] = threshold2
+    else:
+        young, middle, _ = gc.get_threshold()
+        gc.set_threshold(young, middle, threshold2)
+
+
+def hold_full_collections() -> None:
+    """No full (generation 2) collection until the matching ``give_back_full_collections``
+    (nested holds counted): a snapshot load (kafkawire.raft.node.driver_load) builds a state as
+    large as the old one, which in CPython's rule means full collections during it, each walking
+    the whole heap on the loop. The young generations are collected as ever. A freeze meanwhile
+    (its raised threshold) takes effect at the last hold's end."""
+    if _holds[0] == 0:
+        _held_oldest[0] = gc.get_threshold()[2]
+        young, middle, _ = gc.get_threshold()
+        gc.set_threshold(young, middle, _NO_FULL_COLLECTIONS)
+    _holds[0] += 1
+
+
+def give_back_full_collections() -> None:
+    if _holds[0] == 0:
+        return
+    _holds[0] -= 1
+    if _holds[0] == 0:
+        _set_oldest(_held_oldest[0])
 
 
 def log_long_pauses(freeze_after_ms: int = 0) -> int:
@@ -120,4 +154,4 @@ def stop_logging_long_pauses(token: int) -> None:
     if freezes[0] > _freezes_before[0]:
         gc.unfreeze()
     if _threshold_before:
-        gc.set_threshold(*_threshold_before.pop())
+        _set_oldest(_threshold_before.pop()[2])
