@@ -60,17 +60,22 @@ VICTIM = 1
 
 
 class _GcPauses:
-    """The longest garbage collection while entered (ms), and how many there were."""
+    """The longest garbage collection while entered (ms, wall), how many there were (``full``: of
+    generation 2), and their
+    CPU time in all (``cpu_ms``: of this thread, which a loaded machine does not inflate)."""
 
     def __init__(self):
-        self.longest_ms, self.total_ms, self.count, self._start = 0.0, 0.0, 0, 0.0
+        self.longest_ms, self.total_ms, self.cpu_ms, self.count, self.full = 0.0, 0.0, 0.0, 0, 0
+        self._start = self._start_cpu = 0.0
 
     def _callback(self, phase, info):
         if phase == "start":
-            self._start = time.perf_counter()
+            self._start, self._start_cpu = time.perf_counter(), time.thread_time()
         else:
             took_ms = (time.perf_counter() - self._start) * 1000
+            self.cpu_ms += (time.thread_time() - self._start_cpu) * 1000
             self.count += 1
+            self.full += info.get("generation") == 2
             self.total_ms += took_ms
             self.longest_ms = max(self.longest_ms, took_ms)
 
@@ -85,7 +90,8 @@ class _GcPauses:
 class _EventCpu:
     """The CPU time of each controller event (of this thread: the machine is shared, wall time
     is not the controller's), the garbage collections during it left out (``pauses`` counts
-    them): a write's generate, and the apply and append of its records."""
+    them, by their CPU time: under load their wall time would take out too much): a write's
+    generate, and the apply and append of its records."""
 
     def __init__(self, controller, pauses: _GcPauses):
         self.events_ms: list = []
@@ -93,10 +99,10 @@ class _EventCpu:
         started = [0.0, 0.0]
 
         def elapsed_ms() -> float:
-            return (time.thread_time() - started[0]) * 1000 - (pauses.total_ms - started[1])
+            return (time.thread_time() - started[0]) * 1000 - (pauses.cpu_ms - started[1])
 
         def timed_generate(*args):
-            started[:] = [time.thread_time(), pauses.total_ms]
+            started[:] = [time.thread_time(), pauses.cpu_ms]
             try:
                 return generate(*args)
             finally:
@@ -212,12 +218,15 @@ def _ctx(version: int = 0):
     return Ctx(version)
 
 
-async def measure(partitions: int, brokers: int, how: str, session_ms: int) -> dict:
+async def measure(partitions: int, brokers: int, how: str, session_ms: int, profile: str | None = None,
+                  freeze_after_ms: int = 500, moves_per_event: int | None = None) -> dict:
     # As a node: what survives a full collection of 500 ms or more is frozen (the default
     # kafkawire.gc.freeze.after.ms, raft/node/gc_pauses.py), so full collections walk only
     # what was made since.
-    log_long_pauses(500)
+    log_long_pauses(freeze_after_ms)
     cluster = Cluster(brokers)
+    if moves_per_event is not None:
+        cluster.controller.moves.max_moves_per_event = moves_per_event
     cluster.controller.sessions.session_timeout_ms = session_ms
     build = time.perf_counter()
     await cluster.start(partitions)
@@ -240,6 +249,7 @@ async def measure(partitions: int, brokers: int, how: str, session_ms: int) -> d
         with _GcPauses() as pauses:
             events = _EventCpu(controller, pauses)
             async with _LagProbe() as probe:
+                profiler = _start_profile(profile)
                 started, cpu = time.perf_counter(), time.process_time()
                 answer = None
                 if how in ANSWERED:
@@ -257,9 +267,11 @@ async def measure(partitions: int, brokers: int, how: str, session_ms: int) -> d
                 while controller.committed_offset < moved_at:
                     await asyncio.sleep(0.001)
                 leaders_moved = time.perf_counter() - started
+                cpu_moved = time.process_time() - cpu
                 while how not in ANSWERED and not _done(cluster, how):
                     await asyncio.sleep(0.001)
                 took, cpu = time.perf_counter() - started, time.process_time() - cpu
+                _end_profile(profiler, profile)
         stop.set()
         await beats
     finally:
@@ -269,13 +281,29 @@ async def measure(partitions: int, brokers: int, how: str, session_ms: int) -> d
     change_records = sum(1 for offset, m in cluster.quorum.records()
                          if offset >= end and type(m).NAME == "PartitionChangeRecord")
     return {"answer": answer, "in isrs": in_isrs, "elr": elr, "left in isrs": controller.state.partition_index.isr_count(VICTIM),
-            "build s": build, "led": led, "took s": took, "cpu s": cpu, "leaders moved s": leaders_moved, "batches": len(new),
+            "build s": build, "led": led, "took s": took, "cpu s": cpu, "leaders moved s": leaders_moved, "cpu moved s": cpu_moved, "batches": len(new),
             "records": sum(map(len, new)), "changes": change_records, "largest batch": max(map(len, new), default=0),
-            "longest stall ms": probe.worst_ms, "gc ms": pauses.longest_ms, "gcs": pauses.count,
+            "longest stall ms": probe.worst_ms, "gc ms": pauses.longest_ms, "gcs": pauses.count, "full gcs": pauses.full, "gc cpu s": pauses.cpu_ms / 1000,
             "events": len(events.events_ms), "longest event ms": max(events.events_ms, default=0),
             "events cpu s": sum(events.events_ms) / 1000,
             "beats": len(latencies), "beat p50 ms": statistics.median(latencies) if latencies else float("nan"),
             "beat p99 ms": _percentile(latencies, 0.99), "beat max ms": _percentile(latencies, 1.0)}
+
+
+def _start_profile(path: str | None):
+    """A cProfile of the measured window (everything on the loop: the moves, the heartbeats)."""
+    if path is None:
+        return None
+    import cProfile
+    profiler = cProfile.Profile()
+    profiler.enable()
+    return profiler
+
+
+def _end_profile(profiler, path: str | None) -> None:
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(path)
 
 
 def _what_ended(how: str) -> str:
@@ -294,15 +322,19 @@ def main() -> None:
                         default="fence")
     parser.add_argument("--session-ms", type=int, default=600_000,
                         help="broker.session.timeout.ms (long: the build must not expire anyone)")
+    parser.add_argument("--profile", metavar="FILE", help="a cProfile of the measured window, written to FILE")
+    parser.add_argument("--freeze-after-ms", type=int, default=500, help="kafkawire.gc.freeze.after.ms (the node's)")
+    parser.add_argument("--moves-per-event", type=int, help="the partitions a step moves (default: fencing.py's)")
     args = parser.parse_args()
-    row = asyncio.run(measure(args.partitions, args.brokers, args.how, args.session_ms))
+    row = asyncio.run(measure(args.partitions, args.brokers, args.how, args.session_ms, args.profile,
+                              args.freeze_after_ms, args.moves_per_event))
     print(f"{args.partitions} partitions, {args.brokers} brokers ({args.how}): built in {row['build s']:.0f} s; "
           f"broker {VICTIM} led {row['led']}; {_what_ended(args.how)} after "
-          f"{row['leaders moved s']:.2f} s, its job ended after {row['took s']:.2f} s "
+          f"{row['leaders moved s']:.2f} s ({row['cpu moved s']:.2f} s of CPU), its job ended after {row['took s']:.2f} s "
           f"({row['cpu s']:.2f} s of CPU, the heartbeats' included); "
           f"{row['records']} records ({row['changes']} PartitionChangeRecords) in {row['batches']} batches "
           f"(largest {row['largest batch']}); longest loop stall {row['longest stall ms']:.0f} ms "
-          f"(wall), longest of {row['events']} controller events {row['longest event ms']:.0f} ms CPU, all {row['events cpu s']:.2f} s (garbage collections left out), longest of {row['gcs']} garbage collections {row['gc ms']:.0f} ms; other brokers' heartbeats: {row['beats']}, "
+          f"(wall), longest of {row['events']} controller events {row['longest event ms']:.0f} ms CPU, all {row['events cpu s']:.2f} s (garbage collections left out), longest of {row['gcs']} garbage collections ({row['full gcs']} full) {row['gc ms']:.0f} ms (wall; {row['gc cpu s']:.2f} s of CPU in all); other brokers' heartbeats: {row['beats']}, "
           f"p50 {row['beat p50 ms']:.1f} ms p99 {row['beat p99 ms']:.1f} ms max {row['beat max ms']:.1f} ms",
           flush=True)
     if args.how in ANSWERED:

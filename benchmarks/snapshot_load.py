@@ -1,21 +1,35 @@
-"""How long a follower's load of an installed snapshot holds the event loop (issue 28): the
-raft driver's _load_snapshot reads the snapshot file's records (SnapshotReader) and hands them to
-the state machine, whose on_snapshot_loaded decodes and replays every record into a new state,
-all on the loop. In process: the active controller of benchmarks/controller_scale.py builds
---partitions partitions (replication factor 3, --brokers brokers), its snapshot is written to a
-file as the driver writes one (SnapshotWriter), then, --rounds times, a second controller loads it
-as a follower's driver would: the file's records read, then on_snapshot_loaded.
+"""How long a snapshot's load holds the event loop (issue 28 goal 2): a follower's load of an
+installed snapshot, and a node's start from its latest snapshot (cold restart).
 
-    PYTHONPATH=. .venv/bin/python benchmarks/snapshot_load.py [--partitions 100000] [--brokers 10]
+In process: the active controller of benchmarks/controller_scale.py builds --partitions
+partitions (replication factor 3, --brokers brokers) and its snapshot is written as the driver
+writes one (kept in
+--snapshot-dir, reused when there, so that trees compare on the same bytes).
+Then, --rounds times:
 
-Printed: the snapshot's records and bytes; per round the read's and the load's wall and CPU time
-(time.thread_time of the loop's thread: the machine is shared), median and max over the rounds.
+* install: a raft driver (its core idle: no peer answers) whose state machine is a follower
+  controller gets the snapshot installed in its store as a fetched one is, and the Ready that
+  loads it (``_apply_effects(Ready(load_snapshot=...))``, what the core hands the driver after an
+  install); a probe task sleeping 1 ms at a time measures its worst lateness until the
+  controller's committed image holds the snapshot. Printed: the probe's worst (the loop's longest
+  stall), the load's wall time and the loop thread's CPU time (time.thread_time: the probe's own
+  turns included), the driver's longest step in wall and CPU time and its steps (a tree that
+  loads in one go: the whole load, one step), the longest garbage collection meanwhile, and the probe's worst and the longest
+  garbage collection over as long a time after (at least 1 s; idle).
+* start: a driver started on that store (``start()``: the node's load of its latest
+  snapshot before it listens): wall and CPU time.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/snapshot_load.py [--partitions 100000] [--rounds 5]
+
+Medians and max over the rounds. Runs on older trees too (the driver API it uses is the same).
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -24,39 +38,136 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.controller_scale import Cluster  # noqa: E402
+from kafkawire.raft.config import RaftConfig  # noqa: E402
+from kafkawire.raft.io import Ready, WriteSnapshotChunk  # noqa: E402
+from kafkawire.raft.node.disk_store import DiskLogStore  # noqa: E402
+from kafkawire.raft.node.driver import RaftDriver  # noqa: E402
 from kafkawire.raft.node.snapshot_writer import SNAPSHOT_BATCH_RECORDS  # noqa: E402
-from kafkawire.raft.types import OffsetAndEpoch  # noqa: E402
-from kafkawire.storage.snapshot import SnapshotId, SnapshotReader, SnapshotWriter  # noqa: E402
+from kafkawire.raft.types import Endpoints, OffsetAndEpoch  # noqa: E402
+from kafkawire.raft.voters import VoterSet  # noqa: E402
+from kafkawire.storage.snapshot import SnapshotId, SnapshotWriter, parse_snapshot_file_name  # noqa: E402
 from tests.controller.harness import FakeQuorum, add_controller  # noqa: E402
 
-
-def _timed(work):
-    wall, cpu = time.perf_counter(), time.thread_time()
-    result = work()
-    return result, (time.perf_counter() - wall) * 1000, (time.thread_time() - cpu) * 1000
+ME = Endpoints((("CONTROLLER", "127.0.0.1", 2),))
+VOTERS = VoterSet.static({1: Endpoints((("CONTROLLER", "127.0.0.1", 1),)), 2: ME})
 
 
-async def measure(partitions: int, brokers: int, rounds: int) -> dict:
+class NoPeer:
+    async def connect(self, address, timeout_ms):
+        await asyncio.Event().wait()
+
+
+class GcPauses:
+    def __init__(self):
+        self.longest_ms, self._start = 0.0, None
+
+    def __call__(self, phase, info):
+        if phase == "start":
+            self._start = time.perf_counter()
+        elif self._start is not None:
+            self.longest_ms = max(self.longest_ms, (time.perf_counter() - self._start) * 1000)
+
+
+async def _probe(stop: asyncio.Event, worst: list) -> None:
+    while not stop.is_set():
+        before = time.perf_counter()
+        await asyncio.sleep(0.001)
+        worst[0] = max(worst[0], (time.perf_counter() - before) * 1000 - 1)
+        worst[1] += 1
+
+
+async def _probe_turn(worst: list) -> None:
+    """Until the probe has measured a turn that began after now (a load that held the loop
+    shows in it)."""
+    turns = worst[1]
+    while worst[1] < turns + 2:
+        await asyncio.sleep(0)
+
+
+async def _build(partitions: int, brokers: int, directory: str) -> str:
     cluster = Cluster(brokers)
     await cluster.start(partitions)
     records = cluster.controller.snapshot_records()
-    snapshot_id = OffsetAndEpoch(cluster.controller.committed_offset + 1, 1)
+    offset = cluster.controller.committed_offset + 1
     await cluster.stop()
+    with SnapshotWriter(directory, SnapshotId(offset, 1), last_contained_log_timestamp=0,
+                        time_ms=lambda: 0) as writer:
+        for i in range(0, len(records), SNAPSHOT_BATCH_RECORDS):
+            writer.append(records[i:i + SNAPSHOT_BATCH_RECORDS], timestamp=0)
+    return writer.path
+
+
+def _driver(directory: str, controller) -> RaftDriver:
+    return RaftDriver(RaftConfig(node_id=2, cluster_id="c", endpoints=ME, static_voters=VOTERS,
+                                 election_timeout_ms=600_000), DiskLogStore(directory), client=NoPeer(), seed=2,
+                      state_machine=controller)
+
+
+async def _install_round(snapshot: bytes, snapshot_id: OffsetAndEpoch, directory: str) -> tuple:
+    controller = add_controller(FakeQuorum(), 2)
+    driver = _driver(directory, controller)
+    driver.start()
+    try:
+        store = driver.store
+        store.prepare_chunk(WriteSnapshotChunk(snapshot_id, 0, snapshot))()
+        store.prepare_install(snapshot_id)()
+        store.finish_install()
+        gc_pauses = GcPauses()
+        gc.collect()
+        gc.callbacks.append(gc_pauses)
+        stop, worst = asyncio.Event(), [0.0, 0]
+        probe = asyncio.ensure_future(_probe(stop, worst))
+        await asyncio.sleep(0.01)
+        worst[0] = 0.0
+        wall, cpu = time.perf_counter(), time.thread_time()
+        driver._apply_effects(Ready(load_snapshot=snapshot_id))
+        while controller.committed_offset != snapshot_id.offset - 1 or getattr(driver, "_load", None) is not None:
+            await asyncio.sleep(0.001)
+        wall, cpu = (time.perf_counter() - wall) * 1000, (time.thread_time() - cpu) * 1000
+        await _probe_turn(worst)
+        stalled, load_gc = worst[0], gc_pauses.longest_ms
+        gc_pauses.longest_ms = 0.0
+        steps = getattr(driver, "last_load", None)      # the driver's own account of its steps (after only)
+        longest = (steps.longest_step_ms, steps.longest_step_cpu_ms, steps.steps) if steps else (wall, cpu, 1)
+        worst[0] = 0.0
+        await asyncio.sleep(max(wall / 1000, 1.0))
+        idle = worst[0]
+        gc.callbacks.remove(gc_pauses)
+        stop.set()
+        await probe
+        return (stalled, wall, cpu, *longest, load_gc, idle, gc_pauses.longest_ms)
+    finally:
+        await driver.close()
+
+
+def _start_round(directory: str, snapshot_id: OffsetAndEpoch) -> tuple:
+    async def run():
+        controller = add_controller(FakeQuorum(), 2)
+        driver = _driver(directory, controller)
+        wall, cpu = time.perf_counter(), time.thread_time()
+        driver.start()
+        wall, cpu = (time.perf_counter() - wall) * 1000, (time.thread_time() - cpu) * 1000
+        assert controller.committed_offset == snapshot_id.offset - 1
+        await driver.close()
+        return wall, cpu
+    return asyncio.run(run())
+
+
+def measure(path: str, rounds: int) -> list[tuple]:
+    file_id = parse_snapshot_file_name(os.path.basename(path))[0]
+    snapshot_id = OffsetAndEpoch(offset=file_id.end_offset, epoch=file_id.epoch)
+    with open(path, "rb") as f:
+        snapshot = f.read()
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        with SnapshotWriter(tmp, SnapshotId(snapshot_id.offset, snapshot_id.epoch),
-                            last_contained_log_timestamp=0, time_ms=lambda: 0) as writer:
-            for i in range(0, len(records), SNAPSHOT_BATCH_RECORDS):
-                writer.append(records[i:i + SNAPSHOT_BATCH_RECORDS], timestamp=0)
-        path = writer.path
-        size = os.path.getsize(path)
-        for _ in range(rounds):
-            follower = add_controller(FakeQuorum(), 2)
-            values, read_ms, read_cpu = _timed(lambda: [bytes(r.value) for r in SnapshotReader(path).records()])
-            _, load_ms, load_cpu = _timed(lambda: follower.on_snapshot_loaded(snapshot_id, values))
-            assert len(follower.image.topics_by_id) == len(cluster.controller.image.topics_by_id)
-            rows.append((read_ms, read_cpu, load_ms, load_cpu))
-    return {"records": len(records), "bytes": size, "rows": rows}
+    for _ in range(rounds):
+        with tempfile.TemporaryDirectory() as tmp:
+            directory = os.path.join(tmp, "node")
+            installed = asyncio.run(_install_round(snapshot, snapshot_id, directory))
+            started = _start_round(directory, snapshot_id)
+            shutil.rmtree(directory)
+        rows.append(installed + started)
+        print("  round: " + ", ".join(f"{v:.1f}" for v in rows[-1]), flush=True)
+    return rows
 
 
 def main() -> None:
@@ -64,13 +175,25 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=100_000)
     parser.add_argument("--brokers", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--snapshot-dir", help="where the snapshot is kept: built there when it holds none, "
+                                               "reused otherwise (so that trees compare on the same bytes)")
     args = parser.parse_args()
-    result = asyncio.run(measure(args.partitions, args.brokers, args.rounds))
-    columns = list(zip(*result["rows"]))
-    names = ("read wall", "read CPU", "on_snapshot_loaded wall", "on_snapshot_loaded CPU")
-    print(f"{args.partitions} partitions: snapshot of {result['records']} records, {result['bytes'] / 1e6:.1f} MB; "
-          + "; ".join(f"{name} median {statistics.median(c):.0f} ms max {max(c):.0f} ms"
-                      for name, c in zip(names, columns)), flush=True)
+    directory = args.snapshot_dir or tempfile.mkdtemp()
+    os.makedirs(directory, exist_ok=True)
+    found = sorted(n for n in os.listdir(directory) if n.endswith(".checkpoint"))
+    if found:
+        path = os.path.join(directory, found[-1])
+    else:
+        path = asyncio.run(_build(args.partitions, args.brokers, directory))
+    if args.rounds == 0:
+        print(f"snapshot kept in {path}")
+        return
+    rows = measure(path, args.rounds)
+    names = ("install: loop held at most", "load wall", "load CPU", "longest step wall", "longest step CPU",
+             "steps", "longest GC", "idle probe after", "longest GC after", "start wall", "start CPU")
+    print(f"{os.path.getsize(path) / 1e6:.1f} MB snapshot, {args.rounds} rounds: "
+          + "; ".join(f"{name} median {statistics.median(c):.1f} ms (max {max(c):.1f})"
+                      for name, c in zip(names, zip(*rows))), flush=True)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ import uuid
 from typing import Callable
 
 from kafkawire.metadata.features_answer import finalized_levels, set_features
+from kafkawire.metadata.image import BROKER_RESOURCE
 from kafkawire.net.admin_authorization import allowed
 from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas, DynamicAdmissionLimits
 from kafkawire.net.authentication import sasl_handlers
@@ -78,7 +79,8 @@ from .log_config import TopicConfigs
 from .log_deletion import LogDeleter
 from .log_dirs import LogDirs, LogDirsError, assigned_directory
 from .dir_assignments import DirAssignments
-from .alter_log_dirs import AlterLogDirsApi, retire_partial_copies
+from .alter_log_dirs import AlterLogDirsApi
+from .log_dir_copy import find_future_logs
 from .state_writes import StateWrites
 from .stray_logs import mark_stray_logs
 from .telemetry_apis import client_telemetry
@@ -176,7 +178,8 @@ class Broker:
         self.group_apis = GroupApis(self)
         self.log_dir_apis = LogDirApis(self)
         self.forwarder = Forwarder(send_to_controller)
-        self.config_apis = ConfigApis(self.node_id, self.forwarder, may_alter_loggers=self._may_alter_loggers)
+        self.config_apis = ConfigApis(self.node_id, self.forwarder, may_alter_loggers=self._may_alter_loggers,
+                                      stored_configs=lambda name: self.image().configs.get((BROKER_RESOURCE, name), {}))
         # Delegation tokens: Describe from the image, the others checked and forwarded; the
         # listeners' SCRAM tokenauth logins (kafkawire.broker.delegation_token_apis)
         self.delegation_token_apis = DelegationTokenApis(self)
@@ -301,7 +304,8 @@ class Broker:
             heartbeat_interval_ms=c.broker_heartbeat_interval_ms, on_state=self._on_lifecycle_state,
             offline_log_dirs=self.log_dirs.offline_ids)
         self.task = asyncio.ensure_future(self._run_lifecycle())
-        retire_partial_copies(self.log_dirs.paths)       # moves cut short: their -future copies go
+        # moves cut short by a stop or a crash: resumed once their replicas are hosted
+        self.alter_log_dirs.futures.resumable.update(find_future_logs(self.log_dirs.paths))
         self.log_deleter.schedule_leftovers()
         self.log_manager.start()
         self.replication.start()
@@ -430,6 +434,7 @@ class Broker:
         self.replica_roles.apply(image, followed)
         for name in [t for t in self.topic_stats.topics if t not in image.topics_by_name]:
             self.topic_stats.remove_topic(name)      # a deleted topic's meters go with it
+        self.alter_log_dirs.futures.on_metadata()     # future logs of replicas gone dropped, found ones resumed
         self._assign_directories(image)
         self.replication.on_metadata(image)
         self.group_apis.on_metadata()
@@ -438,10 +443,7 @@ class Broker:
 
     def _offline_replica(self, key, topic_id, registration) -> bool:
         """A replica whose log was in a failed directory, or that the metadata assigns to one, is
-        neither led nor followed here (Kafka's HostedPartition.Offline; createLogInAssignedDirectoryId),
-        nor one whose log is being copied to another directory (kafkawire.broker.alter_log_dirs)."""
-        if key in self.alter_log_dirs.moving:
-            return True
+        neither led nor followed here (Kafka's HostedPartition.Offline; createLogInAssignedDirectoryId)."""
         if not self.log_dirs.offline:
             return False
         if self.offline_partitions.get(key) == topic_id:
@@ -571,6 +573,7 @@ class Broker:
         for server in self.servers:
             await server.close(timeout_ms=1000)
         await self.replica_roles.stop_fetchers()
+        await self.alter_log_dirs.futures.stop()     # a copy under way resumes at the next start
         self.log_manager.shutdown()          # the followed replicas' high watermarks checkpointed too
         if self._logs_ready or self._clean_epoch is not None:   # its logs were loaded, or were clean
             for path in self.log_dirs.paths:

@@ -10,6 +10,10 @@ The broker's checks, with Kafka's messages (INVALID_REQUEST for each):
 - a BROKER resource named neither "" nor this broker's id: "Node id must be an integer, but it
   is: <name>" / "Unexpected broker id, expected <id>, but received <name>"; an operation type
   Kafka does not know on it: "Unknown operations type <n>";
+- a BROKER resource's configs after the change that Kafka's broker would not take as dynamic
+  broker configs (kafkawire.metadata.dynamic_broker_configs: a static key, an SSL key without a
+  listener prefix, a value of the wrong type or out of range, a per-broker key at the cluster
+  default; an APPEND or SUBTRACT on a key that is not a list is INVALID_CONFIG);
 - a resource type other than TOPIC, BROKER, CLIENT_METRICS and GROUP (and BROKER_LOGGER for
   IncrementalAlterConfigs): "Unknown resource type <n>".
 BROKER_LOGGER (log levels, KIP-412) is applied here to this node's loggers, as Kafka's broker does
@@ -26,6 +30,7 @@ from kafkawire.messages.alter_configs_response import AlterConfigsResponse
 from kafkawire.messages.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from kafkawire.messages.incremental_alter_configs_response import (AlterConfigsResourceResponse,
                                                                     IncrementalAlterConfigsResponse)
+from kafkawire.metadata import dynamic_broker_configs
 from kafkawire.net import runtime_loggers
 from kafkawire.protocol.error_codes import Errors
 
@@ -39,14 +44,17 @@ _CHECKED_HERE_ONLY = frozenset({TOPIC, CLIENT_METRICS, GROUP})
 
 
 class _Refused(Exception):
-    pass
+    def __init__(self, message: str, error: Errors = Errors.INVALID_REQUEST):
+        super().__init__(message)
+        self.error = error
 
 
 def preprocess(resources, node_id: int, *, incremental: bool, validate_only: bool = False,
-               may_alter_loggers=lambda: True) -> dict[int, tuple[int, str | None]]:
+               may_alter_loggers=lambda: True, stored_configs=lambda name: {}) -> dict[int, tuple[int, str | None]]:
     """id(resource) -> (error code, message) for the resources answered here
     (ConfigAdminManager.preprocess): the refused ones, and the BROKER_LOGGER changes, which this
-    node applies to its own loggers (unless ``validate_only``) and answers itself."""
+    node applies to its own loggers (unless ``validate_only``) and answers itself.
+    ``stored_configs(name)``: the BROKER resource's configs in the metadata image."""
     refused: dict[int, tuple[int, str]] = {}
     seen: dict[tuple[int, str], object] = {}
     for resource in resources:
@@ -59,12 +67,14 @@ def preprocess(resources, node_id: int, *, incremental: bool, validate_only: boo
             continue
         try:
             _check(resource, node_id, incremental)
+            if resource.resource_type == BROKER:
+                _check_broker_change(resource, incremental, stored_configs)
             if incremental and resource.resource_type == BROKER_LOGGER:
                 refused[id(resource)] = _change_loggers(resource, node_id, validate_only, may_alter_loggers)
         except _Refused as exc:
             log.info("refusing the config change of resource type %d %r: %s", resource.resource_type,
                      resource.resource_name, exc)
-            refused[id(resource)] = (int(Errors.INVALID_REQUEST), str(exc))
+            refused[id(resource)] = (int(exc.error), str(exc))
     return refused
 
 
@@ -102,6 +112,24 @@ def _check(resource, node_id: int, incremental: bool) -> None:
         raise _Refused(f"Unknown resource type {kind}")
 
 
+def _check_broker_change(resource, incremental: bool, stored_configs) -> None:
+    """ConfigAdminManager.validateBrokerConfigChange: the resource's configs after the change
+    checked as a dynamic broker config (kafkawire.metadata.dynamic_broker_configs). The legacy
+    AlterConfigs replaces them all, so only its own are checked, as in Kafka."""
+    per_broker = bool(resource.resource_name)
+    try:
+        if incremental:
+            ops = [(c.name, c.config_operation, c.value) for c in resource.configs]
+            props = dynamic_broker_configs.props_after(stored_configs(resource.resource_name), ops, per_broker)
+        else:
+            props = {c.name: c.value for c in resource.configs}
+        dynamic_broker_configs.validate(props, per_broker)
+    except dynamic_broker_configs.InvalidConfiguration as exc:
+        raise _Refused(str(exc), Errors.INVALID_CONFIG) from None
+    except dynamic_broker_configs.ConfigValueError as exc:
+        raise _Refused(str(exc)) from None
+
+
 def _check_node_id(name: str, node_id: int) -> None:
     try:
         broker_id = int(name)
@@ -115,9 +143,11 @@ class ConfigApis:
     """AlterConfigs and IncrementalAlterConfigs for a broker with node id ``node_id``, forwarding
     through ``forwarder`` (a kafkawire.broker.forwarding.Forwarder)."""
 
-    def __init__(self, node_id: int, forwarder, may_alter_loggers=lambda ctx: True):
-        """``may_alter_loggers(ctx)``: ALTER_CONFIGS on the cluster, what a BROKER_LOGGER change needs."""
+    def __init__(self, node_id: int, forwarder, may_alter_loggers=lambda ctx: True, stored_configs=lambda name: {}):
+        """``may_alter_loggers(ctx)``: ALTER_CONFIGS on the cluster, what a BROKER_LOGGER change needs;
+        ``stored_configs(name)``: the BROKER resource ``name``'s configs in the metadata image."""
         self.node_id = node_id
+        self.stored_configs = stored_configs
         self.forwarder = forwarder
         self.may_alter_loggers = may_alter_loggers
 
@@ -135,7 +165,8 @@ class ConfigApis:
             request_cls, response_cls, result_cls = AlterConfigsRequest, AlterConfigsResponse, LegacyResult
         refused = preprocess(request.resources, self.node_id, incremental=incremental,
                              validate_only=request.validate_only,
-                             may_alter_loggers=lambda: self.may_alter_loggers(ctx))
+                             may_alter_loggers=lambda: self.may_alter_loggers(ctx),
+                             stored_configs=self.stored_configs)
         remaining = [r for r in request.resources if id(r) not in refused]
         answered = {}
         if remaining:

@@ -61,6 +61,8 @@ class GroupOffsets:
         partition by partition: the answer is then a function of (topic id, partition) giving each
         one's error code (else None)."""
         c = self.coordinator
+        if group_id in c.share_groups:       # ShareGroup.validateOffsetCommit: "... is not a consumer group."
+            raise CommitRefused(Errors.GROUP_ID_NOT_FOUND)
         streams_group = c.streams_groups.get(group_id)
         if streams_group is not None:
             refused = streams_admin.commit_error(streams_group, member_id, generation, version,
@@ -164,7 +166,8 @@ class GroupOffsets:
             found = DescribedGroup(group_id=group_id, group_state=DEAD, members=[])
             if version >= 6:
                 found.error_code, found.error_message = Errors.GROUP_ID_NOT_FOUND, group_not_found(group_id)
-                if group_id in self.coordinator.consumer_groups or group_id in self.coordinator.streams_groups:
+                if group_id in self.coordinator.consumer_groups or group_id in self.coordinator.streams_groups \
+                        or group_id in self.coordinator.share_groups:
                     found.error_message = f"Group {group_id} is not a classic group."
             return found
         stable = group.state == STABLE

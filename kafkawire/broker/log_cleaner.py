@@ -84,6 +84,7 @@ class LogCleaner:
         for log_dir in manager.paths:
             self.checkpoints.update(_read_checkpoint_file(os.path.join(log_dir, CLEANER_CHECKPOINT)))
         self.uncleanable: dict = {}        # partition key -> the partition whose cleaning failed (Kafka's uncleanable set)
+        self.paused: set = set()           # partition keys not cleaned meanwhile (a log being moved: abortAndPauseCleaning)
         self._first_batch_ts: dict[tuple[str, int], int] = {}
         self._current: tuple | None = None    # (partition key, partition, {base offset: LogSegment}) being cleaned
         self._aborted = False
@@ -130,6 +131,14 @@ class LogCleaner:
         if self._current is not None and self._current[1] is partition:
             self._current = None
 
+    def pause(self, partition) -> None:
+        """LogCleanerManager.abortAndPauseCleaning: a cleaning in progress stops, none starts until ``resume``."""
+        self.abort(partition)
+        self.paused.add((partition.topic, partition.partition))
+
+    def resume(self, key) -> None:
+        self.paused.discard(key)
+
     def _uncleanable(self, key, partition) -> bool:
         return self.uncleanable.get(key) is partition
 
@@ -170,7 +179,7 @@ class LogCleaner:
         candidates, found, seen = [], {}, {}
         for key, partition in self.manager.replicas().items():        # leaders and followers, as Kafka's
             settings = self.manager.settings(image, partition.topic)
-            if not settings.compact or self._uncleanable(key, partition):
+            if not settings.compact or self._uncleanable(key, partition) or key in self.paused:
                 continue
             log_ = partition.log
             segments = self._segments(log_, seen)

@@ -13,8 +13,10 @@ check their position was not truncated away (KIP-320).
 DescribeLogDirs: each log directory of ``log.dirs`` (its absolute path, in that order), with the
 size of each partition log in it that the request names (every one for a null topic list; names
 it does not hold are left out, as Kafka leaves them out), offset lag max(high watermark - log
-end, 0) as ReplicaManager.getLogEndOffsetLag's, never a future log (kafkawire.broker.alter_log_dirs
-moves a replica at once: there is none), and from v4 the volume's total and usable bytes; a
+end, 0) as ReplicaManager.getLogEndOffsetLag's; a replica being moved to another directory
+(kafkawire.broker.log_dir_copy) has a second entry in the destination directory, its future log:
+``isFutureKey`` true, its size, and as offset lag the current log's end minus its end
+(getLogEndOffsetLag of a future log, not bounded at 0), and from v4 the volume's total and usable bytes; a
 directory that cannot be read is KAFKA_STORAGE_ERROR.
 """
 from __future__ import annotations
@@ -93,7 +95,13 @@ class LogDirApis:
         by_dir: dict[str, dict] = {}
         for key, partition in replicas.items():
             by_dir.setdefault(os.path.dirname(os.path.abspath(partition.log.directory)), {})[key] = partition
-        return [self._log_dir_result(requested_topics, path, by_dir.get(path, {})) for path in log_dir_paths(self.broker)]
+        futures_by_dir: dict[str, dict] = {}
+        alter = getattr(self.broker, "alter_log_dirs", None)
+        for key, future in ({} if alter is None else alter.futures.futures).items():
+            if key in replicas:
+                futures_by_dir.setdefault(future.destination, {})[key] = (replicas[key], future.partition)
+        return [self._log_dir_result(requested_topics, path, by_dir.get(path, {}), futures_by_dir.get(path, {}))
+                for path in log_dir_paths(self.broker)]
 
     def _replicas(self) -> dict:
         """Led here, and followed (Kafka lists every replica)."""
@@ -101,7 +109,8 @@ class LogDirApis:
         replicas.update((key, f.partition) for key, f in self.broker.replica_roles.followers.items())
         return replicas
 
-    def _log_dir_result(self, requested_topics, path: str | None = None, replicas: dict | None = None):
+    def _log_dir_result(self, requested_topics, path: str | None = None, replicas: dict | None = None,
+                        futures: dict | None = None):
         if path is None:                   # the first directory, with every replica (one log directory)
             path, replicas = log_dir_paths(self.broker)[0], self._replicas()
         try:
@@ -114,11 +123,15 @@ class LogDirApis:
         wanted = None if requested_topics is None else {(t.topic, index) for t in requested_topics
                                                           for index in t.partitions}
         by_topic: dict[str, list[DescribeLogDirsPartition]] = {}
-        for (name, index), partition in sorted(replicas.items()):
+        entries = [(key, False, partition, max(partition.high_watermark() - partition.log.log_end_offset, 0))
+                   for key, partition in replicas.items()]
+        entries += [(key, True, future, current.log.log_end_offset - future.log.log_end_offset)
+                    for key, (current, future) in (futures or {}).items()]
+        for (name, index), is_future, partition, lag in sorted(entries, key=lambda e: (e[0], e[1])):
             if wanted is None or (name, index) in wanted:
-                lag = max(partition.high_watermark() - partition.log.log_end_offset, 0)
                 by_topic.setdefault(name, []).append(DescribeLogDirsPartition(
-                    partition_index=index, partition_size=partition.log.size, offset_lag=lag, is_future_key=False))
+                    partition_index=index, partition_size=partition.log.size, offset_lag=lag,
+                    is_future_key=is_future))
         return DescribeLogDirsResult(
             error_code=Errors.NONE, log_dir=path,
             topics=[DescribeLogDirsTopic(name=name, partitions=parts) for name, parts in by_topic.items()],

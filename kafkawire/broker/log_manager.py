@@ -236,11 +236,18 @@ class LogManager:
             settings = self.settings(image, partition.topic)
             if settings.compact:
                 continue
-            try:
-                total += self.delete_old_segments(partition, settings)
-            except OSError as exc:
-                log.error("%s: retention failed: %s", partition.name, exc)
+            for log_ in [partition, *self._future_of(partition)]:     # a future log too, as Kafka's
+                try:
+                    total += self.delete_old_segments(log_, settings)
+                except OSError as exc:
+                    log.error("%s: retention failed: %s", log_.log.directory, exc)
         return total
+
+    def _future_of(self, partition) -> list:
+        """The future log (kafkawire.broker.log_dir_copy) of a replica being moved, as a LeaderPartition."""
+        alter = getattr(self.broker, "alter_log_dirs", None)
+        future = None if alter is None else alter.futures.futures.get((partition.topic, partition.partition))
+        return [] if future is None else [future.partition]
 
     def delete_old_segments(self, partition, settings: LogSettings) -> int:
         log_ = partition.log

@@ -12,7 +12,8 @@ records for the member (kafkawire.broker.share_partition) and answers with the l
 that hold them and the acquired offset ranges. A fetch that acquires nothing waits for appends
 up to ``max_wait_ms`` (capped at 30 s), as a Fetch does. A share-partition starts, at its first
 fetch, where the group's ``share.auto.offset.reset`` says: the high watermark (``latest``, the
-default) or the log start (``earliest``; ``by_duration:`` is taken as ``earliest``), and reads
+default), the log start (``earliest``) or the first record at most the duration old
+(``by_duration:``), and reads
 below the high watermark, or with ``share.isolation.level=read_committed`` below the last stable
 offset with the aborted transactions' batches archived (kafkawire.broker.share_batches).
 
@@ -41,6 +42,9 @@ from kafkawire.messages.describe_share_group_offsets_response import (
     DescribeShareGroupOffsetsResponse, DescribeShareGroupOffsetsResponseGroup as DescribedOffsets)
 from kafkawire.messages.share_group_describe_response import DescribedGroup, ShareGroupDescribeResponse
 from kafkawire.messages.share_group_heartbeat_response import ShareGroupHeartbeatResponse
+from kafkawire.metadata.group_configs import (SHARE_DELIVERY_LIMIT, SHARE_HEARTBEAT, SHARE_LOCK_DURATION,
+                                              SHARE_RECORD_LOCKS, SHARE_SESSION, GroupBounds, by_duration_ns,
+                                              effective_share_configs)
 from kafkawire.metadata.image import GROUP_RESOURCE
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
@@ -69,23 +73,22 @@ GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 SAVE_KEY, SAVE_INTERVAL_MS = "share-partition-starts", 1_000
 
 
-def _int_config(configs: dict, key: str, default: int) -> int:
-    try:
-        return int(configs[key])
-    except (KeyError, TypeError, ValueError):
-        return default
-
-
 class ShareApis:
     """The share-group handlers of ``apis`` (a kafkawire.broker.group_apis.GroupApis)."""
 
     def __init__(self, apis):
         self.apis = apis
         self.broker = apis.broker
+        config = apis.broker.config
+        self.bounds = GroupBounds.of(config)         # the broker's group.share.* settings
+        self._effective_configs: dict[str, tuple] = {}   # group id -> (its configs, their effective values)
+        # Kafka's effective retry interval is at least offsets.commit.timeout.ms (GroupCoordinatorConfig)
+        retry_ms = max(config.group_share_initialize_retry_interval_ms, config.offsets_commit_timeout_ms)
         self.groups = ShareGroups(apis.coordinator, topics=apis.consumer_apis.topics, timeouts=self.timeouts,
                                   on_member_gone=self.release_member, on_group_deleted=self.forget_group,
-                                  on_initialize=self._initialize)
-        self.sessions = ShareSessions()
+                                  on_initialize=self._initialize, max_size=config.group_share_max_size,
+                                  initialize_retry_ms=retry_ms)
+        self.sessions = ShareSessions(max_sessions=config.group_share_max_share_sessions)
         # (group id, topic id, partition) -> its SharePartition, on this broker as the leader
         self.partitions: dict[tuple, SharePartition] = {}
         self._starts: ShareStarts | None = None       # read at the first share fetch
@@ -115,16 +118,31 @@ class ShareApis:
         image = self.broker.image()
         return (None if image is None else image.configs.get((GROUP_RESOURCE, group_id))) or {}
 
-    def timeouts(self, group_id: str) -> tuple[int, int]:
+    def _effective(self, group_id: str) -> dict[str, int]:
+        """The group's share configs clamped to the broker's bounds, else the broker's group.share.*
+        settings (GroupConfig.evaluate), evaluated again only when its configs change (a clamped
+        value is logged once, not at each request)."""
         configs = self._configs(group_id)
-        return (_int_config(configs, "share.session.timeout.ms", 45_000),
-                _int_config(configs, "share.heartbeat.interval.ms", 5_000))
+        if not configs:
+            self._effective_configs.pop(group_id, None)
+            return self.bounds.defaults()
+        seen = tuple(sorted(configs.items()))   # a copy: an image may change its dicts in place
+        cached = self._effective_configs.get(group_id)
+        if cached is None or cached[0] != seen:
+            cached = self._effective_configs[group_id] = (seen, effective_share_configs(group_id, configs,
+                                                                                        self.bounds))
+        return cached[1]
+
+    def timeouts(self, group_id: str) -> tuple[int, int]:
+        """The group's (session timeout, heartbeat interval)."""
+        values = self._effective(group_id)
+        return values[SHARE_SESSION], values[SHARE_HEARTBEAT]
 
     def settings(self, group_id: str) -> ShareSettings:
-        configs = self._configs(group_id)
-        return ShareSettings(record_lock_duration_ms=_int_config(configs, "share.record.lock.duration.ms", 30_000),
-                             delivery_count_limit=_int_config(configs, "share.delivery.count.limit", 5),
-                             max_record_locks=_int_config(configs, "share.partition.max.record.locks", 2_000))
+        values = self._effective(group_id)
+        return ShareSettings(record_lock_duration_ms=values[SHARE_LOCK_DURATION],
+                             delivery_count_limit=values[SHARE_DELIVERY_LIMIT],
+                             max_record_locks=values[SHARE_RECORD_LOCKS])
 
     @property
     def starts(self) -> ShareStarts:
@@ -181,10 +199,11 @@ class ShareApis:
         """A member gone from the group: its share session here ends and its records go back."""
         self.sessions.close(group_id, member_id)
         settings = self.settings(group_id)
-        for (group, _, _), sp in self.partitions.items():
-            if group == group_id:
-                sp.release_member(member_id, settings)
-        self.keeper.write_soon([key for key in self.partitions if key[0] == group_id])
+        changes: dict = {}
+        for key, sp in self.partitions.items():
+            if key[0] == group_id:
+                sp.release_member(member_id, settings, changes.setdefault(key, []))
+        self.keeper.write_soon(list(changes), changes)
 
     # -- ShareGroupHeartbeat, ShareGroupDescribe --
 
@@ -268,13 +287,14 @@ class ShareApis:
         may_read = topic_reader(self.broker, ctx)
         answers: dict[tuple, PartitionData] = {}
         failed = await self._load(group_id, session.partitions, settings, may_read)
+        changes: dict = {}
         for topic_id, index, batches in acks:
             answer = answers.setdefault((topic_id, index), PartitionData(partition_index=index, records=b""))
-            answer.acknowledge_error_code = self._acknowledge(group_id, member_id, topic_id, index, batches,
-                                                              settings, v, v >= RENEW_VERSION and request.is_renew_ack,
-                                                              may_read)
+            answer.acknowledge_error_code = self._acknowledge(
+                group_id, member_id, topic_id, index, batches, settings, v, v >= RENEW_VERSION and request.is_renew_ack,
+                may_read, changes.setdefault((group_id, topic_id, index), []))
         # acknowledgements are answered once written to the share coordinator (Kafka's SharePartition)
-        written = await self.keeper.write_dirty([(group_id, t, i) for t, i, _ in acks])
+        written = await self.keeper.write_changes(changes)
         for (_, topic_id, index), code in written.items():
             if code != Errors.NONE and answers[(topic_id, index)].acknowledge_error_code == Errors.NONE:
                 answers[(topic_id, index)].acknowledge_error_code = code
@@ -321,11 +341,12 @@ class ShareApis:
         session = self.sessions.close(group_id, member_id)
         if session is None:
             return
+        changes: dict = {}
         for topic_id, index in session.partitions:
             sp = self.partitions.get((group_id, topic_id, index))
             if sp is not None:
-                sp.release_member(member_id, settings)
-        self.keeper.write_soon([(group_id, topic_id, index) for topic_id, index in session.partitions])
+                sp.release_member(member_id, settings, changes.setdefault((group_id, topic_id, index), []))
+        self.keeper.write_soon(list(changes), changes)
 
     async def _load(self, group_id: str, partitions, settings: ShareSettings, may_read) -> dict:
         """Read the state of the share-partitions led here that this broker has none of (or
@@ -393,16 +414,25 @@ class ShareApis:
             return Errors.NOT_LEADER_OR_FOLLOWER, None
         return Errors.NONE, partition
 
-    def initial_start(self, key, partition) -> int:
-        """Where a share-partition without a start offset at the share coordinator starts: its
-        start checkpointed by an older kafkawire (read once), else share.auto.offset.reset."""
+    def initial_start(self, key, partition) -> tuple[int, int]:
+        """(error code, offset): where a share-partition without a start offset at the share
+        coordinator starts: its start checkpointed by an older kafkawire (read once), else
+        share.auto.offset.reset, as Kafka's SharePartition resolves it: ``latest`` the high
+        watermark, ``earliest`` the log start, ``by_duration:`` the first offset whose timestamp
+        is at least now minus the duration (ListOffsets by timestamp; OFFSET_NOT_AVAILABLE when no
+        record is that recent, as Kafka's OffsetNotAvailableException: asked again at the next fetch)."""
         start = self.starts.take(key)
         if start is not None:
             self.changed()
-        else:
-            reset = self._configs(key[0]).get("share.auto.offset.reset") or "latest"
-            start = partition.high_watermark() if reset == "latest" else partition.log.log_start_offset
-        return start
+            return Errors.NONE, start
+        reset = self._configs(key[0]).get("share.auto.offset.reset") or "latest"
+        if reset == "latest":
+            return Errors.NONE, partition.high_watermark()
+        duration_ns = by_duration_ns(reset)
+        if duration_ns is None:
+            return Errors.NONE, partition.log.log_start_offset
+        found = partition.log.find_offset_by_timestamp((time.time_ns() - duration_ns) // 1_000_000)
+        return (Errors.OFFSET_NOT_AVAILABLE, -1) if found is None else (Errors.NONE, found[0])
 
     def _share_partition(self, group_id: str, topic_id, index: int, partition) -> SharePartition | None:
         """The share-partition as read from the share coordinator (None: not read, or of an older
@@ -439,7 +469,10 @@ class ShareApis:
     # -- acknowledging --
 
     def _acknowledge(self, group_id: str, member_id: str, topic_id, index: int, batches, settings: ShareSettings,
-                     version: int, renew: bool, may_read) -> int:
+                     version: int, renew: bool, may_read, changed: list) -> int:
+        """Apply one partition's acknowledgement batches as one transition (its offsets appended
+        to ``changed``, committed or rolled back by its write); a batch refused undoes the
+        earlier ones, as Kafka's SharePartition.acknowledge does."""
         code, partition = self._led(topic_id, index, may_read)
         if code != Errors.NONE:
             return code
@@ -449,8 +482,11 @@ class ShareApis:
         now = int(time.time() * 1000)
         for batch in batches:
             code = sp.acknowledge(member_id, batch.first_offset, batch.last_offset, list(batch.acknowledge_types),
-                                  now_ms=now, settings=settings, renew_allowed=version >= RENEW_VERSION and renew)
+                                  now_ms=now, settings=settings, renew_allowed=version >= RENEW_VERSION and renew,
+                                  changed=changed)
             if code != Errors.NONE:
+                sp.rollback(changed, now, settings)
+                changed.clear()
                 return code
         return Errors.NONE
 
@@ -469,11 +505,13 @@ class ShareApis:
         hints = LeaderHints(self.broker, self.broker.image(), ctx.listener_name)
         renew = v >= RENEW_VERSION and request.is_renew_ack
         may_read = topic_reader(self.broker, ctx)
+        changes: dict = {}
         codes = {(t.topic_id, p.partition_index): self._acknowledge(
-            group_id, member_id, t.topic_id, p.partition_index, p.acknowledgement_batches, settings, v, renew, may_read)
+            group_id, member_id, t.topic_id, p.partition_index, p.acknowledgement_batches, settings, v, renew, may_read,
+            changes.setdefault((group_id, t.topic_id, p.partition_index), []))
             for t in request.topics for p in t.partitions}
         # answered once written to the share coordinator (Kafka's SharePartition)
-        for (_, topic_id, index), code in (await self.keeper.write_dirty([(group_id, *k) for k in codes])).items():
+        for (_, topic_id, index), code in (await self.keeper.write_changes(changes)).items():
             if code != Errors.NONE and codes[(topic_id, index)] == Errors.NONE:
                 codes[(topic_id, index)] = code
         responses = []

@@ -21,9 +21,9 @@ assigned: a heartbeat records the subscribed partitions not initialized yet as i
 heartbeat after that assigns them.
 
 Differences from Kafka kept here (docs/differences.md):
-- the simple assignor's balance is Kafka's (each partition to ceil(members / partitions) members,
-  the members' counts differing by one at most) but its choice is a plain round robin over the
-  sorted members and partitions, not sticky to the previous assignment.
+- the simple assignor (kafkawire.broker.share_assignor) follows Kafka's rules, sticky to the
+  current target assignment, but breaks ties by member id, topic name and partition where
+  Kafka's follow its hash maps' order.
 """
 from __future__ import annotations
 
@@ -40,8 +40,9 @@ from kafkawire.protocol.error_codes import Errors
 from . import share_records as rec
 from .consumer_coordinator import GroupError, TopicsView, metadata_hash
 from .share_group_init import assignable as assignable_partitions
-from .share_group_init import (initializing_record, partitions_of, pending_assignment, uninitialized,
-                               without_deleted_topics)
+from .share_group_init import (RETRY_INTERVAL_MS, initializing_record, partitions_of, pending_assignment,
+                               uninitialized, without_deleted_topics)
+from .share_assignor import simple_assign
 from .share_records import ShareGroup, ShareMember
 
 __all__ = ["ShareGroups", "simple_assignment", "validate_heartbeat", "LEAVE_EPOCH"]
@@ -71,27 +72,13 @@ def validate_heartbeat(request) -> None:
         raise GroupError(Errors.INVALID_REQUEST, "MemberEpoch is invalid.")
 
 
-def simple_assignment(members: dict, view: TopicsView, assignable: dict | None = None) -> dict:
+def simple_assignment(members: dict, view: TopicsView, assignable: dict | None = None, old: dict | None = None) -> dict:
     """``members``: member id -> its subscribed topic names. Each member's target
-    ({topic id: frozenset(partitions)}): every partition of the subscribed topics (of those in
-    ``assignable``, {topic id: partitions}, when given) goes to ceil(members / partitions) of its
-    subscribers, round robin over the sorted members."""
-    targets: dict[str, dict] = {m: {} for m in members}
-    by_subscription: dict[tuple, list] = {}
-    for member_id, topics in sorted(members.items()):
-        by_subscription.setdefault(tuple(sorted(t for t in topics if t in view.by_name)), []).append(member_id)
-    for topics, member_ids in by_subscription.items():
-        partitions = [(view.by_name[t][0], p) for t in topics for p in range(view.by_name[t][1])
-                      if assignable is None or p in assignable.get(view.by_name[t][0], ())]
-        if not partitions:
-            continue
-        sharing = -(-len(member_ids) // len(partitions))         # ceil(members / partitions)
-        slots = max(len(partitions) * sharing, len(member_ids))
-        for slot in range(slots):
-            topic_id, p = partitions[slot % len(partitions)]
-            member = member_ids[slot % len(member_ids)]
-            targets[member].setdefault(topic_id, set()).add(p)
-    return {m: {t: frozenset(ps) for t, ps in target.items()} for m, target in targets.items()}
+    ({topic id: frozenset(partitions)}) by Kafka's simple assignor (kafkawire.broker.share_assignor):
+    every partition of the subscribed topics (of those in ``assignable``, {topic id: partitions},
+    when given) goes to ceil(members / partitions) of its subscribers, sticky to ``old`` (member
+    id -> its current target)."""
+    return simple_assign(members, view, assignable, old)
 
 
 def session_key(group_id: str, member_id: str) -> str:
@@ -107,8 +94,11 @@ class ShareGroups:
     def __init__(self, classic, *, topics: Callable[[], TopicsView], timeouts: Callable,
                  on_member_gone: Callable = lambda group_id, member_id: None,
                  on_group_deleted: Callable = lambda group_id: None,
-                 on_initialize: Callable = lambda group_id, group_epoch, change, adopt: None):
+                 on_initialize: Callable = lambda group_id, group_epoch, change, adopt: None,
+                 max_size: int = MAX_SIZE, initialize_retry_ms: int = RETRY_INTERVAL_MS):
         self.classic = classic
+        self.max_size = max_size                         # group.share.max.size
+        self.initialize_retry_ms = initialize_retry_ms   # group.share.initialize.retry.interval.ms
         self.topics = topics
         self.timeouts = timeouts
         self.on_member_gone = on_member_gone
@@ -158,9 +148,9 @@ class ShareGroups:
         if member is None:
             if epoch != 0:
                 raise GroupError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
-            if len(group.members) >= MAX_SIZE:
+            if len(group.members) >= self.max_size:
                 raise GroupError(Errors.GROUP_MAX_SIZE_REACHED,
-                                 f"The share group has reached its maximum capacity of {MAX_SIZE} members.")
+                                 f"The share group has reached its maximum capacity of {self.max_size} members.")
             member = ShareMember(member_id)
         elif epoch != 0:
             _check_epoch(member, epoch)
@@ -194,7 +184,7 @@ class ShareGroups:
             if reconciled != updated or member_id not in group.members:
                 records.append(rec.current_record(group_id, reconciled))
         now = self.classic.now_ms()
-        change = uninitialized(group, names, view, now)
+        change = uninitialized(group, names, view, now, self.initialize_retry_ms)
         adopt = not group.has_state_metadata
         if change:
             records.append(initializing_record(group, change, view))
@@ -227,7 +217,7 @@ class ShareGroups:
         changes written as records: the targets."""
         subscriptions = {m.member_id: m.subscribed for m in group.members.values()}
         subscriptions[updated.member_id] = updated.subscribed
-        targets = simple_assignment(subscriptions, view, assignable_partitions(group))
+        targets = simple_assignment(subscriptions, view, assignable_partitions(group), group.targets)
         for member_id, target in targets.items():
             if group.targets.get(member_id) != target:
                 records.append(rec.target_record(group.group_id, member_id, target))

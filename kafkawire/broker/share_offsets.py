@@ -31,7 +31,6 @@ from kafkawire.messages import describe_share_group_offsets_response as describe
 from kafkawire.protocol.error_codes import Errors
 
 from .consumer_coordinator import GroupError
-from .share_partition import ACKNOWLEDGED, ARCHIVED
 from .share_records import state_partitions_record
 
 __all__ = ["ShareOffsets", "UNINITIALIZED"]
@@ -135,11 +134,9 @@ class ShareOffsets:
             return answer
         answer.start_offset, answer.leader_epoch = summary.start_offset, summary.leader_epoch
         partition = self._local(topic, index)
-        if partition is not None:
-            sp = self.share.partitions.get((group_id, topic.id, index))
-            complete = 0 if sp is None or sp.start_offset != summary.start_offset else \
-                sum(1 for e in sp.entries.values() if e.state in (ACKNOWLEDGED, ARCHIVED))
-            answer.lag = max(partition.high_watermark() - summary.start_offset - complete, 0)
+        if partition is not None and summary.delivery_complete_count != UNINITIALIZED:
+            # the delivery-complete count the leader wrote with that start offset (Kafka's formula)
+            answer.lag = max(partition.high_watermark() - summary.start_offset - summary.delivery_complete_count, 0)
         return answer
 
     # -- AlterShareGroupOffsets --

@@ -20,8 +20,15 @@ no new records are acquired beyond it, so every call's work is bounded by that l
 size of the request.
 
 The durable part (start offset, each record's state and delivery count; not who holds it) is
-read from and written to the share coordinator by kafkawire.broker.share_apis
-(``restored``, ``durable_batches``, ``dirty``: a change not written yet).
+read from and written to the share coordinator by kafkawire.broker.share_state_keeper, as
+Kafka's SharePartition writes it: each write carries the batches that changed (``take_changes``),
+not the whole window. An acknowledgement or a member's release is a transition, as Kafka's
+InFlightState makes it: given a ``changed`` list, the records take their new state at once (no
+other request may change them meanwhile, and the start offset does not move past them) and the
+change is kept by ``commit`` once written or undone by ``rollback`` when the write failed (the
+records acquired again by their member, or released when their lock passed meanwhile). Changes
+without a transition (lock timeouts, skipped batches, a call without ``changed``) are kept at once
+and written with the next write (``unwritten``, ``dirty``).
 """
 from __future__ import annotations
 
@@ -47,10 +54,11 @@ class ShareSettings:
 
 
 class _Entry:
-    __slots__ = ("state", "delivery_count", "member_id", "deadline_ms")
+    __slots__ = ("state", "delivery_count", "member_id", "deadline_ms", "before")
 
     def __init__(self):
         self.state, self.delivery_count, self.member_id, self.deadline_ms = AVAILABLE, 0, None, 0
+        self.before = None          # (member id, lock deadline) while a transition from ACQUIRED awaits its write
 
 
 class SharePartition:
@@ -62,7 +70,8 @@ class SharePartition:
         self.next_offset = start_offset
         self.entries: dict[int, _Entry] = {}       # offset -> entry, for start <= offset < next
         self.acquired_count = 0                    # entries ACQUIRED, for a cheap "anything to expire?"
-        self.dirty = False                         # a durable change not yet written (share_persister)
+        self.dirty = False                         # a change not yet written (the start offset, ``unwritten``)
+        self.unwritten: set[int] = set()           # offsets changed without a transition, not yet written
 
     # -- the window --
 
@@ -82,7 +91,7 @@ class SharePartition:
     def _advance_start(self) -> None:
         while self.start_offset < self.next_offset:
             entry = self.entries.get(self.start_offset)
-            if entry is None or entry.state not in (ACKNOWLEDGED, ARCHIVED):
+            if entry is None or entry.state not in (ACKNOWLEDGED, ARCHIVED) or entry.before is not None:
                 return
             del self.entries[self.start_offset]
             self.start_offset += 1
@@ -92,7 +101,8 @@ class SharePartition:
         next new one (expired locks released first)."""
         self.expire(now_ms, settings)
         for offset in range(self.start_offset, self.next_offset):
-            if self.entries[offset].state == AVAILABLE:
+            entry = self.entries[offset]
+            if entry.state == AVAILABLE and entry.before is None:
                 return offset
         return self.next_offset
 
@@ -101,18 +111,22 @@ class SharePartition:
         if not self.acquired_count:
             return 0
         released = 0
-        for entry in self.entries.values():
+        for offset, entry in self.entries.items():
             if entry.state == ACQUIRED and entry.deadline_ms <= now_ms:
                 self._release(entry, settings)
+                self._unwritten(offset)
                 released += 1
         self._advance_start()
         return released
 
     def _release(self, entry: _Entry, settings: ShareSettings) -> None:
         self.acquired_count -= 1
-        self.dirty = True
         entry.member_id = None
         entry.state = ARCHIVED if entry.delivery_count >= settings.delivery_count_limit else AVAILABLE
+
+    def _unwritten(self, offset: int) -> None:
+        self.unwritten.add(offset)
+        self.dirty = True
 
     # -- acquiring --
 
@@ -141,10 +155,11 @@ class SharePartition:
                 for offset in range(self.next_offset, first):
                     entry = self.entries[offset] = _Entry()
                     entry.state = ARCHIVED
+                    self._unwritten(offset)
                 self.next_offset = first
             for offset in range(max(first, self.start_offset), min(last + 1, self.next_offset)):
                 entry = self.entries[offset]
-                if entry.state == AVAILABLE and not skip and count < max_records:
+                if entry.state == AVAILABLE and entry.before is None and not skip and count < max_records:
                     self._take(entry, member_id, deadline)
                     count += 1
                     _append(acquired, offset, entry.delivery_count)
@@ -156,6 +171,7 @@ class SharePartition:
                     entry = self.entries[offset] = _Entry()
                     if skip:
                         entry.state = ARCHIVED
+                        self._unwritten(offset)
                     else:
                         self._take(entry, member_id, deadline)
                         count += 1
@@ -172,10 +188,12 @@ class SharePartition:
     # -- acknowledging --
 
     def acknowledge(self, member_id: str, first: int, last: int, types, *, now_ms: int,
-                    settings: ShareSettings, renew_allowed: bool = False) -> int:
+                    settings: ShareSettings, renew_allowed: bool = False, changed: list | None = None) -> int:
         """Acknowledge offsets ``first``..``last`` acquired by ``member_id``: ``types`` holds one
         type for the whole range or one per offset. An error code; nothing changes on an error
-        (INVALID_RECORD_STATE: an offset not acquired by this member, its lock expired meanwhile)."""
+        (INVALID_RECORD_STATE: an offset not acquired by this member, its lock expired meanwhile).
+        The changed offsets are appended to ``changed`` as a transition (``commit``/``rollback``
+        once written); without it they are kept at once and written with the next write."""
         allowed = RENEW_TYPES if renew_allowed else ACK_TYPES
         if last < first or not types or (len(types) != 1 and len(types) != last - first + 1) or \
                 any(t not in allowed for t in types):
@@ -187,51 +205,112 @@ class SharePartition:
             entry = self.entries.get(offset)
             if entry is None or entry.state != ACQUIRED or entry.member_id != member_id:
                 return Errors.INVALID_RECORD_STATE
+        moved = []
         for i, offset in enumerate(range(first, last + 1)):
             entry = self.entries[offset]
             kind = types[0] if len(types) == 1 else types[i]
             if kind == RENEW:
                 entry.deadline_ms = now_ms + settings.record_lock_duration_ms
                 continue
+            entry.before = (entry.member_id, entry.deadline_ms)
             if kind == RELEASE:
                 self._release(entry, settings)
-                continue
-            self.acquired_count -= 1
-            entry.member_id = None
-            entry.state = ACKNOWLEDGED if kind == ACCEPT else ARCHIVED
-            self.dirty = True
-        self._advance_start()
+            else:
+                self.acquired_count -= 1
+                entry.member_id = None
+                entry.state = ACKNOWLEDGED if kind == ACCEPT else ARCHIVED
+            moved.append(offset)
+        self._keep(moved, changed)
         return Errors.NONE
 
-    def release_member(self, member_id: str, settings: ShareSettings) -> int:
+    def release_member(self, member_id: str, settings: ShareSettings, changed: list | None = None) -> int:
         """Every record ``member_id`` holds becomes available again (its share session closed or
-        it left the group), archived at the delivery limit: how many."""
+        it left the group), archived at the delivery limit: how many. A transition as
+        ``acknowledge``'s."""
         if not self.acquired_count:
             return 0
-        released = 0
-        for entry in self.entries.values():
+        moved = []
+        for offset, entry in self.entries.items():
             if entry.state == ACQUIRED and entry.member_id == member_id:
+                entry.before = (entry.member_id, entry.deadline_ms)
                 self._release(entry, settings)
-                released += 1
-        self._advance_start()
-        return released
+                moved.append(offset)
+        self._keep(moved, changed)
+        return len(moved)
 
+    # -- transitions (Kafka's InFlightState.startStateTransition / completeStateTransition) --
+
+    def _keep(self, moved: list, changed: list | None) -> None:
+        if changed is not None:
+            changed.extend(moved)
+            return
+        self.commit(moved)
+        for offset in moved:
+            self._unwritten(offset)
+
+    def commit(self, offsets) -> None:
+        """The write of ``offsets``' transition succeeded: their new states stay."""
+        for offset in offsets:
+            entry = self.entries.get(offset)
+            if entry is not None:
+                entry.before = None
+        self._advance_start()
+
+    def rollback(self, offsets, now_ms: int, settings: ShareSettings) -> None:
+        """The write of ``offsets``' transition failed: each is acquired again by its member,
+        or, its lock having passed meanwhile, released (archived at the delivery limit; written
+        with the next write, as a lock timeout is). Offsets that left the window are skipped."""
+        for offset in offsets:
+            entry = self.entries.get(offset)
+            if entry is None or entry.before is None:
+                continue
+            member_id, deadline_ms = entry.before
+            entry.before = None
+            if deadline_ms > now_ms:
+                entry.state, entry.member_id, entry.deadline_ms = ACQUIRED, member_id, deadline_ms
+                self.acquired_count += 1
+            else:
+                entry.state = ARCHIVED if entry.delivery_count >= settings.delivery_count_limit else AVAILABLE
+                entry.member_id = None
+                self._unwritten(offset)
+        self._advance_start()
 
     # -- the durable state (kafkawire.broker.share_persister) --
 
-    def durable_batches(self) -> list[tuple[int, int, int, int]]:
-        """The window as the share coordinator keeps it: (first, last, state, delivery count)
-        runs; an acquired record is written AVAILABLE with its delivery count (an acquisition is
-        not durable: after a restart the record is delivered again, counted), as Kafka writes it."""
+    def take_changes(self, changed=()) -> tuple[list[tuple[int, int, int, int]], set[int]]:
+        """What a write carries, as Kafka's SharePartition writes it: the batches that changed,
+        (first, last, state, delivery count) runs of ``changed`` (a transition's offsets: their
+        new states) and of the offsets changed without one (``unwritten``, taken: an acquired
+        record written AVAILABLE with its delivery count, as after a restart it is delivered
+        again). Returns the batches and the unwritten offsets taken (given back with
+        ``give_back`` when the write fails)."""
+        # offsets below the start offset now are done with: not written, not kept (the set stays
+        # within the window however long writes fail)
+        taken = {offset for offset in self.unwritten if offset in self.entries}
+        self.unwritten, self.dirty = set(), False
+        new = set(changed)
         runs: list[list[int]] = []
-        for offset in range(self.start_offset, self.next_offset):
-            entry = self.entries[offset]
-            state = AVAILABLE if entry.state == ACQUIRED else entry.state
+        for offset in sorted(new | taken):
+            entry = self.entries.get(offset)
+            if entry is None:
+                continue
+            state = entry.state
+            if offset not in new and (entry.before is not None or state == ACQUIRED):
+                state = AVAILABLE                          # not yet (or not) durable: as if released
             if runs and runs[-1][1] == offset - 1 and runs[-1][2:] == [state, entry.delivery_count]:
                 runs[-1][1] = offset
             else:
                 runs.append([offset, offset, state, entry.delivery_count])
-        return [tuple(r) for r in runs]
+        return [tuple(r) for r in runs], taken
+
+    def give_back(self, taken: set[int]) -> None:
+        """A write failed: what it took is written with the next write."""
+        self.unwritten |= taken
+        self.dirty = True
+
+    def delivery_complete_count(self) -> int:
+        """Records acknowledged or archived above the start offset (Kafka's deliveryCompleteCount)."""
+        return sum(1 for e in self.entries.values() if e.state in (ACKNOWLEDGED, ARCHIVED))
 
     @classmethod
     def restored(cls, start_offset: int, batches, leader_epoch: int, max_record_locks: int) -> "SharePartition":

@@ -1,14 +1,18 @@
 """The share-partition leader's use of the share coordinator, as Kafka 4.3.1's SharePartition
 uses its persister: a share-partition's state is read when the leader first serves it
 (``load``: start offset, state epoch and the in-flight records' states and delivery counts) and
-written after each durable change (``write_dirty``: acknowledgements, which are answered only
-once the write succeeded; ``write_soon``: releases, lock timeouts past the delivery limit, the
-log start moving, written in the background), one write at a time per share-partition so the
-coordinator sees them in order.
+written after each durable change, each write carrying the batches that changed, as Kafka's
+SharePartition writes them (``write_changes``: acknowledgements, which are answered only once
+the write succeeded; ``write_soon``: a member's releases, lock timeouts, the log start moving,
+written in the background), one write at a time per share-partition so the coordinator sees
+them in order. An acknowledgement's or release's change is a transition
+(kafkawire.broker.share_partition): committed when its write succeeds, rolled back when it fails,
+as Kafka's rollbackOrProcessStateUpdates does; other changes a failed write took are written
+with the next one.
 
     keeper = ShareStateKeeper(share_apis)
     code = await keeper.load((group, topic_id, index), partition, settings)
-    codes = await keeper.write_dirty(keys)          # {key: error code of its write}
+    codes = await keeper.write_changes({key: changed_offsets})     # {key: error code of its write}
 
 The group coordinator initializes a share-partition before it assigns it
 (kafkawire.broker.share_group_init), so a consumer finds its state; one the coordinator has no
@@ -18,15 +22,17 @@ A start offset of -1 is resolved as
 before the coordinator existed: the leader's old checkpoint (kafkawire.broker.share_checkpoint),
 else ``share.auto.offset.reset``; it is written at once. A write refused with
 FENCED_STATE_EPOCH or FENCED_LEADER_EPOCH drops the share-partition here (read again next time).
+A failed read or write is answered with Kafka's mapping of its error (``persister_error``).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from kafkawire.protocol.error_codes import Errors
 
-from .share_partition import ACKNOWLEDGED, ARCHIVED, SharePartition
+from .share_partition import SharePartition
 from .share_persister import SharePersister
 
 __all__ = ["ShareStateKeeper"]
@@ -34,6 +40,20 @@ __all__ = ["ShareStateKeeper"]
 log = logging.getLogger(__name__)
 UNINITIALIZED = Errors.INVALID_REQUEST        # the coordinator's answer to a read of no state
 FENCED = {int(Errors.FENCED_STATE_EPOCH), int(Errors.FENCED_LEADER_EPOCH)}
+COORDINATOR_MOVED = {int(Errors.NOT_COORDINATOR), int(Errors.COORDINATOR_NOT_AVAILABLE),
+                     int(Errors.COORDINATOR_LOAD_IN_PROGRESS)}
+
+
+def persister_error(code: int) -> int:
+    """The error a fetch or acknowledgement answers for a failed read or write of the share
+    coordinator, as Kafka's SharePartition.fetchPersisterError maps it."""
+    if code == Errors.NONE or code in (Errors.GROUP_ID_NOT_FOUND, Errors.UNKNOWN_TOPIC_OR_PARTITION):
+        return code
+    if code in COORDINATOR_MOVED:
+        return Errors.COORDINATOR_NOT_AVAILABLE
+    if code in FENCED:
+        return Errors.NOT_LEADER_OR_FOLLOWER
+    return Errors.UNKNOWN_SERVER_ERROR
 
 
 class ShareStateKeeper:
@@ -67,11 +87,14 @@ class ShareStateKeeper:
                 code, state = await self.persister.read(group_id, topic_id, index, partition.leader_epoch)
         if code != Errors.NONE:
             log.warning("Reading the state of share-partition %s failed: %s", key, Errors.for_code(code).name)
-            return code
+            return persister_error(code)
         state_epoch, start, batches = state
         resolved = start == -1
         if resolved:
-            start, batches = self.share.initial_start(key, partition), []
+            code, start = self.share.initial_start(key, partition)
+            if code != Errors.NONE:                   # nothing kept: resolved again at the next fetch
+                return code
+            batches = []
         sp = SharePartition.restored(min(start, partition.log.log_end_offset), batches, partition.leader_epoch,
                                      settings.max_record_locks)
         sp.dirty = resolved
@@ -82,38 +105,44 @@ class ShareStateKeeper:
             self.write_soon([key])
         return Errors.NONE
 
-    async def _write(self, key) -> int:
+    async def _write(self, key, changed=()) -> int:
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
             sp = self.share.partitions.get(key)
             if sp is None:
                 return Errors.NONE
-            sp.dirty = False
             group_id, topic_id, index = key
-            # the delivery-complete count: records acknowledged or archived above the start offset
-            complete = sum(1 for e in sp.entries.values() if e.state in (ACKNOWLEDGED, ARCHIVED))
+            batches, taken = sp.take_changes(changed)
             code = await self.persister.write(group_id, topic_id, index, sp.leader_epoch,
-                                              self.state_epochs.get(key, 0), sp.start_offset, sp.durable_batches(),
-                                              complete)
+                                              self.state_epochs.get(key, 0), sp.start_offset, batches,
+                                              sp.delivery_complete_count())
+            if code == Errors.NONE:
+                sp.commit(changed)
+                return code
+            sp.rollback(changed, int(time.time() * 1000), self.share.settings(group_id))
+            sp.give_back(taken)
         if code in FENCED and self.share.partitions.get(key) is sp:
             del self.share.partitions[key]            # another leader or state epoch moved on: read again
-        elif code != Errors.NONE:
-            sp.dirty = True                           # written again with the next change
+        else:
             log.warning("Writing the state of share-partition %s failed: %s", key, Errors.for_code(code).name)
-        return code
+        return persister_error(code)
 
-    async def write_dirty(self, keys) -> dict:
-        """Write the changed share-partitions of ``keys``: {key: error code}."""
-        dirty = [k for k in dict.fromkeys(keys) if getattr(self.share.partitions.get(k), "dirty", False)]
-        codes = await asyncio.gather(*(self._write(k) for k in dirty))
-        return dict(zip(dirty, codes))
+    async def write_changes(self, changes: dict) -> dict:
+        """Write each share-partition of ``changes`` ({key: the offsets of its transition}) that
+        has a change: {key: error code}."""
+        wanted = {k: c for k, c in changes.items() if c or getattr(self.share.partitions.get(k), "dirty", False)}
+        codes = await asyncio.gather(*(self._write(k, c) for k, c in wanted.items()))
+        return dict(zip(wanted, codes))
 
-    def write_soon(self, keys) -> None:
-        """Write the changed ones of ``keys`` in the background (nobody waits for the answer)."""
+    def write_soon(self, keys, changes: dict | None = None) -> None:
+        """Write the changed ones of ``keys`` (with their transitions' offsets in ``changes``) in
+        the background (nobody waits for the answer)."""
+        changes = changes or {}
         for key in dict.fromkeys(keys):
             sp = self.share.partitions.get(key)
-            if sp is not None and sp.dirty:
-                task = asyncio.ensure_future(self._write(key))
+            changed = changes.get(key, ())
+            if sp is not None and (sp.dirty or changed):
+                task = asyncio.ensure_future(self._write(key, changed))
                 self._background.add(task)
                 task.add_done_callback(self._background.discard)
 

@@ -37,6 +37,7 @@ from kafkawire.protocol.error_codes import Errors
 from . import streams_group as sg
 from .consumer_coordinator import GroupError, metadata_hash
 from .group_records import group_tombstone
+from .java_collections import java_hash_map_order, timeline_hash_map_order
 from .streams_assignor import assign
 from .streams_topology import STALE_TOPOLOGY, Configured, InvalidTopology, configure, topology_value
 
@@ -117,6 +118,16 @@ def validate(request) -> None:
         refuse("If one task-type is non-null, all must be non-null.")
     if epoch != 0 and request.topology is not None:
         refuse("Topology can only be provided when (re-)joining.")
+
+
+def _assignor_order(group: sg.StreamsGroup, members_before: tuple | None) -> list:
+    """The order Kafka's TargetAssignmentBuilder puts the members into its member spec map, which
+    decides the assignor's ties: the group's members map (a TimelineHashMap) as it was before this
+    heartbeat's records, then the member that joins with them."""
+    ids, capacity = members_before if members_before is not None else (list(group.members), group.members_capacity)
+    known = [m for m in timeline_hash_map_order(ids, capacity) if m in group.members]
+    seen = set(known)
+    return known + [m for m in group.members if m not in seen]
 
 
 def _owned(task_ids) -> dict | None:
@@ -296,6 +307,7 @@ class StreamsCoordinator:
         if bump:
             records.append(sg.group_metadata_record(group_id, group_epoch, hashed, validated,
                                                     settings.num_standby_replicas))
+        members_before = (list(group.members), group.members_capacity)    # the assignor's member order
         error = self._write(group_id, records)
         if error != Errors.NONE:
             raise GroupError(error)
@@ -305,7 +317,7 @@ class StreamsCoordinator:
             self.delayed.add(group_id)
             self.classic.timer.schedule(initial_key(group_id), settings.initial_rebalance_delay_ms,
                                         lambda: self._delayed_assignment(group_id))
-        self._maybe_assign(group, settings, now, statuses)
+        self._maybe_assign(group, settings, now, statuses, members_before)
         before = group.members[updated.member_id]
         owned = _owned(request.active_tasks)
         if owned is not None:
@@ -364,7 +376,8 @@ class StreamsCoordinator:
 
     # -- the target assignment --
 
-    def _maybe_assign(self, group: sg.StreamsGroup, settings: StreamsSettings, now: int, statuses: list) -> None:
+    def _maybe_assign(self, group: sg.StreamsGroup, settings: StreamsSettings, now: int, statuses: list,
+                      members_before: tuple) -> None:
         """maybeUpdateStreamsTargetAssignment: none during the initial rebalance delay, nor sooner
         than the assignment interval after the last one (ASSIGNMENT_DELAYED either way)."""
         if group.group_id in self.delayed:
@@ -378,7 +391,7 @@ class StreamsCoordinator:
             statuses.append(Status(status_code=ASSIGNMENT_DELAYED, status_detail=(
                 "Assignment delayed due to the configured assignment interval.")))
             return
-        self._assign(group, now)
+        self._assign(group, now, members_before)
 
     def _delayed_assignment(self, group_id: str) -> None:
         """computeDelayedTargetAssignment: the first target of a new group, once its delay is over."""
@@ -391,14 +404,16 @@ class StreamsCoordinator:
         except GroupError as exc:
             log.warning("[GroupId %s] The delayed target assignment failed: %s", group_id, exc.code)
 
-    def _assign(self, group: sg.StreamsGroup, now: int) -> None:
+    def _assign(self, group: sg.StreamsGroup, now: int, members_before: tuple | None = None) -> None:
         """A new target assignment (kafkawire.broker.streams_assignor) at the group's epoch; none
-        while the topology is not ready, as Kafka's TargetAssignmentBuilder."""
-        members = sorted(group.members)
-        counts = group.configured.tasks if group.configured.ready else {}      # not ready: nothing to assign
-        targets, standby = assign(group, members, counts)
+        while the topology is not ready, as Kafka's TargetAssignmentBuilder. ``members_before``:
+        (member ids, table capacity) of the group before the heartbeat's records, if any."""
+        members = _assignor_order(group, members_before)
+        ready = group.configured.ready
+        counts = group.configured.tasks if ready else {}      # not ready: nothing to assign
+        targets, standby = assign(group, members, counts, group.configured.stateful if ready else frozenset())
         records = []
-        for m in members:
+        for m in java_hash_map_order(members):          # the builder's member spec map's order
             active = targets[m]
             if group.targets.get(m) != active or group.standby_targets.get(m, {}) != standby[m]:
                 records.append(sg.target_member_record(group.group_id, m, active, standby[m]))

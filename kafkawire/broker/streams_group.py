@@ -33,6 +33,7 @@ from kafkawire.messages.streams_group_topology_key import StreamsGroupTopologyKe
 from kafkawire.messages.streams_group_topology_value import StreamsGroupTopologyValue
 
 from .group_records import decode_typed, encode_typed
+from .java_collections import TIMELINE_INITIAL_CAPACITY, timeline_capacity
 
 __all__ = ["StreamsGroup", "StreamsMember", "apply", "encode", "decode", "STREAMS_RECORD_TYPES", "EMPTY",
            "NOT_READY", "ASSIGNING", "RECONCILING", "STABLE", "MEMBER_STABLE", "UNREVOKED_TASKS",
@@ -100,6 +101,7 @@ class StreamsGroup:
     assignment_epoch: int = 1
     assignment_timestamp: int = 0                   # when the target was computed (ms), 0: unknown
     members: dict = field(default_factory=dict)     # member id -> StreamsMember
+    members_capacity: int = TIMELINE_INITIAL_CAPACITY   # Kafka's members TimelineHashMap's table, for its order
     targets: dict = field(default_factory=dict)     # member id -> {subtopology: frozenset}
     standby_targets: dict = field(default_factory=dict)     # member id -> {subtopology: frozenset}
     standby_replicas: int | None = None             # num.standby.replicas of the last assignment configs
@@ -142,6 +144,7 @@ class StreamsGroup:
                             del self.standby_holders[(s, p)]
 
     def put_member(self, member: StreamsMember) -> None:
+        self.members_capacity = timeline_capacity(len(self.members), self.members_capacity)
         old = self.members.get(member.member_id)
         if old is not None:
             self._release(old)

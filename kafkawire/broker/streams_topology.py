@@ -7,18 +7,23 @@ InternalTopicManager.configureTopics does (RepartitionTopics, ChangelogTopics):
   no progress is STREAMS_INVALID_TOPOLOGY, as in Kafka);
 - a subtopology has as many tasks as its largest source (or repartition source) topic has
   partitions; each of its changelog topics has that many partitions;
+- co-partitioned topics (CopartitionedTopicsEnforcer): the source topics of a copartition group
+  must have the same partition count, else INCORRECTLY_PARTITIONED_TOPICS with Kafka's message;
+  the group's repartition topics take that count (or, in a group of repartition topics only, the
+  count of the fixed ones, else the largest);
 - the internal topics that do not exist yet are returned as CreateTopics entries (the broker
   creates them, KafkaApis.handleStreamsGroupHeartbeat) and reported as MISSING_INTERNAL_TOPICS;
   an existing one with another partition count is INCORRECTLY_PARTITIONED_TOPICS.
 
-Not done (documented in docs/broker.md): co-partitioning enforcement (CopartitionedTopicsEnforcer)
-and source topic regular expressions (refused at the heartbeat, as Kafka 4.3.1 refuses them).
+Not done (documented in docs/broker.md): source topic regular expressions (refused at the
+heartbeat, as Kafka 4.3.1 refuses them).
 """
 from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
 
+from kafkawire.broker.java_collections import java_hash_map_order, java_order
 from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig
 from kafkawire.messages.streams_group_topology_value import (CopartitionGroup, StreamsGroupTopologyValue, Subtopology,
                                                              TopicConfig, TopicInfo)
@@ -41,6 +46,7 @@ class Configured:
     tasks: dict | None = None                   # subtopology id -> number of tasks
     to_create: dict = field(default_factory=dict)   # topic name -> CreatableTopic
     status: tuple | None = None                 # (status code, detail)
+    stateful: frozenset = frozenset()           # subtopologies with changelog topics (they get standbys)
 
     @property
     def ready(self) -> bool:
@@ -64,45 +70,140 @@ def topology_value(topology) -> StreamsGroupTopologyValue:
 
 
 def _summary(names) -> str:
-    return ", ".join(sorted(names))
+    """InternalTopicManager.summarizeTopics: the first three, then how many more."""
+    names = list(names)
+    shown = ", ".join(names[:3])
+    return shown + (f" and {len(names) - 3} additional topics" if len(names) > 3 else "")
+
+
+class _IncorrectlyPartitioned(Exception):
+    """TopicConfigurationException.incorrectlyPartitionedTopics: the topology is not ready."""
 
 
 def configure(topology: StreamsGroupTopologyValue, partition_count) -> Configured:
     """``partition_count(topic name)``: its partitions in the image, or None if it does not exist.
-    Raises InvalidTopology when repartition topics cannot be sized."""
-    subtopologies = topology.subtopologies
+    Raises InvalidTopology when repartition topics cannot be sized. Where Kafka's answer depends on
+    the iteration order of its HashMaps (which subtopology's passes come first, which topic a
+    message names), the same order is followed (kafkawire.broker.java_collections)."""
+    # StreamsTopology keeps the subtopologies in a HashMap by id
+    by_id = {s.subtopology_id: s for s in topology.subtopologies}
+    subtopologies = [by_id[i] for i in java_hash_map_order(list(by_id))]
     missing = {t for s in subtopologies for t in s.source_topics if partition_count(t) is None}
     if missing:
-        return Configured(status=(MISSING_SOURCE_TOPICS, f"Source topics {_summary(missing)} are missing."))
+        return Configured(status=(MISSING_SOURCE_TOPICS,
+                                  f"Source topics {_summary(sorted(missing, key=java_order))} are missing."))
     decided = _repartition_counts(subtopologies, partition_count)
 
     def count(name):
         found = partition_count(name)
         return decided.get(name) if found is None else found
+    try:
+        _enforce_copartitioning(subtopologies, count, decided)
+        expected, tasks = _expected_internal_topics(subtopologies, count, decided)
+        to_create = _to_create(subtopologies, expected, partition_count)
+    except _IncorrectlyPartitioned as exc:
+        return Configured(status=(INCORRECTLY_PARTITIONED_TOPICS, str(exc)))
+    if to_create:
+        return Configured(tasks=tasks, to_create=to_create,
+                          status=(MISSING_INTERNAL_TOPICS, f"Internal topics are missing: {_summary(to_create)}"))
+    return Configured(tasks=tasks, stateful=frozenset(s.subtopology_id for s in subtopologies if s.state_changelog_topics))
 
-    tasks, expected = {}, {}
+
+def _expected_internal_topics(subtopologies, count, decided) -> tuple[dict, dict]:
+    """({internal topic: (partitions, TopicInfo)} in the order Kafka's topicsToCreate HashMap is
+    filled, {subtopology: its number of tasks})."""
+    tasks, inserted = {}, {}
     for s in subtopologies:
         counts = [c for c in map(count, list(s.source_topics) + [t.name for t in s.repartition_source_topics])
                   if c is not None]
         tasks[s.subtopology_id] = max(counts, default=0)
-        for t in s.repartition_source_topics:
-            expected[t.name] = (decided[t.name], t)
-        for t in s.state_changelog_topics:
-            expected[t.name] = (tasks[s.subtopology_id], t)
-    to_create = {}
-    for name, (partitions, info) in expected.items():
+    for s in sorted(subtopologies, key=lambda s: java_order(s.subtopology_id)):   # a TreeMap by id
+        for infos, changelog in ((s.repartition_source_topics, False), (s.state_changelog_topics, True)):
+            named = {t.name: t for t in infos}                                      # a HashMap by name
+            for name in java_hash_map_order(list(named)):
+                fixed = named[name].partitions          # a repartition topic's own count, else the decided one
+                inserted[name] = (tasks[s.subtopology_id] if changelog else fixed or decided[name], named[name])
+    return {name: inserted[name] for name in java_hash_map_order(list(inserted))}, tasks
+
+
+def _to_create(subtopologies, expected: dict, partition_count) -> dict:
+    """The internal topics to create; an existing one of another partition count (the first in the
+    order of Kafka's requiredTopics HashSet) makes the topology incorrectly partitioned."""
+    required = []
+    for s in subtopologies:
+        required += list(s.source_topics) + [t.name for t in s.repartition_source_topics] + \
+            [t.name for t in s.state_changelog_topics]
+    for name in java_hash_map_order(list(dict.fromkeys(required))):
         existing = partition_count(name)
-        if existing is None:
-            to_create[name] = CreatableTopic(
-                name=name, num_partitions=partitions, replication_factor=info.replication_factor or -1,
-                assignments=[], configs=[CreatableTopicConfig(name=c.key, value=c.value) for c in info.topic_configs])
-        elif existing != partitions:
-            return Configured(status=(INCORRECTLY_PARTITIONED_TOPICS, f"Existing topic {name} has different number "
-                                      f"of partitions: expected {partitions}, found {existing}"))
-    if to_create:
-        return Configured(tasks=tasks, to_create=to_create,
-                          status=(MISSING_INTERNAL_TOPICS, f"Internal topics are missing: {_summary(to_create)}"))
-    return Configured(tasks=tasks)
+        if name in expected and existing is not None and existing != expected[name][0]:
+            raise _IncorrectlyPartitioned(f"Existing topic {name} has different number of partitions: "
+                                          f"expected {expected[name][0]}, found {existing}")
+    return {name: CreatableTopic(name=name, num_partitions=partitions, replication_factor=info.replication_factor or -1,
+                                 assignments=[], configs=[CreatableTopicConfig(name=c.key, value=c.value)
+                                                          for c in info.topic_configs])
+            for name, (partitions, info) in expected.items() if partition_count(name) is None}
+
+
+def _copartition_group(s, group) -> list:
+    """The topics a copartition group names by index into its subtopology's source topics and
+    repartition source topics (Kafka does not check the indexes: an index out of range fails its
+    heartbeat with an internal error; here it is STREAMS_INVALID_TOPOLOGY)."""
+    topics = []
+    for indexes, names in ((group.source_topics, list(s.source_topics)),
+                           (group.repartition_source_topics, [t.name for t in s.repartition_source_topics])):
+        for i in indexes:
+            if not 0 <= i < len(names):
+                raise InvalidTopology(f"A copartition group of subtopology {s.subtopology_id} refers to topic index "
+                                      f"{i}, but the subtopology has {len(names)} such topics.")
+            topics.append(names[i])
+    return java_hash_map_order(list(dict.fromkeys(topics)))         # a HashSet
+
+
+def _counts_text(counts: dict) -> str:
+    """A TreeMap's toString: {a=1, b=2}."""
+    return "{" + ", ".join(f"{t}={counts[t]}" for t in sorted(counts, key=java_order)) + "}"
+
+
+def _enforce_copartitioning(subtopologies, count, decided: dict) -> None:
+    """CopartitionedTopicsEnforcer, group by group: co-partitioned source topics must have one
+    partition count, which the group's repartition topics then take; a group of repartition
+    topics only takes the count of the topology's fixed repartition topics (those with a count
+    in the topology, which must agree), else its largest. ``decided`` is updated in place."""
+    fixed = {t.name for s in subtopologies for t in s.repartition_source_topics if t.partitions}
+    flexible = {t.name for s in subtopologies for t in s.repartition_source_topics if not t.partitions}
+    for s in subtopologies:
+        for group in s.copartition_groups:
+            topics = _copartition_group(s, group)
+            if not topics:
+                continue
+            counts = {t: count(t) for t in topics}
+            if any(c is None for c in counts.values()):
+                raise InvalidTopology(f"Number of partitions is not set for topic: "
+                                      f"{next(t for t, c in counts.items() if c is None)}")
+            repartition = {t: counts[t] for t in java_hash_map_order([t for t in topics if t in fixed or t in flexible])}
+            others = {t: counts[t] for t in topics if t not in repartition}
+            if not others:
+                if fixed:
+                    values = {count(t) for t in fixed}
+                    if len(values) > 1:
+                        raise _IncorrectlyPartitioned("Following topics do not have the same number of partitions: "
+                                                      f"[{_counts_text(repartition)}]")
+                    partitions = values.pop()
+                else:
+                    partitions = max(repartition.values())
+                    if partitions == 0:
+                        raise InvalidTopology("All topics in the copartition group had undefined partition number: "
+                                              f"[{', '.join(repartition)}]")
+            else:
+                if len(set(others.values())) > 1:
+                    raise _IncorrectlyPartitioned("Following topics do not have the same number of partitions: "
+                                                  f"[{_counts_text(others)}]")
+                partitions = next(iter(others.values()))
+            for topic, found in repartition.items():
+                if topic in fixed and found != partitions:
+                    raise _IncorrectlyPartitioned(f"Number of partitions [{found}] of repartition topic [{topic}] "
+                                                  f"doesn't match number of partitions [{partitions}] of the source topic.")
+            decided.update(dict.fromkeys(repartition, partitions))
 
 
 def _repartition_counts(subtopologies, partition_count) -> dict:

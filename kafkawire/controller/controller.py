@@ -48,7 +48,7 @@ from kafkawire.metadata.delegation_tokens import TokenHmacs
 from kafkawire.metadata.group_configs import GroupBounds
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
-from kafkawire.raft.contract import NotLeader, RaftHandle
+from kafkawire.raft.contract import NotLeader, RaftHandle, SnapshotLoadInSteps
 
 from . import admin_apis, broker_apis, cluster, registration_apis
 from .acl_apis import acl_handlers
@@ -65,7 +65,7 @@ from .mutation_quota import ControllerMutationQuotas
 from .pipeline import InFlight, WritePipeline
 from .registration import ControllerRegistrationManager
 from .snapshot import image_records, iter_image_records
-from .state import ControllerState
+from .state import ControllerState, SnapshotLoad
 from .stats import ControllerStats
 from .topics import TopicDefaults, create_topics
 from .versions import SUPPORTED_FEATURES
@@ -217,9 +217,20 @@ class MetadataController:
         self.poke()
 
     def on_snapshot_loaded(self, snapshot_id, records: list[bytes]) -> None:
+        load = self.begin_snapshot_load(snapshot_id)
+        load.add(records)
+        load.finish()
+
+    def begin_snapshot_load(self, snapshot_id) -> SnapshotLoadInSteps:
+        """The driver's load in steps (contract.py): the records replayed into a state aside,
+        which ``finish`` swaps in whole; readers and writes see the old state until then."""
+        load = SnapshotLoad(self.state.supported_features, snapshot_id.offset, snapshot_id.epoch)
+        return SnapshotLoadInSteps(load.add, lambda: self._snapshot_loaded(snapshot_id, load.result()))
+
+    def _snapshot_loaded(self, snapshot_id, loaded: ControllerState) -> None:
         if self.pipeline.in_flight:      # raft loads snapshots on followers: not expected with writes ahead
             self._renounce(f"snapshot {snapshot_id} loaded")
-        self.state.load_snapshot(snapshot_id.offset, snapshot_id.epoch, records)
+        self.state.adopt(loaded)
         self.committed.state_committed()
         self._applied.set()
         self._applied = asyncio.Event()

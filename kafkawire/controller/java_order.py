@@ -15,17 +15,10 @@ import math
 import uuid
 from collections import deque
 
+from kafkawire.metadata.java_text import java_string_hash as string_hash
+
 DEFAULT_CAPACITY = 16
 LOAD_FACTOR = 0.75
-
-
-def string_hash(text: str) -> int:
-    """String.hashCode over UTF-16 code units, as an unsigned 32-bit value."""
-    data = text.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return h
 
 
 def int_hash(value: int) -> int:

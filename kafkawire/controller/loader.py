@@ -22,9 +22,10 @@ from __future__ import annotations
 from typing import Callable
 
 from kafkawire.metadata.image import MetadataImage
+from kafkawire.raft.contract import SnapshotLoadInSteps
 
 from .snapshot import image_records, iter_image_records
-from .state import ControllerState
+from .state import ControllerState, SnapshotLoad
 from .versions import SUPPORTED_FEATURES
 
 __all__ = ["MetadataLoader"]
@@ -60,6 +61,16 @@ class MetadataLoader:
     def on_snapshot_loaded(self, snapshot_id, records: list[bytes]) -> None:
         self.state.load_snapshot(snapshot_id.offset, snapshot_id.epoch, records)
         self._publish()
+
+    def begin_snapshot_load(self, snapshot_id) -> SnapshotLoadInSteps:
+        """The driver's load in steps (contract.py): the image readers see stays the old one
+        until ``finish`` swaps the new one in whole, then publishes it."""
+        load = SnapshotLoad(self.state.supported_features, snapshot_id.offset, snapshot_id.epoch)
+
+        def finish() -> None:
+            self.state.adopt(load.result())
+            self._publish()
+        return SnapshotLoadInSteps(load.add, finish)
 
     def on_leader_change(self, leader_id: int | None, epoch: int) -> None:
         pass                 # who leads the quorum does not change the image

@@ -40,6 +40,15 @@ def partition_of(key: int) -> tuple[uuid.UUID, int]:
     return uuid.UUID(int=key >> _PID_BITS), _partition_id(key)
 
 
+def topic_of(key: int) -> uuid.UUID:
+    """The topic id of an index key (keys of one topic share ``key >> PID_BITS``)."""
+    return uuid.UUID(int=key >> _PID_BITS)
+
+
+PID_BITS = _PID_BITS
+partition_id_of = _partition_id
+
+
 class _BrokerSets:
     """broker id -> the keys of its partitions."""
 
@@ -103,6 +112,14 @@ class PartitionIndex:
         """BrokersToIsrs.update and BrokersToElrs.update: ``before``/``after`` are the
         partition's registrations (None when it does not exist)."""
         key = _key(topic_id, partition_id)
+        if before is not None and after is not None:    # a change: most leave the ELR (and many the leader) as is
+            if before.isr != after.isr:
+                self._isr.change(key, before.isr, after.isr)
+            if before.elr != after.elr:
+                self._elr.change(key, before.elr, after.elr)
+            if before.leader != after.leader:
+                self._leader.change(key, (before.leader,), (after.leader,))
+            return
         self._isr.change(key, before.isr if before else (), after.isr if after else ())
         self._elr.change(key, before.elr if before else (), after.elr if after else ())
         self._leader.change(key, (before.leader,) if before else (), (after.leader,) if after else ())
@@ -143,12 +160,12 @@ class PartitionIndex:
         """The keys of the partitions whose ELR holds ``broker_id``, in no order (a copy in C)."""
         return list(self._elr.of(broker_id))
 
-    def isr_keys_split(self, broker_id: int) -> tuple[list[int], list[int]]:
-        """The keys (``partition_of``) of the partitions whose ISR holds ``broker_id``, as now:
-        those it leads, then the others, each in no order (copies in C; fencing.py sorts them
-        in steps, topic by topic, so that a step touches few topics)."""
-        led = self._leader.of(broker_id)
-        return list(led), list(self._isr.of(broker_id) - led)
+    def isr_keys_and_leaderships(self, broker_id: int) -> tuple[list[int], set[int]]:
+        """The keys (``partition_of``) of the partitions whose ISR holds ``broker_id`` and of
+        those it leads, as now (copies in C: a list, a set). fencing.py visits the led ones
+        first and leaves them out of the rest as it sorts them in steps (a set difference of a
+        broker's 300,000 ISR keys at 1M partitions held the loop ~30 ms)."""
+        return list(self._isr.of(broker_id)), set(self._leader.of(broker_id))
 
     def with_broker_in_isr(self, image: MetadataImage, broker_id: int) -> list:
         """partitionsWithBrokerInIsr, as (topic, partition id, registration)."""

@@ -14,7 +14,7 @@ from kafkawire.metadata.registrations import LOST, MIGRATING, NO_LEADER, UNASSIG
 
 from .activation import BROKER_RESOURCE, MIN_INSYNC_REPLICAS
 from .frames import frame
-from .partition_change import build_change, change_record
+from .partition_change import build_change, change_record, isr_removal_change
 from .state import ControllerState
 from .versions import elr_enabled, partition_record_version
 
@@ -93,36 +93,40 @@ def leader_and_isr_updates(image: MetadataImage, *, broker_to_remove: int, broke
     Nothing is applied while the records are generated, so what does not depend on the
     partition is looked up once: each broker's acceptability and directories, each topic's
     configs (``chosen`` comes topic by topic). A fencing moves up to 100,000 leaders of a
-    broker at 1M partitions this way (issue 28)."""
+    broker at 1M partitions this way (issue 28), so a partition outside a reassignment takes
+    partition_change.isr_removal_change, build_change's rules for this case written out (the
+    same record bytes, tests/controller/test_move_cost.py); one being reassigned, build_change."""
     mv = image.metadata_version or 0
     elr = elr_enabled(image.metadata_version, image.finalized_features)
     gone = (broker_to_remove, unclean_shutdown)
     unclean_shutdown_replicas = () if unclean_shutdown == NO_LEADER else (unclean_shutdown,)
-    acceptable_cache: dict[int, bool] = {}
     online_dirs = _OnlineDirectories(image)
-
-    def acceptable(replica: int) -> bool:
-        known = acceptable_cache.get(replica)
-        if known is None:
-            known = acceptable_cache[replica] = (replica not in gone and
-                                                 (replica == broker_to_add or is_active(image, replica)))
-        return known
+    # Each broker's acceptability, once per call: any other id is neither registered nor
+    # broker_to_add, so not acceptable (the lookup's None).
+    acceptable_by_broker = {b: b not in gone and (b == broker_to_add or is_active(image, b))
+                            for b in (*image.brokers, broker_to_add)}
+    acceptable = acceptable_by_broker.get
 
     def acceptor(partition):
         """leader_acceptor(image, partition, acceptable), with the lookups above."""
         return lambda r: acceptable(r) and online_dirs.has_online_dir(r, partition)
 
     out = [] if out is None else out
+    has_online_dir_of = online_dirs.has_online_dir
     last_topic = min_isr = unclean = None
     for topic, pid, partition in chosen:
         if topic is not last_topic:
             last_topic = topic
             min_isr = effective_min_isr(image, topic, static_min_isr)
             unclean = unclean_election_enabled(image, topic)
-        change = build_change(partition, target_isr=[r for r in partition.isr if r not in gone],
-                              acceptable_leader=acceptor(partition), min_isr=min_isr, elr_enabled=elr,
-                              unclean=unclean, metadata_version=mv,
-                              unclean_shutdown_replicas=unclean_shutdown_replicas)
+        target_isr = [r for r in partition.isr if r not in gone]
+        if partition.removing_replicas or partition.adding_replicas:
+            change = build_change(partition, target_isr=target_isr, acceptable_leader=acceptor(partition),
+                                  min_isr=min_isr, elr_enabled=elr, unclean=unclean, metadata_version=mv,
+                                  unclean_shutdown_replicas=unclean_shutdown_replicas)
+        else:       # the same record, written out for the common case (partition_change.py)
+            change = isr_removal_change(partition, target_isr, acceptable, has_online_dir_of, min_isr, elr, unclean,
+                                        mv, unclean_shutdown_replicas)
         if change is not None:
             out.append(change_record(topic.id, pid, change, mv))
     return out

@@ -118,20 +118,29 @@ class ControllerState:
 
     def load_snapshot(self, end_offset: int, epoch: int, values: list[bytes]) -> None:
         """Replace everything with a snapshot's records; what it describes ends before ``end_offset``."""
-        self.__init__(self.supported_features, self.replay_stats)
-        new_features: list[str] = []
-        for value in values:
-            message = self._decode(value, end_offset - 1)
-            if message is None:
-                continue
-            if type(message).NAME in _TRANSACTION_MARKERS:
-                self._problem(end_offset - 1, f"{type(message).NAME} in a snapshot is ignored")
-                continue
-            # Kafka replays a snapshot's records with the snapshot's last contained offset.
-            self._apply(message, end_offset - 1, new_features)
-        self._note_new_features(new_features)
-        self.next_offset = end_offset
-        self.image.provenance = Provenance(end_offset - 1, epoch, -1)
+        load = SnapshotLoad(self.supported_features, end_offset, epoch)
+        load.add(values)
+        self.adopt(load.result())
+
+    def adopt(self, loaded: ControllerState) -> None:
+        """Become ``loaded`` (a state a SnapshotLoad built aside) whole, in one assignment, keeping
+        this object (others hold it) and its replay counts, to which the load's are added."""
+        stats = self.replay_stats
+        stats.unclean_elections += loaded.replay_stats.unclean_elections
+        stats.elr_elections += loaded.replay_stats.elr_elections
+        stats.errors += loaded.replay_stats.errors
+        self.__dict__.update(loaded.__dict__)
+        self.replay_stats = stats
+
+    def _load_record(self, value, end_offset: int, new_features: list[str]) -> None:
+        message = self._decode(value, end_offset - 1)
+        if message is None:
+            return
+        if type(message).NAME in _TRANSACTION_MARKERS:
+            self._problem(end_offset - 1, f"{type(message).NAME} in a snapshot is ignored")
+            return
+        # Kafka replays a snapshot's records with the snapshot's last contained offset.
+        self._apply(message, end_offset - 1, new_features)
 
     def _decode(self, value, offset: int):
         message = take_built(value)       # a record this controller just built: no need to decode it
@@ -179,6 +188,9 @@ class ControllerState:
 
     def _apply(self, message, offset: int, new_features: list[str]) -> None:
         name = type(message).NAME
+        if name == "PartitionChangeRecord":
+            self._apply_partition_change(message, offset)
+            return
         if name == "FeatureLevelRecord" and self.supported_features is not None:
             self._check_supported(message, offset)
         touched = self.partition_index.before_apply(self.image, message)
@@ -204,6 +216,18 @@ class ControllerState:
             elif message.name not in self.feature_order and message.name not in new_features:
                 new_features.append(message.name)
 
+    def _apply_partition_change(self, message, offset: int) -> None:
+        """``_apply`` of a PartitionChangeRecord, the most frequent record (a broker's fencing
+        writes one per partition it was in): the image gives the registration before and after,
+        which the index takes as they are, with no other lookup of the topic (issue 28)."""
+        try:
+            before, after = self.image.apply_partition_change(message)
+        except ImageError as exc:
+            self._problem(offset, f"PartitionChangeRecord: {exc}")
+            return
+        self.partition_index.update(message.topic_id, message.partition_id, before, after)
+        self.replay_stats.partition_changed(before, message)
+
     def _note_new_features(self, new_features: list[str]) -> None:
         # FeaturesDelta.apply copies the old image's features, then adds the new ones in the
         # order of its `changes` HashMap.
@@ -215,3 +239,30 @@ class ControllerState:
         self.problems.append(problem)
         self.replay_stats.errors += 1
         log.error("metadata record at %s", problem)
+
+
+class SnapshotLoad:
+    """A snapshot's records replayed into a new ControllerState built aside, in as many calls
+    of ``add`` as the caller makes (the raft driver makes one per step of a few milliseconds),
+    then ``result()``: the state as ``load_snapshot`` of all the records at once makes it (the
+    whole snapshot is one delta for the feature order, as there). Nothing here touches the
+    state readers use: the caller swaps the result in (ControllerState.adopt) or drops it."""
+
+    def __init__(self, supported_features: dict[str, tuple[int, int]] | None, end_offset: int, epoch: int):
+        self.state = ControllerState(supported_features)
+        self.end_offset, self.epoch = end_offset, epoch
+        self._new_features: list[str] = []
+
+    def add(self, values: list[bytes]) -> None:
+        """The next records of the snapshot, in order; may raise UnsupportedFeatureLevel."""
+        state, end_offset, new_features = self.state, self.end_offset, self._new_features
+        for value in values:
+            state._load_record(value, end_offset, new_features)
+
+    def result(self) -> ControllerState:
+        state = self.state
+        state._note_new_features(self._new_features)
+        self._new_features = []
+        state.next_offset = self.end_offset
+        state.image.provenance = Provenance(self.end_offset - 1, self.epoch, -1)
+        return state

@@ -73,7 +73,9 @@ def parse_value(name: str, value: str):
 
 
 def _check(name: str, key: ConfigKey, parsed) -> None:
-    if name == "compression.gzip.level" and parsed == _GZIP_DEFAULT_LEVEL:
+    if name == "compression.gzip.level":
+        if parsed > 9 or (parsed < 1 and parsed != _GZIP_DEFAULT_LEVEL):    # CompressionType.GZIP's rule
+            raise invalid(name, parsed, f"Value must be between 1 and 9 or equal to {_GZIP_DEFAULT_LEVEL}")
         return
     check_range(name, key, parsed)
     if key.type == "LIST" and key.throttled_replicas:

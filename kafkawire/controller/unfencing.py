@@ -77,10 +77,11 @@ SORT_RUN = 16384
 class SortedInSteps:
     """Index keys to visit in order (topic by topic, by partition id, so that a step touches few
     topics: each topic a write touches costs a copy of its partitions' map), sorted a run of
-    SORT_RUN keys per step and then merged as they are taken."""
+    SORT_RUN keys per step and then merged as they are taken. The keys in ``skip`` (a set the
+    caller no longer changes) are left out as each run is sorted: ``left`` counts them until then."""
 
-    def __init__(self, keys: list):
-        self._raw, self._runs, self._merged = keys, [], None
+    def __init__(self, keys: list, skip: set | None = None):
+        self._raw, self._runs, self._merged, self._skip = keys, [], None, skip
         self.left = len(keys)
 
     def take(self, limit: int) -> list | None:
@@ -90,7 +91,12 @@ class SortedInSteps:
         if self._merged is None:
             start = len(self._runs) * SORT_RUN
             if start < len(self._raw):
-                self._runs.append(sorted(self._raw[start:start + SORT_RUN]))
+                run = self._raw[start:start + SORT_RUN]
+                if self._skip:
+                    kept = [key for key in run if key not in self._skip]
+                    self.left -= len(run) - len(kept)
+                    run = kept
+                self._runs.append(sorted(run))
                 if start + SORT_RUN < len(self._raw):
                     return None
             self._merged, self._raw = heapq.merge(*self._runs), None

@@ -5,12 +5,14 @@ configs (kafkawire.metadata.group_configs) are tables of ``ConfigKey``.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 __all__ = ["INT_MIN", "INT_MAX", "LONG_MIN", "LONG_MAX", "ConfigValueError", "ConfigKey", "invalid",
            "parse_number", "parse_type", "check_range", "number_text"]
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
+_JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
 LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -34,10 +36,10 @@ def invalid(name: str, value, reason: str) -> ConfigValueError:
 
 def parse_number(name: str, value: str, kind: str, low: int, high: int):
     text = value.strip()
-    try:
-        number = int(text, 10)
-    except ValueError:
-        raise invalid(name, value, f"Not a number of type {kind}") from None
+    # Integer.parseInt's digits: ASCII only, no "_" (Python's int() takes both)
+    if not _JAVA_INTEGER.fullmatch(text):
+        raise invalid(name, value, f"Not a number of type {kind}")
+    number = int(text, 10)
     if not low <= number <= high:
         raise invalid(name, value, f"Not a number of type {kind}")
     return number

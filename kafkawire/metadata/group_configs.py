@@ -9,9 +9,8 @@ group), no null values, known names, each value's type and validator, then the b
 group's effective values, clamped to its own bounds as Kafka's GroupConfig.evaluate does
 (``effective_consumer_timeouts``).
 
-kafkawire reads the consumer- and streams-group bounds from server.properties (group.consumer.*,
-group.streams.*); the share bounds are Kafka's defaults (kafkawire reads no group.share.*
-setting), which is what a Kafka controller with default settings checks too.
+kafkawire reads the bounds from server.properties (group.consumer.*, group.share.*,
+group.streams.*), as Kafka's controller and brokers do.
 """
 from __future__ import annotations
 
@@ -23,7 +22,8 @@ from dataclasses import dataclass
 from .config_def import ConfigKey, ConfigValueError, check_range, parse_type
 
 __all__ = ["GROUP_CONFIG_KEYS", "BROKER_SYNONYMS", "FROM_BROKER_VALUES", "GroupBounds", "GroupNameError",
-           "validate_group_configs", "effective_consumer_timeouts", "effective_streams_configs",
+           "validate_group_configs", "effective_consumer_timeouts", "effective_share_configs",
+           "effective_streams_configs", "by_duration_ns",
            "with_dynamic_streams_assignment_interval"]
 
 log = logging.getLogger(__name__)
@@ -33,6 +33,9 @@ CONSUMER_ASSIGNMENT = "consumer.assignment.interval.ms"
 STREAMS_SESSION, STREAMS_HEARTBEAT = "streams.session.timeout.ms", "streams.heartbeat.interval.ms"
 STREAMS_STANDBYS, STREAMS_INITIAL_DELAY = "streams.num.standby.replicas", "streams.initial.rebalance.delay.ms"
 STREAMS_ASSIGNMENT = "streams.assignment.interval.ms"
+SHARE_SESSION, SHARE_HEARTBEAT = "share.session.timeout.ms", "share.heartbeat.interval.ms"
+SHARE_LOCK_DURATION, SHARE_DELIVERY_LIMIT = "share.record.lock.duration.ms", "share.delivery.count.limit"
+SHARE_RECORD_LOCKS, SHARE_ASSIGNMENT = "share.partition.max.record.locks", "share.assignment.interval.ms"
 
 
 class GroupNameError(ValueError):
@@ -63,18 +66,37 @@ class GroupBounds:
     streams_assignment_interval_ms: int = 1_000
     streams_min_assignment_interval_ms: int = 0
     streams_max_assignment_interval_ms: int = 15_000
+    share_session_timeout_ms: int = 45_000
+    share_min_session_timeout_ms: int = 45_000
+    share_max_session_timeout_ms: int = 60_000
+    share_heartbeat_interval_ms: int = 5_000
+    share_min_heartbeat_interval_ms: int = 5_000
+    share_max_heartbeat_interval_ms: int = 15_000
+    share_min_assignment_interval_ms: int = 0
+    share_max_assignment_interval_ms: int = 15_000
+    share_record_lock_duration_ms: int = 30_000
+    share_min_record_lock_duration_ms: int = 15_000
+    share_max_record_lock_duration_ms: int = 60_000
+    share_delivery_count_limit: int = 5
+    share_min_delivery_count_limit: int = 2
+    share_max_delivery_count_limit: int = 10
+    share_partition_max_record_locks: int = 2_000
+    share_min_partition_max_record_locks: int = 100
+    share_max_partition_max_record_locks: int = 4_000
 
     @classmethod
     def of(cls, config) -> GroupBounds:
-        """From a node's ServerConfig (its ``group_consumer_*`` and ``group_streams_*`` attributes)."""
+        """From a node's ServerConfig (its ``group_consumer_*``, ``group_share_*`` and
+        ``group_streams_*`` attributes)."""
         return cls(**{field: getattr(config, "group_" + field) for field in cls.__dataclass_fields__})
 
     def defaults(self) -> dict[str, int]:
         """extractGroupConfigMap: the broker-level values a group's unset configs take."""
         return {CONSUMER_SESSION: self.consumer_session_timeout_ms, CONSUMER_HEARTBEAT: self.consumer_heartbeat_interval_ms,
-                "share.session.timeout.ms": 45_000, "share.heartbeat.interval.ms": 5_000,
-                "share.record.lock.duration.ms": 30_000, "share.delivery.count.limit": 5,
-                "share.partition.max.record.locks": 2_000,
+                SHARE_SESSION: self.share_session_timeout_ms, SHARE_HEARTBEAT: self.share_heartbeat_interval_ms,
+                SHARE_LOCK_DURATION: self.share_record_lock_duration_ms,
+                SHARE_DELIVERY_LIMIT: self.share_delivery_count_limit,
+                SHARE_RECORD_LOCKS: self.share_partition_max_record_locks,
                 STREAMS_SESSION: self.streams_session_timeout_ms, STREAMS_HEARTBEAT: self.streams_heartbeat_interval_ms,
                 STREAMS_STANDBYS: self.streams_num_standby_replicas,
                 STREAMS_INITIAL_DELAY: self.streams_initial_rebalance_delay_ms}
@@ -113,20 +135,22 @@ BROKER_SYNONYMS: dict[str, str] = {
 # GroupCoordinatorConfig.extractGroupConfigMap: the configs whose unset value is the broker's.
 FROM_BROKER_VALUES = frozenset(GroupBounds().defaults())
 
-# (config, lowest, highest, the broker settings named in the message): validateValues' order.
-# None: no bound on that side. The share bounds are Kafka's defaults (see above).
+# (config, the GroupBounds fields of its lowest and highest value): validateValues' order, the
+# broker settings named in the message are group.share.{min,max}.<the config without "share.">.
 _SHARE_BOUNDS = (
-    ("share.heartbeat.interval.ms", 5_000, 15_000, "group.share.min.heartbeat.interval.ms",
-     "group.share.max.heartbeat.interval.ms"),
-    ("share.session.timeout.ms", 45_000, 60_000, "group.share.min.session.timeout.ms",
-     "group.share.max.session.timeout.ms"),
-    ("share.record.lock.duration.ms", 15_000, 60_000, "group.share.min.record.lock.duration.ms",
-     "group.share.max.record.lock.duration.ms"),
-    ("share.delivery.count.limit", 2, 10, "group.share.min.delivery.count.limit",
-     "group.share.max.delivery.count.limit"),
-    ("share.partition.max.record.locks", 100, 4_000, "group.share.min.partition.max.record.locks",
-     "group.share.max.partition.max.record.locks"),
+    (SHARE_HEARTBEAT, "share_min_heartbeat_interval_ms", "share_max_heartbeat_interval_ms"),
+    (SHARE_SESSION, "share_min_session_timeout_ms", "share_max_session_timeout_ms"),
+    (SHARE_LOCK_DURATION, "share_min_record_lock_duration_ms", "share_max_record_lock_duration_ms"),
+    (SHARE_DELIVERY_LIMIT, "share_min_delivery_count_limit", "share_max_delivery_count_limit"),
+    (SHARE_RECORD_LOCKS, "share_min_partition_max_record_locks", "share_max_partition_max_record_locks"),
 )
+
+
+def _share_bound_names(key: str) -> tuple[str, str]:
+    rest = key.removeprefix("share.")
+    return f"group.share.min.{rest}", f"group.share.max.{rest}"
+
+
 # ShareGroupAutoOffsetResetStrategy: earliest, latest, or by_duration:<a java.time.Duration text,
 # not negative>. Duration.parse: letters in either case, a sign before the whole and before each
 # number, a fraction of up to 9 digits on the seconds only, at least one part.
@@ -159,26 +183,31 @@ def validate_group_configs(name: str, configs: dict[str, str | None], bounds: Gr
 
 def _check_auto_offset_reset(value: str) -> None:
     """AutoOffsetResetStrategy.fromString (exact, lower-case names), then the share group's subset."""
-    if value in ("earliest", "latest") or _duration_not_negative(value.removeprefix("by_duration:")) \
-            and value.startswith("by_duration:"):
+    if value in ("earliest", "latest") or by_duration_ns(value) is not None:
         return
     raise ConfigValueError(f"Invalid value {value} for configuration share.auto.offset.reset: Invalid value "
                            f"`{value}` for configuration share.auto.offset.reset. The value must be either "
                            "'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.")
 
 
-def _duration_not_negative(text: str) -> bool:
+def by_duration_ns(value: str) -> int | None:
+    """The duration of a ``by_duration:<java.time.Duration text>`` share.auto.offset.reset, in
+    nanoseconds (as Duration.parse reads it); None for any other value or a negative duration."""
+    if not value.startswith("by_duration:"):
+        return None
+    text = value.removeprefix("by_duration:")
     match = _DURATION.fullmatch(text)
     if match is None or text.upper().endswith("T"):
-        return False
+        return None
     sign, days, hours, minutes, seconds_sign, seconds, fraction = match.groups()
     if days is None and hours is None and minutes is None and seconds is None:
-        return False
-    total = sum(int(part or 0) * scale for part, scale in ((days, 86_400), (hours, 3_600), (minutes, 60)))
+        return None
+    total = sum(int(part or 0) * scale for part, scale in ((days, 86_400), (hours, 3_600), (minutes, 60))) * 10**9
     if seconds is not None:
-        second_part = int(seconds) + int((fraction or "0").ljust(9, "0")) / 1e9
+        second_part = int(seconds) * 10**9 + int((fraction or "0").ljust(9, "0"))
         total += -second_part if seconds_sign == "-" else second_part
-    return (-total if sign == "-" else total) >= 0
+    total = -total if sign == "-" else total
+    return total if total >= 0 else None
 
 
 def _bounded(key: str, value: int, low, high, low_name, high_name) -> None:
@@ -201,11 +230,11 @@ def _check_bounds(values: dict, configs: dict, bounds: GroupBounds) -> None:
         _bounded(CONSUMER_ASSIGNMENT, values[CONSUMER_ASSIGNMENT], b.consumer_min_assignment_interval_ms,
                  b.consumer_max_assignment_interval_ms, "group.consumer.min.assignment.interval.ms",
                  "group.consumer.max.assignment.interval.ms")
-    for key, low, high, low_name, high_name in _SHARE_BOUNDS:
-        _bounded(key, values[key], low, high, low_name, high_name)
-    if "share.assignment.interval.ms" in configs:
-        _bounded("share.assignment.interval.ms", values["share.assignment.interval.ms"], 0, 15_000,
-                 "group.share.min.assignment.interval.ms", "group.share.max.assignment.interval.ms")
+    for key, low, high in _SHARE_BOUNDS:
+        _bounded(key, values[key], getattr(b, low), getattr(b, high), *_share_bound_names(key))
+    if SHARE_ASSIGNMENT in configs:
+        _bounded(SHARE_ASSIGNMENT, values[SHARE_ASSIGNMENT], b.share_min_assignment_interval_ms,
+                 b.share_max_assignment_interval_ms, *_share_bound_names(SHARE_ASSIGNMENT))
     _bounded(STREAMS_HEARTBEAT, values[STREAMS_HEARTBEAT], b.streams_min_heartbeat_interval_ms,
              b.streams_max_heartbeat_interval_ms, "group.streams.min.heartbeat.interval.ms",
              "group.streams.max.heartbeat.interval.ms")
@@ -257,6 +286,22 @@ def _clamped(group_id: str, key: str, value: str | None, default: int, low: int,
     log.warning("group %s: %s=%d is outside this broker's bounds [%d, %d]; using %d", group_id, key, number,
                 low, high, clamped)
     return clamped
+
+
+def effective_share_configs(group_id: str, configs: dict[str, str] | None, bounds: GroupBounds) -> dict[str, int]:
+    """A share group's session timeout, heartbeat interval, record lock duration, delivery count
+    limit and record locks per share-partition (by their group config names): its own configs,
+    clamped to this broker's bounds as GroupConfig.evaluate does (with a WARN), else the broker's
+    ``group.share.*`` settings."""
+    b, own = bounds, configs or {}
+    defaults = b.defaults()
+    values = {key: _clamped(group_id, key, own.get(key), defaults[key], getattr(b, low), getattr(b, high))
+              for key, low, high in _SHARE_BOUNDS}
+    if (SHARE_SESSION in own or SHARE_HEARTBEAT in own) and values[SHARE_SESSION] <= values[SHARE_HEARTBEAT]:
+        log.warning("group %s: the effective %s (%d) is not greater than %s (%d): check that this broker's "
+                    "min/max bounds for the session timeout and the heartbeat interval do not overlap",
+                    group_id, SHARE_SESSION, values[SHARE_SESSION], SHARE_HEARTBEAT, values[SHARE_HEARTBEAT])
+    return values
 
 
 def effective_streams_configs(group_id: str, configs: dict[str, str] | None, bounds: GroupBounds) -> dict[str, int]:

@@ -293,11 +293,17 @@ class MetadataImage:
         topic.partitions[r.partition_id] = PartitionRegistration.from_record(r)
 
     def _partition_change(self, r):
+        self.apply_partition_change(r)
+
+    def apply_partition_change(self, r) -> tuple[PartitionRegistration, PartitionRegistration]:
+        """``apply`` of a PartitionChangeRecord, returning the partition's registrations before
+        and after (the controller's partition index needs both: one topic lookup, not three)."""
         topic = self._topic_or_throw(r)
         partition = topic.partitions.get(r.partition_id)
         if partition is None:
             raise ImageError(f"Unable to find partition {kafka_uuid(r.topic_id)}:{r.partition_id}")
-        topic.partitions[r.partition_id] = partition.merge(r)
+        after = topic.partitions[r.partition_id] = partition.merge(r)
+        return partition, after
 
     def _remove_topic(self, r):
         topic = self.topics_by_id.pop(r.topic_id, None)

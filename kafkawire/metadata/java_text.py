@@ -18,7 +18,7 @@ import math
 import re
 from decimal import Decimal
 
-__all__ = ["java_double", "java_list", "java_optional", "iso_zoned_utc", "jackson_json",
+__all__ = ["java_double", "java_list", "java_string_hash", "java_hashset_order", "java_optional", "iso_zoned_utc", "jackson_json",
            "java_string_key", "java_utf8"]
 
 
@@ -48,6 +48,29 @@ def java_double(value: float) -> str:
 def java_list(items) -> str:
     """``Arrays.toString`` / ``List.toString``: ``[1, 2, 3]``."""
     return "[" + ", ".join(str(i) for i in items) + "]"
+
+
+def java_string_hash(text: str) -> int:
+    """String.hashCode over UTF-16 code units, as an unsigned 32-bit value."""
+    data = text.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h
+
+
+def java_hashset_order(names) -> list[str]:
+    """``names`` (in insertion order) as a ``new HashSet<>()`` of them iterates: by bucket
+    (HashMap.hash masked by the table size), insertion order within a bucket."""
+    names = list(names)
+    capacity = 16
+    while len(names) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(name: str) -> int:
+        h = java_string_hash(name)
+        return (h ^ (h >> 16)) & (capacity - 1)
+    return sorted(names, key=bucket)
 
 
 def java_optional(value) -> str:

@@ -99,6 +99,8 @@ class ServerConfig:
     controller_quota_window_size_seconds: int = 1
     replication_quota_window_num: int = 11
     replication_quota_window_size_seconds: int = 1
+    alter_log_dirs_replication_quota_window_num: int = 11
+    alter_log_dirs_replication_quota_window_size_seconds: int = 1
     log_segment_bytes: int = 1024 * 1024 * 1024
     log_message_timestamp_type: str = "CreateTime"
     log_message_timestamp_before_max_ms: int = (1 << 63) - 1
@@ -141,6 +143,27 @@ class ServerConfig:
     group_streams_assignment_interval_ms: int = 1000
     group_streams_min_assignment_interval_ms: int = 0
     group_streams_max_assignment_interval_ms: int = 15_000
+    group_share_session_timeout_ms: int = 45_000
+    group_share_min_session_timeout_ms: int = 45_000
+    group_share_max_session_timeout_ms: int = 60_000
+    group_share_heartbeat_interval_ms: int = 5000
+    group_share_min_heartbeat_interval_ms: int = 5000
+    group_share_max_heartbeat_interval_ms: int = 15_000
+    group_share_max_size: int = 200
+    group_share_assignment_interval_ms: int = 1000
+    group_share_min_assignment_interval_ms: int = 0
+    group_share_max_assignment_interval_ms: int = 15_000
+    group_share_initialize_retry_interval_ms: int = 30_000
+    group_share_delivery_count_limit: int = 5
+    group_share_max_delivery_count_limit: int = 10
+    group_share_min_delivery_count_limit: int = 2
+    group_share_record_lock_duration_ms: int = 30_000
+    group_share_min_record_lock_duration_ms: int = 15_000
+    group_share_max_record_lock_duration_ms: int = 60_000
+    group_share_partition_max_record_locks: int = 2000
+    group_share_max_partition_max_record_locks: int = 4000
+    group_share_min_partition_max_record_locks: int = 100
+    group_share_max_share_sessions: int = 2000
     producer_id_expiration_ms: int = 86_400_000
     producer_id_expiration_check_interval_ms: int = 600_000
     transaction_max_timeout_ms: int = 900_000
@@ -389,6 +412,16 @@ _GROUP_BOUNDS = (
     ("group.consumer.assignment.interval.ms", "group.consumer.min.assignment.interval.ms", "min"),
     ("group.consumer.assignment.interval.ms", "group.consumer.max.assignment.interval.ms", "max"),
     ("group.consumer.heartbeat.interval.ms", "group.consumer.session.timeout.ms", "less"),
+    ("group.share.max.heartbeat.interval.ms", "group.share.min.heartbeat.interval.ms", "min"),
+    ("group.share.heartbeat.interval.ms", "group.share.min.heartbeat.interval.ms", "min"),
+    ("group.share.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms", "max"),
+    ("group.share.max.session.timeout.ms", "group.share.min.session.timeout.ms", "min"),
+    ("group.share.session.timeout.ms", "group.share.min.session.timeout.ms", "min"),
+    ("group.share.session.timeout.ms", "group.share.max.session.timeout.ms", "max"),
+    ("group.share.heartbeat.interval.ms", "group.share.session.timeout.ms", "less"),
+    ("group.share.max.assignment.interval.ms", "group.share.min.assignment.interval.ms", "min"),
+    ("group.share.assignment.interval.ms", "group.share.min.assignment.interval.ms", "min"),
+    ("group.share.assignment.interval.ms", "group.share.max.assignment.interval.ms", "max"),
     ("group.streams.max.heartbeat.interval.ms", "group.streams.min.heartbeat.interval.ms", "min"),
     ("group.streams.heartbeat.interval.ms", "group.streams.min.heartbeat.interval.ms", "min"),
     ("group.streams.heartbeat.interval.ms", "group.streams.max.heartbeat.interval.ms", "max"),
@@ -400,6 +433,14 @@ _GROUP_BOUNDS = (
     ("group.streams.assignment.interval.ms", "group.streams.min.assignment.interval.ms", "min"),
     ("group.streams.assignment.interval.ms", "group.streams.max.assignment.interval.ms", "max"),
     ("group.streams.num.standby.replicas", "group.streams.max.standby.replicas", "max"),
+    # ShareGroupConfig.validate (KafkaConfig makes it after GroupCoordinatorConfig)
+    ("group.share.max.delivery.count.limit", "group.share.delivery.count.limit", "min"),
+    ("group.share.delivery.count.limit", "group.share.min.delivery.count.limit", "min"),
+    ("group.share.max.partition.max.record.locks", "group.share.partition.max.record.locks", "min"),
+    ("group.share.partition.max.record.locks", "group.share.min.partition.max.record.locks", "min"),
+    ("group.share.record.lock.duration.ms", "group.share.min.record.lock.duration.ms", "min"),
+    ("group.share.max.record.lock.duration.ms", "group.share.record.lock.duration.ms", "min"),
+    ("group.share.max.share.sessions", "group.share.max.size", "min"),
 )
 
 

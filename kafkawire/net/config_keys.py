@@ -97,6 +97,10 @@ _KEYS = (
     # (kafkawire.broker.replication_quotas)
     _Key("replication.quota.window.num", lambda k, v: _int(k, v, 1), "11", "QuotaConfig"),
     _Key("replication.quota.window.size.seconds", lambda k, v: _int(k, v, 1), "1", "QuotaConfig"),
+    # QuotaConfig: INT 11 atLeast(1); INT 1 atLeast(1): the rate of the copies between log
+    # directories (kafkawire.broker.log_dir_copy, replica.alter.log.dirs.io.max.bytes.per.second)
+    _Key("alter.log.dirs.replication.quota.window.num", lambda k, v: _int(k, v, 1), "11", "QuotaConfig"),
+    _Key("alter.log.dirs.replication.quota.window.size.seconds", lambda k, v: _int(k, v, 1), "1", "QuotaConfig"),
     _Key("log.segment.bytes", lambda k, v: _int(k, v, 1024 * 1024), str(1024 * 1024 * 1024), "ServerLogConfigs"),
     _Key("log.message.timestamp.type", lambda k, v: _one_of(k, v, TIMESTAMP_TYPES), "CreateTime", "ServerLogConfigs"),
     _Key("min.insync.replicas", lambda k, v: _int(k, v, 1), "1", "ServerLogConfigs"),
@@ -200,6 +204,38 @@ _KEYS = (
     _Key("group.streams.assignment.interval.ms", lambda k, v: _int(k, v, 0), "1000", "GroupCoordinatorConfig"),
     _Key("group.streams.min.assignment.interval.ms", lambda k, v: _int(k, v, 0), "0", "GroupCoordinatorConfig"),
     _Key("group.streams.max.assignment.interval.ms", lambda k, v: _int(k, v, 0), "15000", "GroupCoordinatorConfig"),
+    # KIP-932 share groups (GroupCoordinatorConfig): INT atLeast(1) each (atLeast(0) the assignment
+    # intervals), the group size between(1, 1000), the initialize retry interval an internal setting
+    # (atLeast(1)); checked together as GroupCoordinatorConfig requires them (_GROUP_BOUNDS)
+    _Key("group.share.session.timeout.ms", lambda k, v: _int(k, v, 1), "45000", "GroupCoordinatorConfig"),
+    _Key("group.share.min.session.timeout.ms", lambda k, v: _int(k, v, 1), "45000", "GroupCoordinatorConfig"),
+    _Key("group.share.max.session.timeout.ms", lambda k, v: _int(k, v, 1), "60000", "GroupCoordinatorConfig"),
+    _Key("group.share.heartbeat.interval.ms", lambda k, v: _int(k, v, 1), "5000", "GroupCoordinatorConfig"),
+    _Key("group.share.min.heartbeat.interval.ms", lambda k, v: _int(k, v, 1), "5000", "GroupCoordinatorConfig"),
+    _Key("group.share.max.heartbeat.interval.ms", lambda k, v: _int(k, v, 1), "15000", "GroupCoordinatorConfig"),
+    _Key("group.share.max.size", lambda k, v: _int_between(k, v, 1, 1000), "200", "GroupCoordinatorConfig"),
+    _Key("group.share.assignment.interval.ms", lambda k, v: _int(k, v, 0), "1000", "GroupCoordinatorConfig"),
+    _Key("group.share.min.assignment.interval.ms", lambda k, v: _int(k, v, 0), "0", "GroupCoordinatorConfig"),
+    _Key("group.share.max.assignment.interval.ms", lambda k, v: _int(k, v, 0), "15000", "GroupCoordinatorConfig"),
+    _Key("group.share.initialize.retry.interval.ms", lambda k, v: _int(k, v, 1), "30000", "GroupCoordinatorConfig"),
+    # ShareGroupConfig: INT between(...) each, in its ConfigDef's order; the share sessions INT atLeast(1);
+    # checked together as ShareGroupConfig.validate requires them (_GROUP_BOUNDS)
+    _Key("group.share.delivery.count.limit", lambda k, v: _int_between(k, v, 2, 10), "5", "ShareGroupConfig"),
+    _Key("group.share.max.delivery.count.limit", lambda k, v: _int_between(k, v, 5, 25), "10", "ShareGroupConfig"),
+    _Key("group.share.min.delivery.count.limit", lambda k, v: _int_between(k, v, 2, 5), "2", "ShareGroupConfig"),
+    _Key("group.share.record.lock.duration.ms", lambda k, v: _int_between(k, v, 1000, 3_600_000), "30000",
+         "ShareGroupConfig"),
+    _Key("group.share.min.record.lock.duration.ms", lambda k, v: _int_between(k, v, 1000, 30_000), "15000",
+         "ShareGroupConfig"),
+    _Key("group.share.max.record.lock.duration.ms", lambda k, v: _int_between(k, v, 30_000, 3_600_000), "60000",
+         "ShareGroupConfig"),
+    _Key("group.share.partition.max.record.locks", lambda k, v: _int_between(k, v, 100, 10_000), "2000",
+         "ShareGroupConfig"),
+    _Key("group.share.max.partition.max.record.locks", lambda k, v: _int_between(k, v, 2000, 10_000), "4000",
+         "ShareGroupConfig"),
+    _Key("group.share.min.partition.max.record.locks", lambda k, v: _int_between(k, v, 100, 2000), "100",
+         "ShareGroupConfig"),
+    _Key("group.share.max.share.sessions", lambda k, v: _int(k, v, 1), "2000", "ShareGroupConfig"),
     # TransactionLogConfig: INT 1 day atLeast(1); INT 10 minutes atLeast(1) (internal);
     # TransactionStateManagerConfig: INT 15 minutes atLeast(1)
     _Key("producer.id.expiration.ms", lambda k, v: _int(k, v, 1), "86400000", "TransactionLogConfig"),

@@ -52,6 +52,15 @@ driver's step (``append`` only queues, so a task it starts is fine).
 * ``on_snapshot_loaded(snapshot_id, records)``: the state is now exactly the snapshot's
   records (encoded values) at ``snapshot_id`` (OffsetAndEpoch); at start (the latest snapshot)
   and when the follower installed one fetched from the leader.
+* ``begin_snapshot_load(snapshot_id) -> SnapshotLoadInSteps`` (optional): the same load in
+  steps, so that a large snapshot does not hold the loop: the driver hands the records to
+  ``add`` a few milliseconds' worth at a time, between other work, then calls ``finish``,
+  which swaps the new state in whole. Until ``finish`` the state machine serves from its old
+  state; ``add`` must not touch it. A load may be dropped unfinished (a newer snapshot
+  installed, the node stopping): nothing of it may then show. Between ``begin`` and
+  ``finish`` the driver hands no ``on_committed`` (it holds them, and applies them after
+  ``finish``, in order), but ``on_leader_change`` comes as it happens; ``leader_caught_up``
+  is false meanwhile. A state machine without it gets ``on_snapshot_loaded`` at the end.
 * ``on_committed(base_offset, epoch, append_time_ms, records)``: one committed data batch,
   whole, with no gap to the previous one (the driver stops the node on a gap). Control
   batches are not passed. May raise ``StateMachineFatal`` (a feature level it cannot run):
@@ -89,6 +98,7 @@ the latest snapshot and the committed records up to now before the live calls.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Awaitable, Callable, Mapping, Protocol
 
 from kafkawire.metadata.image import MetadataImage
@@ -99,7 +109,7 @@ from kafkawire.storage.state_files import MetaProperties
 from .types import LeaderAndEpoch, OffsetAndEpoch
 
 __all__ = ["RaftHandle", "NodeRaft", "RaftListener", "StateMachine", "StateMachineFactory", "NotLeader", "NoLeader",
-           "AppendQueueFull", "NodeFailed", "StateMachineFatal"]
+           "AppendQueueFull", "NodeFailed", "StateMachineFatal", "SnapshotLoadInSteps"]
 
 
 class NotLeader(Exception):
@@ -127,6 +137,14 @@ class NodeFailed(RuntimeError):
 class StateMachineFatal(RuntimeError):
     """The state machine met committed data it must not run on (a feature level it does not
     support); the node stops, as Kafka's fatal fault handler halts the controller."""
+
+
+@dataclass(frozen=True)
+class SnapshotLoadInSteps:
+    """A state machine's load of one snapshot in steps (``begin_snapshot_load``): ``add(records)``
+    for the next records, in order; ``finish()`` once they were all added, to swap the state in."""
+    add: Callable[[list[bytes]], None]
+    finish: Callable[[], None]
 
 
 class RaftHandle(Protocol):

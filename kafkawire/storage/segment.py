@@ -131,6 +131,15 @@ class LogSegment:
         self._max_timestamp, self._offset_of_max_timestamp = last.timestamp, last.offset
         self._next_offset: int | None = None
 
+    def moved_to(self, directory) -> None:
+        """Its directory was renamed to ``directory`` (the files stay open): every path follows."""
+        self.directory = os.fspath(directory)
+        for attr in ("log_path", "index_path", "time_index_path"):
+            setattr(self, attr, os.path.join(self.directory, os.path.basename(getattr(self, attr))))
+        for index in (self.offset_index, self.time_index, self.txn_index):
+            if index.path is not None:
+                index.path = os.path.join(self.directory, os.path.basename(index.path))
+
     # -- basic facts --
 
     @property

@@ -33,7 +33,7 @@ from kafkawire import messages
 
 __all__ = ["SnapshotId", "SnapshotBuilder", "SnapshotWriter", "SnapshotReader", "SnapshotFormatError",
            "snapshot_file_name", "parse_snapshot_file_name", "list_snapshots",
-           "BOOTSTRAP_SNAPSHOT_ID", "BOOTSTRAP_FILE_NAME", "is_bootstrap_file"]
+           "BOOTSTRAP_SNAPSHOT_ID", "BOOTSTRAP_FILE_NAME", "is_bootstrap_file", "stream_snapshot_data"]
 
 SUFFIX = ".checkpoint"
 PART_SUFFIX = ".part"
@@ -293,3 +293,36 @@ class SnapshotReader:
     def __len__(self):
         return sum(len(b) for b in self.batches if not b.is_control)
 
+
+
+def stream_snapshot_data(data, path: str):
+    """A snapshot file's data batches, one at a time, with SnapshotReader's framing checks made
+    as they pass (a SnapshotHeader first, a SnapshotFooter last, nothing after it, no partial
+    batch): what a load in steps reads, so that no step checks or decodes the whole file.
+    Raises SnapshotFormatError when the framing is wrong, at the batch where it shows."""
+    footer_at = None
+    it = iter_batches(data, verify_crc=True, file=path)
+    for i, batch in enumerate(it):
+        if footer_at is not None:
+            raise SnapshotFormatError("a batch follows the SnapshotFooter", batch.position, path)
+        if not batch.is_control:
+            if i == 0:
+                raise SnapshotFormatError("first batch is not a control batch: the SnapshotHeader is missing",
+                                          batch.position, path)
+            yield batch
+            continue
+        for j, record in enumerate(batch):
+            kind = parse_control_key(record.key).type
+            if (i == 0 and j == 0) != (kind == ControlRecordType.SNAPSHOT_HEADER):
+                raise SnapshotFormatError("SnapshotHeader is not the first record" if kind == ControlRecordType.SNAPSHOT_HEADER
+                                          else f"first record is control type {kind}, not SnapshotHeader",
+                                          batch.position, path)
+            if footer_at is not None:
+                raise SnapshotFormatError("SnapshotFooter is not the last record", batch.position, path)
+            if kind == ControlRecordType.SNAPSHOT_FOOTER:
+                footer_at = batch.position
+    if it.tail is not None:
+        raise SnapshotFormatError(f"snapshot ends inside a batch ({it.tail.available} of {it.tail.needed} bytes)",
+                                  it.tail.position, path)
+    if footer_at is None:
+        raise SnapshotFormatError("no SnapshotFooter at the end of the snapshot", len(data), path)

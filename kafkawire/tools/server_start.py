@@ -99,11 +99,12 @@ async def serve(config: ServerConfig, state_machine_factory: StateMachineFactory
                 max_versions: dict[int, int] | None = None) -> int:
     """Run a node with the state machine ``state_machine_factory`` makes until a signal or a failure."""
     from kafkawire.raft.node.controller_node import ControllerNode, NodeStartError    # lazy: CLI start-up
-    from kafkawire.tools.broker_node import BrokerOnlyNode
     log = logging.getLogger(__name__)
     if config.is_controller:
         node = ControllerNode(config, state_machine_factory=state_machine_factory, max_versions=max_versions)
     else:                                   # process.roles=broker: a raft observer and the broker
+        # imported only here: the broker's modules are a controller-only node's slowest second of start-up
+        from kafkawire.tools.broker_node import BrokerOnlyNode
         node = BrokerOnlyNode(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

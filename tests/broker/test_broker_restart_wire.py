@@ -139,8 +139,9 @@ def test_a_restarted_leader_delivers_no_acknowledged_record_again_and_keeps_deli
     """Share groups (KIP-932): the leader writes each share-partition's state to the share
     coordinator (``__share_group_state``) before it answers an acknowledgement, and reads it back
     when it serves the share-partition again: after kill -9 the acknowledged records are not
-    delivered again, and the ones in flight are, their delivery counts kept (2: the second time)."""
-    from kafkawire.broker.share_partition import ACCEPT
+    delivered again, a released one is with its delivery count kept (2: the second time), and one
+    acquired only is delivered again with count 1 (an acquisition is not written, as Kafka's)."""
+    from kafkawire.broker.share_partition import ACCEPT, RELEASE
     from kafkawire.messages.share_fetch_request import AcknowledgementBatch
     from .test_share_groups_wire import (GROUP, assigned_once_initialized, delivered, heartbeat, share_fetch,
                                          wait_for_coordinator)
@@ -155,7 +156,7 @@ def test_a_restarted_leader_delivers_no_acknowledged_record_again_and_keeps_deli
     node.produce("shared", build_batch([(None, b"v%d" % i, (), 0) for i in range(5)]))
     assert delivered(share_fetch(broker, member, 1, topic_id, [], wait_ms=5_000))[0][1] == [(0, 4, 1)]
     acked = share_fetch(broker, member, 2, topic_id, [0], acks={0: [
-        AcknowledgementBatch(first_offset=0, last_offset=2, acknowledge_types=[ACCEPT])]})
+        AcknowledgementBatch(first_offset=0, last_offset=3, acknowledge_types=[ACCEPT, ACCEPT, ACCEPT, RELEASE])]})
     assert acked.responses[0].partitions[0].acknowledge_error_code == Errors.NONE      # written: no wait
     node.quorum.kill(1)
     node.quorum.start(1)
@@ -168,4 +169,4 @@ def test_a_restarted_leader_delivers_no_acknowledged_record_again_and_keeps_deli
     assert rejoined.error_code == Errors.NONE                      # the coordinator replayed what it initialized
     assert [(t.topic_id, t.partitions) for t in rejoined.assignment.topic_partitions] == [(topic_id, [0])]
     resumed = share_fetch(broker, member, 0, topic_id, [0], wait_ms=5_000)
-    assert delivered(resumed)[0] == ([b"v3", b"v4"], [(3, 4, 2)])
+    assert delivered(resumed)[0] == ([b"v3", b"v4"], [(3, 3, 2), (4, 4, 1)])

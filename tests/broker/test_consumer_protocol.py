@@ -510,7 +510,7 @@ def test_without_group_version_1_the_apis_are_unsupported_version():
                              group_consumer_min_heartbeat_interval_ms=5000, group_consumer_max_heartbeat_interval_ms=15_000,
                              group_consumer_min_assignment_interval_ms=0, group_consumer_max_assignment_interval_ms=15_000,
                              **{"group_" + name: getattr(GroupBounds(), name) for name in GroupBounds.__dataclass_fields__
-                                if name.startswith("streams_")})
+                                if name.startswith(("streams_", "share_"))})
     apis = SimpleNamespace(coordinator=h.classic, store=store,
                            broker=SimpleNamespace(config=config, image=lambda: image, authorizer=None))
     consumer_apis = ConsumerApis(apis)

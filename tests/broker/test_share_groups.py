@@ -48,12 +48,12 @@ class FakeClassic:
         return 1_000
 
 
-def coordinator(gone=None, initialized=True):
+def coordinator(gone=None, initialized=True, **settings):
     """``initialized``: group g's partitions of VIEW are initialized at the share coordinator
     already (its ShareGroupStatePartitionMetadata written), so heartbeats assign them at once."""
     classic = FakeClassic()
     groups = ShareGroups(classic, topics=lambda: VIEW, timeouts=lambda g: (45_000, 5_000),
-                         on_member_gone=lambda g, m: gone.append((g, m)) if gone is not None else None)
+                         on_member_gone=lambda g, m: gone.append((g, m)) if gone is not None else None, **settings)
     if initialized:
         groups.write("g", [records.state_partitions_record("g", {}, {
             topic_id: (name, frozenset(range(count))) for name, (topic_id, count) in VIEW.by_name.items()}, {})])
@@ -75,10 +75,10 @@ def test_members_join_get_a_balanced_assignment_and_epochs_are_checked():
     classic, groups = coordinator()
     first = beat(groups, "m1", 0, ["orders"])
     assert (first.error_code, first.member_epoch, assigned(first)) == (Errors.NONE, 1, {T1: [0, 1]})
-    second = beat(groups, "m2", 0, ["orders"])
-    assert (second.member_epoch, assigned(second)) == (2, {T1: [1]})
-    moved = beat(groups, "m1", 1)                        # m1 moves to epoch 2 and keeps partition 0 only
-    assert (moved.member_epoch, assigned(moved)) == (2, {T1: [0]})
+    second = beat(groups, "m2", 0, ["orders"])          # sticky: m1 gives back its first partition only
+    assert (second.member_epoch, assigned(second)) == (2, {T1: [0]})
+    moved = beat(groups, "m1", 1)                        # m1 moves to epoch 2 and keeps partition 1 only
+    assert (moved.member_epoch, assigned(moved)) == (2, {T1: [1]})
     assert beat(groups, "m1", 1).error_code == Errors.NONE      # the previous epoch is accepted
     assert beat(groups, "m1", 3).error_code == Errors.FENCED_MEMBER_EPOCH
     assert beat(groups, "m3", 4).error_code == Errors.UNKNOWN_MEMBER_ID
@@ -160,3 +160,67 @@ def test_the_simple_assignor_shares_partitions_when_members_outnumber_them():
     assert sorted(len(t[T2]) for t in two_on_five.values()) == [2, 3]
     assert two_on_five["a"][T2] | two_on_five["b"][T2] == frozenset(range(5))
     assert simple_assignment({"a": ("missing",)}, VIEW) == {"a": {}}
+
+
+def share_apis(properties: str = "", group_configs=None, log_dir=None):
+    """ShareApis over a stand-in broker: its server.properties ``properties``, the image's GROUP
+    configs ``group_configs`` ({group: {name: value}})."""
+    from types import SimpleNamespace
+    from kafkawire.broker.share_apis import ShareApis
+    from kafkawire.metadata.image import GROUP_RESOURCE
+    from kafkawire.net.config import parse_server_config
+    config = parse_server_config(
+        "process.roles=broker,controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
+        "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\ncontroller.quorum.voters=1@127.0.0.1:9093\n"
+        + (f"log.dirs={log_dir}\n" if log_dir else "") + properties)
+    image = SimpleNamespace(configs={(GROUP_RESOURCE, g): c for g, c in (group_configs or {}).items()})
+    broker = SimpleNamespace(config=config, image=lambda: image, node_id=1)
+    return ShareApis(SimpleNamespace(broker=broker, coordinator=FakeClassic(),
+                                     consumer_apis=SimpleNamespace(topics=lambda: VIEW)))
+
+
+def test_share_auto_offset_reset_by_duration_starts_at_the_first_record_that_recent(tmp_path):
+    """by_duration:<duration>: the first offset whose timestamp is at least now minus the duration
+    (ListOffsets by timestamp, as Kafka's SharePartition asks); none that recent:
+    OFFSET_NOT_AVAILABLE (Kafka's OffsetNotAvailableException), asked again at the next fetch."""
+    import time
+    from types import SimpleNamespace
+    from kafkawire.records import build_batch
+    from kafkawire.storage.log import Log
+    now = int(time.time() * 1000)
+    log = Log(tmp_path / "t-0")
+    hours_ago = [now - h * 3_600_000 for h in (5, 4, 3, 2, 1)]          # offsets 0-4, one an hour
+    log.append(build_batch([(None, b"v", (), ts) for ts in hours_ago], base_timestamp=hours_ago[0]),
+               assign_offsets=True)
+    partition = SimpleNamespace(log=log, high_watermark=lambda: log.log_end_offset)
+    share = share_apis(group_configs={"recent": {"share.auto.offset.reset": "by_duration:PT2H30M"},
+                                      "days": {"share.auto.offset.reset": "by_duration:P1D"},
+                                      "now": {"share.auto.offset.reset": "by_duration:PT1M"},
+                                      "earliest": {"share.auto.offset.reset": "earliest"}}, log_dir=tmp_path)
+    assert share.initial_start(("recent", T1, 0), partition) == (Errors.NONE, 3)     # 2 h and 1 h ago
+    assert share.initial_start(("days", T1, 0), partition) == (Errors.NONE, 0)
+    assert share.initial_start(("now", T1, 0), partition) == (Errors.OFFSET_NOT_AVAILABLE, -1)
+    assert share.initial_start(("earliest", T1, 0), partition) == (Errors.NONE, 0)
+    assert share.initial_start(("latest", T1, 0), partition) == (Errors.NONE, 5)
+    log.close()
+
+
+def test_the_brokers_group_share_settings_apply():
+    """group.share.max.size bounds a group's members; ShareApis takes it, the share sessions'
+    bound and each group's share configs (clamped to group.share.* bounds) from server.properties."""
+    classic, groups = coordinator(max_size=2)
+    beat(groups, "m1", 0, ["orders"])
+    beat(groups, "m2", 0, ["orders"])
+    full = beat(groups, "m3", 0, ["orders"])
+    assert (full.error_code, full.error_message) == (
+        Errors.GROUP_MAX_SIZE_REACHED, "The share group has reached its maximum capacity of 2 members.")
+    share = share_apis("group.share.max.size=3\ngroup.share.max.share.sessions=7\n"
+                       "group.share.session.timeout.ms=50000\ngroup.share.record.lock.duration.ms=20000\n"
+                       "group.share.max.delivery.count.limit=6\ngroup.share.initialize.retry.interval.ms=1000\n",
+                       {"tuned": {"share.delivery.count.limit": "9", "share.heartbeat.interval.ms": "6000"}})
+    assert (share.groups.max_size, share.sessions.max_sessions) == (3, 7)
+    assert share.groups.initialize_retry_ms == 5_000            # at least offsets.commit.timeout.ms, as Kafka's
+    assert share.timeouts("plain") == (50_000, 5_000) and share.timeouts("tuned") == (50_000, 6_000)
+    assert (share.settings("plain").record_lock_duration_ms, share.settings("plain").delivery_count_limit) == (
+        20_000, 5)
+    assert share.settings("tuned").delivery_count_limit == 6     # 9 clamped to group.share.max.delivery.count.limit

@@ -15,7 +15,11 @@ from kafkawire.messages.api_versions_request import ApiVersionsRequest
 from kafkawire.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
 from kafkawire.messages.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
 from kafkawire.messages.delete_groups_request import DeleteGroupsRequest
+from kafkawire.messages.describe_groups_request import DescribeGroupsRequest
 from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
+from kafkawire.messages.heartbeat_request import HeartbeatRequest
+from kafkawire.messages.offset_commit_request import (OffsetCommitRequest, OffsetCommitRequestPartition,
+                                                      OffsetCommitRequestTopic)
 from kafkawire.messages.list_groups_request import ListGroupsRequest
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
 from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
@@ -160,6 +164,17 @@ def test_share_group_members_fetch_acknowledge_and_redeliver(kafkawire_broker):
                                                  member_id="", protocol_type="consumer",
                                                  protocols=[JoinGroupRequestProtocol(name="range", metadata=b"")]), 9)
     assert joined_classic.error_code == Errors.INCONSISTENT_GROUP_PROTOCOL
+    classic_view = call(node, DescribeGroupsRequest(groups=[GROUP]), 6).groups[0]        # as Kafka answers
+    assert (classic_view.error_code, classic_view.error_message, classic_view.group_state) == (
+        Errors.GROUP_ID_NOT_FOUND, f"Group {GROUP} is not a classic group.", "Dead")
+    assert call(node, DescribeGroupsRequest(groups=[GROUP]), 5).groups[0].error_code == Errors.NONE   # v5: Dead
+    committed = call(node, OffsetCommitRequest(group_id=GROUP, generation_id_or_member_epoch=-1, member_id="",
+                                               topics=[OffsetCommitRequestTopic(name=TOPIC, partitions=[
+                                                   OffsetCommitRequestPartition(partition_index=0,
+                                                                                committed_offset=1)])]), 9)
+    assert committed.topics[0].partitions[0].error_code == Errors.GROUP_ID_NOT_FOUND   # no simple group made
+    classic_beat = call(node, HeartbeatRequest(group_id=GROUP, generation_id=1, member_id=m1), 4)
+    assert classic_beat.error_code == Errors.UNKNOWN_MEMBER_ID                           # as Kafka's
     described = call(node, ShareGroupDescribeRequest(group_ids=[GROUP, "no-such-share-group"]), 1).groups
     assert (described[0].error_code, described[0].group_state, described[0].assignor_name) == \
         (Errors.NONE, "Stable", "simple")
@@ -193,7 +208,9 @@ def test_share_group_members_fetch_acknowledge_and_redeliver(kafkawire_broker):
         return [p.start_offset for p in call(node, ReadShareGroupStateSummaryRequest(group_id=GROUP, topics=[
             ReadStateSummaryData(topic_id=topic_id, partitions=[SummaryPartition(partition=i, leader_epoch=0)
                                                                 for i in (0, 1)])]), 1).results[0].partitions]
-    assert start_offsets() == [6, 1]
+    # each write carries the start offset from before its own records' change (kept once written),
+    # as Kafka's SharePartition writes it: 5 and 0, with 5 and 0 written acknowledged
+    assert start_offsets() == [5, 0]
     deleted = call(node, DeleteGroupsRequest(groups_names=[GROUP, GROUP]), 2).results
     assert [r.error_code for r in deleted] == [Errors.NONE, Errors.GROUP_ID_NOT_FOUND]
     assert start_offsets() == [-1, -1]            # the state is deleted before DeleteGroups answers

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 
-from kafkawire.broker.share_partition import ACCEPT
+from kafkawire.broker.share_partition import ACCEPT, RELEASE
 from kafkawire.broker.share_state_records import coordinator_key
 from kafkawire.messages.alter_partition_reassignments_request import (AlterPartitionReassignmentsRequest,
                                                                       ReassignablePartition, ReassignableTopic)
@@ -69,10 +69,12 @@ def test_a_new_leader_on_another_broker_resumes_the_share_partition_from_the_sha
         produce(brokers[old], TOPIC, 0, [b"v%d" % i for i in range(5)])
         assert delivered(share_fetch(brokers[old], member, 1, topic_id, [], wait_ms=5_000))[0][1] == [(0, 4, 1)]
         acked = share_fetch(brokers[old], member, 2, topic_id, [0], acks={0: [
-            AcknowledgementBatch(first_offset=0, last_offset=2, acknowledge_types=[ACCEPT])]}, version=2)
+            AcknowledgementBatch(first_offset=0, last_offset=3, acknowledge_types=[ACCEPT] * 3 + [RELEASE])]},
+            version=2)
         assert acked.responses[0].partitions[0].acknowledge_error_code == Errors.NONE
 
         _lead(quorum, brokers, [new, old, coordinator])
         moved = quorum.wait_until(lambda: delivered(share_fetch(brokers[new], member, 0, topic_id, [0],
                                                                 wait_ms=2_000)).get(0), WAIT_S, "records from the new leader")
-        assert moved == ([b"v3", b"v4"], [(3, 4, 2)])
+        # 3 released (written with its delivery count), 4 acquired only (not written, as Kafka's)
+        assert moved == ([b"v3", b"v4"], [(3, 3, 2), (4, 4, 1)])

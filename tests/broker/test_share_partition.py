@@ -4,12 +4,15 @@ offset moving past what is done, and the in-flight window's bound, as Kafka 4.3.
 and the share sessions' epochs and bound (kafkawire.broker.share_sessions)."""
 from __future__ import annotations
 
-from kafkawire.broker.share_partition import (ACCEPT, ACKNOWLEDGED, ARCHIVED, AVAILABLE, GAP, REJECT, RELEASE,
-                                              RENEW, SharePartition, ShareSettings)
+import uuid
+
+from kafkawire.broker.share_partition import (ACCEPT, ACKNOWLEDGED, ACQUIRED, ARCHIVED, AVAILABLE, GAP, REJECT,
+                                              RELEASE, RENEW, SharePartition, ShareSettings)
 from kafkawire.protocol.error_codes import Errors
 
 SETTINGS = ShareSettings(record_lock_duration_ms=1_000, delivery_count_limit=3, max_record_locks=100)
 BATCHES = [(0, 4, False), (5, 9, False)]          # two batches of five records
+TOPIC = uuid.UUID(int=7)                          # tests/broker/test_share_coordinator.py's
 
 
 def acquire(sp, member="m1", batches=BATCHES, now=0, max_records=500, settings=SETTINGS):
@@ -171,21 +174,129 @@ def test_the_start_offsets_checkpoint_round_trips_and_an_unreadable_one_is_ignor
 
 
 def test_the_durable_state_read_back_keeps_acknowledgements_and_delivery_counts():
-    """What the leader writes to the share coordinator (acquired records as available, their
-    delivery counts kept) and the share-partition a new leader makes of it."""
+    """What the leader writes to the share coordinator (the batches that changed, a released
+    record as available with its delivery count) and the share-partition a new leader makes of it."""
     settings = ShareSettings()
     sp = SharePartition(0)
     assert sp.acquire("m", [(0, 9, False)], max_records=500, now_ms=0, settings=settings) == [(0, 9, 1)]
-    assert sp.acknowledge("m", 0, 2, [ACCEPT], now_ms=0, settings=settings) == Errors.NONE
-    assert sp.acknowledge("m", 5, 5, [REJECT], now_ms=0, settings=settings) == Errors.NONE
-    assert sp.dirty
-    durable = sp.durable_batches()
-    assert (sp.start_offset, durable) == (3, [(3, 4, AVAILABLE, 1), (5, 5, ARCHIVED, 1), (6, 9, AVAILABLE, 1)])
-    again = SharePartition.restored(3, durable + [(12, 12, ACKNOWLEDGED, 1)], 1, settings.max_record_locks)
+    changed = []
+    assert sp.acknowledge("m", 0, 2, [ACCEPT], now_ms=0, settings=settings, changed=changed) == Errors.NONE
+    assert sp.acknowledge("m", 5, 6, [REJECT, RELEASE], now_ms=0, settings=settings, changed=changed) == Errors.NONE
+    assert changed == [0, 1, 2, 5, 6] and not sp.dirty
+    assert sp.take_changes(changed) == ([(0, 2, ACKNOWLEDGED, 1), (5, 5, ARCHIVED, 1), (6, 6, AVAILABLE, 1)], set())
+    assert sp.start_offset == 0                       # not past records whose change is not written yet
+    sp.commit(changed)
+    assert sp.start_offset == 3
+    again = SharePartition.restored(3, [(5, 5, ARCHIVED, 1), (6, 6, AVAILABLE, 1), (12, 12, ACKNOWLEDGED, 1)], 1,
+                                    settings.max_record_locks)
     assert again.acquire("n", [(0, 14, False)], max_records=500, now_ms=0, settings=settings) == [
-        (3, 4, 2), (6, 9, 2), (10, 11, 1), (13, 14, 1)]      # 10-11: between the batches, never delivered
-    small = SharePartition.restored(3, durable, 1, max_record_locks=2)     # at most the window's limit
+        (3, 4, 1), (6, 6, 2), (7, 11, 1), (13, 14, 1)]  # 3-4, 7-11: acquired only, not written (as Kafka's)
+    small = SharePartition.restored(3, [(3, 4, AVAILABLE, 1), (5, 5, ARCHIVED, 1)], 1, max_record_locks=2)  # the limit
     assert (small.start_offset, small.next_offset) == (3, 5)
+
+
+def test_a_transition_is_undone_when_its_write_fails():
+    """Kafka's InFlightState transitions: while an acknowledgement's write is pending its records
+    are in their new state, taken by nobody else; a failed write gives them back to their
+    member (or, the lock passed meanwhile, makes them available, archived at the limit)."""
+    sp = SharePartition(0)
+    acquire(sp, now=0)
+    pending = []
+    assert ack(sp, 0, 4, [RELEASE], changed=pending) == Errors.NONE
+    assert acquire(sp, member="m2") == []                   # released, but not written yet
+    assert ack(sp, 0, 0, [ACCEPT]) == Errors.INVALID_RECORD_STATE
+    sp.rollback(pending, 500, SETTINGS)                     # the write failed, the locks still held
+    assert all(sp.entries[o].state == ACQUIRED and sp.entries[o].member_id == "m1" for o in range(5))
+    assert sp.acquired_count == 10 and not sp.unwritten
+    assert ack(sp, 0, 4, [ACCEPT]) == Errors.NONE and sp.start_offset == 5      # acknowledged again
+    accepted = []
+    assert ack(sp, 5, 9, [ACCEPT], changed=accepted) == Errors.NONE and sp.start_offset == 5
+    sp.rollback(accepted, 1_000, SETTINGS)                  # failed after the locks passed: released
+    assert [sp.entries[o].state for o in range(5, 10)] == [AVAILABLE] * 5 and set(range(5, 10)) <= sp.unwritten
+    assert acquire(sp, member="m2", now=1_000) == [(5, 9, 2)]
+    assert acquire(sp, member="m2", now=2_000) == [(5, 9, 3)]       # the third delivery: the limit
+    at_limit = []
+    assert ack(sp, 5, 9, [ACCEPT], member="m2", now=2_000, changed=at_limit) == Errors.NONE
+    sp.rollback(at_limit, 3_000, SETTINGS)                  # the lock passed: archived, never delivered again
+    assert sp.start_offset == 10 and not sp.entries and sp.acquired_count == 0
+    assert sp.unwritten and sp.take_changes() == ([], set())     # below the start: written as the start offset
+
+
+def whole_window(sp):
+    """The whole in-flight window as the leader wrote it before issue 29's change: every offset's
+    (first, last, state, count) run, an acquired record as available."""
+    runs = []
+    for offset in range(sp.start_offset, sp.next_offset):
+        entry = sp.entries[offset]
+        state = AVAILABLE if entry.state == ACQUIRED else entry.state
+        if runs and runs[-1][1] == offset - 1 and runs[-1][2:] == [state, entry.delivery_count]:
+            runs[-1][1] = offset
+        else:
+            runs.append([offset, offset, state, entry.delivery_count])
+    return [tuple(r) for r in runs]
+
+
+def test_the_coordinator_keeps_the_same_state_from_changed_batches_as_from_whole_windows():
+    """The same random history written both ways (the whole window at each change, and the
+    batches that changed, as Kafka's SharePartition writes them) through the share coordinator's
+    WriteShareGroupState: once no record is acquired, the same state, offset by offset."""
+    import random
+    from .test_share_coordinator import Log, coordinator, write
+    settings = ShareSettings(record_lock_duration_ms=100, delivery_count_limit=3, max_record_locks=60)
+    for seed in range(20):
+        rng = random.Random(seed)
+        sp, whole, changed = SharePartition(0), coordinator(Log()), coordinator(Log())
+        for c in (whole, changed):
+            c.initialize("g", TOPIC, 0, 0, 0)
+        now, end = 0, 0
+
+        def written(moved=()):
+            batches, _ = sp.take_changes(moved)
+            sp.commit(moved)
+            assert write(whole, start=sp.start_offset, batches=whole_window(sp))[0] == Errors.NONE
+            assert write(changed, start=sp.start_offset, batches=batches)[0] == Errors.NONE
+        for _ in range(60):
+            now += rng.choice((10, 60, 150))
+            step = rng.random()
+            if step < 0.35:
+                size = rng.randint(1, 6)
+                sp.acquire(rng.choice("ab"), [(end, end + size - 1, rng.random() < 0.1)], max_records=8,
+                           now_ms=now, settings=settings)
+                end += size
+            elif step < 0.75:
+                held = [o for o, e in sp.entries.items() if e.state == ACQUIRED]
+                if held:
+                    first = rng.choice(held)
+                    member = sp.entries[first].member_id
+                    last = first
+                    while sp.entries.get(last + 1) is not None and sp.entries[last + 1].state == ACQUIRED and \
+                            sp.entries[last + 1].member_id == member:
+                        last += 1
+                    moved = []
+                    sp.acknowledge(member, first, last, [rng.choice((ACCEPT, RELEASE, REJECT))], now_ms=now,
+                                   settings=settings, changed=moved)
+                    written(moved)
+            elif step < 0.85:
+                moved = []
+                sp.release_member(rng.choice("ab"), settings, moved)
+                written(moved)
+            else:
+                sp.expire(now, settings)
+                written()
+        sp.expire(now + 1_000, settings)                   # quiescent: nothing acquired
+        written()
+        assert per_offset(whole, end) == per_offset(changed, end), seed
+
+
+def per_offset(c, end):
+    """The coordinator's start offset and each offset's (state, delivery count) from it to ``end``
+    (an offset without a batch: never delivered, available with count 0)."""
+    state = c.states[("g", TOPIC, 0)]
+    table = {o: (AVAILABLE, 0) for o in range(state.start_offset, end)}
+    for b in state.batches:
+        for o in range(max(b.first_offset, state.start_offset), b.last_offset + 1):
+            table[o] = (b.delivery_state, b.delivery_count)
+    return state.start_offset, table
 
 
 def test_read_committed_skips_the_batches_of_aborted_transactions_and_the_markers():
@@ -215,3 +326,48 @@ def test_read_committed_skips_the_batches_of_aborted_transactions_and_the_marker
                                             (6, 6, True), (7, 7, False)]  # 7's next transaction is delivered
     sp = SharePartition(0)
     assert acquire(sp, batches=deliverable(bounds, aborted)) == [(2, 4, 1), (7, 7, 1)]
+
+
+class _Persister:
+    """The share coordinator as the keeper sees it: each write answered by the next code given."""
+
+    def __init__(self, *codes):
+        self.codes, self.writes = list(codes), []
+
+    async def write(self, group_id, topic_id, partition, leader_epoch, state_epoch, start, batches, complete=-1):
+        self.writes.append((start, batches, complete))
+        return self.codes.pop(0)
+
+
+def test_a_failed_write_rolls_the_acknowledgement_back_and_a_fenced_one_drops_the_state():
+    """kafkawire.broker.share_state_keeper as Kafka's rollbackOrProcessStateUpdates: the write
+    carries the changed batches; its error is the acknowledgement's and undoes it in memory."""
+    import asyncio
+    import time
+    from types import SimpleNamespace
+    from kafkawire.broker.share_state_keeper import ShareStateKeeper
+    settings = ShareSettings(record_lock_duration_ms=60_000, delivery_count_limit=3, max_record_locks=100)
+    key, sp = ("g", TOPIC, 0), SharePartition(0)
+    share = SimpleNamespace(partitions={key: sp}, settings=lambda group: settings, broker=SimpleNamespace(node_id=1))
+    keeper = ShareStateKeeper(share)
+    keeper.persister = _Persister(Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.NONE, Errors.NONE,
+                                  Errors.REQUEST_TIMED_OUT, Errors.FENCED_STATE_EPOCH)
+    now = int(time.time() * 1000)
+    sp.acquire("m1", BATCHES, max_records=500, now_ms=now, settings=settings)
+
+    async def acknowledge(first, last):
+        changed = []
+        assert sp.acknowledge("m1", first, last, [ACCEPT], now_ms=now, settings=settings, changed=changed) == 0
+        return (await keeper.write_changes({key: changed}))[key]
+    assert asyncio.run(acknowledge(0, 4)) == Errors.COORDINATOR_NOT_AVAILABLE      # Kafka's fetchPersisterError
+    assert [sp.entries[o].state for o in range(5)] == [ACQUIRED] * 5 and sp.start_offset == 0
+    assert asyncio.run(acknowledge(0, 4)) == Errors.NONE                        # the member acknowledges again
+    assert keeper.persister.writes[1] == (0, [(0, 4, ACKNOWLEDGED, 1)], 5) and sp.start_offset == 5
+    changed = []
+    assert sp.release_member("m1", settings, changed) == 5
+    assert asyncio.run(keeper.write_changes({key: changed})) == {key: Errors.NONE}
+    assert keeper.persister.writes[2] == (5, [(5, 9, AVAILABLE, 1)], 0)
+    sp.acquire("m1", BATCHES, max_records=500, now_ms=now, settings=settings)
+    assert asyncio.run(acknowledge(5, 9)) == Errors.UNKNOWN_SERVER_ERROR
+    assert asyncio.run(acknowledge(5, 9)) == Errors.NOT_LEADER_OR_FOLLOWER       # another state epoch: read again
+    assert key not in share.partitions

@@ -7,7 +7,7 @@ import uuid
 from types import SimpleNamespace
 
 from kafkawire.controller import frames
-from kafkawire.controller.partition_change import PartitionChange, change_record
+from kafkawire.controller.partition_change import PartitionChange, build_change, change_record, isr_removal_change
 from kafkawire.controller.replication import _OnlineDirectories, has_online_dir, replica_directory
 from kafkawire.controller.state import ControllerState
 from kafkawire.messages.feature_level_record import FeatureLevelRecord
@@ -102,3 +102,62 @@ def test_the_online_directories_say_what_has_online_dir_says():
         for broker in range(0, 7):
             expected = has_online_dir(image, broker, replica_directory(partition, broker))
             assert online.has_online_dir(broker, partition) == expected, (brokers, partition, broker)
+
+
+def _random_partition(rng: random.Random, elr_enabled: bool) -> PartitionRegistration:
+    replicas = tuple(rng.sample(range(0, 6), rng.randint(1, 4)))
+    isr = tuple(r for r in rng.sample(replicas, len(replicas)) if rng.random() < 0.7)
+    elr = last_known = ()               # (ELR off: ClearElrRecord emptied both)
+    if elr_enabled:
+        elr = tuple(r for r in replicas if r not in isr and rng.random() < 0.5)
+        last_known = tuple(rng.sample(replicas, rng.choice((0, 0, 1, 1, 2)) if len(replicas) > 1 else rng.randint(0, 1)))
+    leader = rng.choice(isr + (-1, -1, rng.choice(replicas))) if isr else rng.choice((-1, rng.choice(replicas)))
+    directories = [rng.choice(DIRS + [UNASSIGNED, MIGRATING, LOST]) for _ in replicas]
+    return PartitionRegistration(replicas=replicas, directory_ids=directory_ints(directories), isr=isr,
+                                 removing_replicas=(), adding_replicas=(), leader=leader,
+                                 leader_recovery_state=rng.choice((0, 0, 1)), leader_epoch=rng.randint(0, 9),
+                                 partition_epoch=rng.randint(0, 9), elr=elr, last_known_elr=last_known)
+
+
+def test_the_isr_removal_fast_path_writes_build_changes_records_byte_for_byte():
+    """isr_removal_change against build_change on random partitions, brokers, directories and
+    settings (ELR on and off, unclean election, min ISR, the metadata version's epoch bump, an
+    unclean shutdown): the same PartitionChangeRecord bytes, or no record for both."""
+    rng = random.Random(2811)
+    outcomes = {"none": 0, "leader": 0, "isr only": 0, "unclean": 0, "elr": 0}
+    for _ in range(6000):
+        elr = rng.random() < 0.6          # (ELR needs a metadata version with record version 2)
+        partition = _random_partition(rng, elr)
+        brokers = {b: SimpleNamespace(directories=tuple(rng.sample(DIRS, rng.randint(0, 3))))
+                   for b in range(0, 6) if rng.random() < 0.9}
+        online = _OnlineDirectories(SimpleNamespace(brokers=brokers))
+        removed = rng.choice((-1, rng.randint(0, 5)))
+        unclean_shutdown = (rng.randint(0, 5),) if rng.random() < 0.2 else ()
+        gone = (removed,) + unclean_shutdown
+        active = {b: b not in gone and rng.random() < 0.8 for b in range(-1, 6)}
+        target_isr = [r for r in partition.isr if r not in gone]
+        settings = dict(min_isr=rng.randint(1, 3), elr_enabled=elr, unclean=rng.random() < 0.3,
+                        metadata_version=27 if elr else rng.choice((10, 12, 27)))
+        expected = build_change(partition, target_isr=list(target_isr),
+                                acceptable_leader=lambda r: active[r] and online.has_online_dir(r, partition),
+                                unclean_shutdown_replicas=unclean_shutdown, **settings)
+        got = isr_removal_change(partition, list(target_isr), active.__getitem__, online.has_online_dir,
+                                 settings["min_isr"], settings["elr_enabled"], settings["unclean"],
+                                 settings["metadata_version"], unclean_shutdown)
+        frames_of = [None if change is None else change_record(TOPIC, 3, change, settings["metadata_version"])
+                     for change in (expected, got)]
+        for value in frames_of:
+            if value is not None:
+                frames.take_built(value)
+        assert frames_of[0] == frames_of[1], (partition, gone, active, settings, expected, got)
+        if expected is None:
+            outcomes["none"] += 1
+        elif expected.leader_recovery_state == 1:
+            outcomes["unclean"] += 1
+        elif expected.eligible_leader_replicas is not None:
+            outcomes["elr"] += 1
+        elif expected.leader != -2:
+            outcomes["leader"] += 1
+        else:
+            outcomes["isr only"] += 1
+    assert min(outcomes.values()) >= 100, outcomes          # every kind of outcome was compared

@@ -216,3 +216,18 @@ def test_the_keys_are_sorted_a_run_per_step_then_taken_in_order(monkeypatch):
     assert [len(part) for part in taken] == [3, 3, 3, 1]
     empty = unfencing.SortedInSteps([])
     assert empty.left == 0 and empty.take(3) == []
+
+
+def test_the_skipped_keys_are_left_out_as_the_runs_are_sorted(monkeypatch):
+    """A fencing's second part (the ISRs the broker follows in) is its ISR keys without the led
+    ones, left out run by run rather than by a set difference at the job's start."""
+    from kafkawire.controller import unfencing
+    monkeypatch.setattr(unfencing, "SORT_RUN", 4)
+    keys = random.Random(4).sample(range(1000), 10)
+    skip = set(keys[::3])                                          # 4 of them
+    pending = unfencing.SortedInSteps(list(keys), skip=skip)
+    assert [pending.take(3) for _ in range(2)] == [None, None] and pending.left == 10 - len(skip & set(keys[:8]))
+    taken = [pending.take(3) for _ in range(3)]
+    assert [k for part in taken for k in part] == sorted(set(keys) - skip) and pending.left == 0
+    everything_skipped = unfencing.SortedInSteps(list(keys[:3]), skip=set(keys))
+    assert everything_skipped.take(3) == [] and everything_skipped.left == 0

@@ -8,8 +8,8 @@ import pytest
 
 from kafkawire.metadata.config_def import ConfigValueError
 from kafkawire.metadata.group_configs import (GROUP_CONFIG_KEYS, GroupBounds, GroupNameError,
-                                              effective_consumer_timeouts, effective_streams_configs,
-                                              validate_group_configs)
+                                              effective_consumer_timeouts, effective_share_configs,
+                                              effective_streams_configs, validate_group_configs)
 from kafkawire.metadata.image import GROUP_RESOURCE, SUPPORTED_CONFIGS
 from kafkawire.net.config import parse_server_config
 
@@ -134,3 +134,40 @@ def test_a_streams_coordinator_uses_the_groups_values_clamped_to_its_bounds(capl
             "streams.num.standby.replicas": 2, "streams.initial.rebalance.delay.ms": 0,
             "streams.assignment.interval.ms": 15_000}
     assert "streams.num.standby.replicas=5 is outside this broker's bounds [0, 2]; using 2" in caplog.text
+
+
+def test_share_bounds_come_from_the_nodes_settings_and_a_groups_configs_are_clamped_to_them(caplog):
+    """group.share.* (GroupCoordinatorConfig, ShareGroupConfig): the controller checks a group's
+    share configs against them, a broker clamps an older group's to its own (GroupConfig.evaluate)
+    and gives a group without configs its own values."""
+    config = parse_server_config(
+        "process.roles=broker,controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
+        "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\ncontroller.quorum.voters=1@127.0.0.1:9093\n"
+        "group.share.min.session.timeout.ms=10000\ngroup.share.session.timeout.ms=20000\n"
+        "group.share.max.delivery.count.limit=20\ngroup.share.delivery.count.limit=8\n"
+        "group.share.min.record.lock.duration.ms=5000\ngroup.share.record.lock.duration.ms=10000\n"
+        "group.share.partition.max.record.locks=300\n")
+    bounds = GroupBounds.of(config)
+    assert bounds == GroupBounds(share_session_timeout_ms=20_000, share_min_session_timeout_ms=10_000,
+                                 share_max_delivery_count_limit=20, share_delivery_count_limit=8,
+                                 share_min_record_lock_duration_ms=5_000, share_record_lock_duration_ms=10_000,
+                                 share_partition_max_record_locks=300)
+    validate_group_configs("g", {"share.session.timeout.ms": "12000", "share.delivery.count.limit": "15"}, bounds)
+    with pytest.raises(ConfigValueError, match="^share.delivery.count.limit must be less than or equal to "
+                                               "group.share.max.delivery.count.limit$"):
+        validate_group_configs("g", {"share.delivery.count.limit": "15"}, BOUNDS)
+    with pytest.raises(ConfigValueError, match="^share.record.lock.duration.ms must be greater than or equal to "
+                                               "group.share.min.record.lock.duration.ms$"):
+        validate_group_configs("g", {"share.record.lock.duration.ms": "6000"}, BOUNDS)
+    assert effective_share_configs("g", None, bounds) == {
+        "share.heartbeat.interval.ms": 5_000, "share.session.timeout.ms": 20_000,
+        "share.record.lock.duration.ms": 10_000, "share.delivery.count.limit": 8,
+        "share.partition.max.record.locks": 300}
+    own = {"share.session.timeout.ms": "12000", "share.delivery.count.limit": "15",
+           "share.record.lock.duration.ms": "6000"}
+    with caplog.at_level(logging.WARNING, logger="kafkawire.metadata.group_configs"):
+        assert effective_share_configs("g", own, BOUNDS) == {
+            "share.heartbeat.interval.ms": 5_000, "share.session.timeout.ms": 45_000,
+            "share.record.lock.duration.ms": 15_000, "share.delivery.count.limit": 10,
+            "share.partition.max.record.locks": 2_000}
+    assert "share.delivery.count.limit=15 is outside this broker's bounds [2, 10]; using 10" in caplog.text

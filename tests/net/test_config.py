@@ -203,6 +203,30 @@ def test_the_high_watermark_checkpoint_interval_has_kafkas_name():
      "must be less than or equal to group.streams.max.assignment.interval.ms"),
     (dict(group_streams_num_standby_replicas="3"), "group.streams.num.standby.replicas",
      "must be less than or equal to group.streams.max.standby.replicas"),
+    # share groups: GroupCoordinatorConfig's and ShareGroupConfig's ranges and requires, Kafka's wording
+    (dict(group_share_max_size="1001"), "group.share.max.size", "must be no more than 1000"),
+    (dict(group_share_delivery_count_limit="1"), "group.share.delivery.count.limit", "at least 2"),
+    (dict(group_share_record_lock_duration_ms="3600001"), "group.share.record.lock.duration.ms",
+     "must be no more than 3600000"),
+    (dict(group_share_min_partition_max_record_locks="2001"), "group.share.min.partition.max.record.locks",
+     "must be no more than 2000"),
+    (dict(group_share_heartbeat_interval_ms="500"), "group.share.heartbeat.interval.ms",
+     "must be greater than or equal to group.share.min.heartbeat.interval.ms"),
+    (dict(group_share_session_timeout_ms="90000"), "group.share.session.timeout.ms",
+     "must be less than or equal to group.share.max.session.timeout.ms"),
+    (dict(group_share_heartbeat_interval_ms="15000", group_share_session_timeout_ms="15000",
+          group_share_min_session_timeout_ms="1000"), "group.share.heartbeat.interval.ms",
+     "must be less than group.share.session.timeout.ms"),
+    (dict(group_share_assignment_interval_ms="20000"), "group.share.assignment.interval.ms",
+     "must be less than or equal to group.share.max.assignment.interval.ms"),
+    (dict(group_share_delivery_count_limit="10", group_share_max_delivery_count_limit="9"),
+     "group.share.max.delivery.count.limit", "must be greater than or equal to group.share.delivery.count.limit"),
+    (dict(group_share_delivery_count_limit="2", group_share_min_delivery_count_limit="3"),
+     "group.share.delivery.count.limit", "must be greater than or equal to group.share.min.delivery.count.limit"),
+    (dict(group_share_record_lock_duration_ms="10000"), "group.share.record.lock.duration.ms",
+     "must be greater than or equal to group.share.min.record.lock.duration.ms"),
+    (dict(group_share_max_share_sessions="100"), "group.share.max.share.sessions",
+     "must be greater than or equal to group.share.max.size"),
 ])
 def test_bad_values_are_refused_naming_key_value_and_rule(overrides, key, fragment):
     with pytest.raises(ConfigError) as info:
@@ -268,3 +292,21 @@ def test_the_jmx_include_and_exclude_settings_are_regular_expressions():
         "kafka.log:type=Log,.*"
     with pytest.raises(ConfigError, match=r"metrics\.jmx\.exclude: '\(' is not a valid regular expression"):
         parse_server_config(props() + "metrics.jmx.exclude=(\n")
+
+
+def test_share_group_settings_are_read():
+    c = parse_server_config(props(group_share_session_timeout_ms="20000", group_share_min_session_timeout_ms="10000",
+                                  group_share_max_size="3", group_share_max_share_sessions="3",
+                                  group_share_delivery_count_limit="3", group_share_record_lock_duration_ms="20000",
+                                  group_share_partition_max_record_locks="500",
+                                  group_share_initialize_retry_interval_ms="1000"))
+    assert (c.group_share_session_timeout_ms, c.group_share_min_session_timeout_ms, c.group_share_max_size,
+            c.group_share_max_share_sessions, c.group_share_delivery_count_limit,
+            c.group_share_record_lock_duration_ms, c.group_share_partition_max_record_locks,
+            c.group_share_initialize_retry_interval_ms) == (20_000, 10_000, 3, 3, 3, 20_000, 500, 1_000)
+    defaults = parse_server_config(props())
+    assert (defaults.group_share_session_timeout_ms, defaults.group_share_heartbeat_interval_ms,
+            defaults.group_share_max_size, defaults.group_share_record_lock_duration_ms,
+            defaults.group_share_delivery_count_limit, defaults.group_share_partition_max_record_locks,
+            defaults.group_share_max_share_sessions, defaults.group_share_initialize_retry_interval_ms) == (
+        45_000, 5_000, 200, 30_000, 5, 2_000, 2_000, 30_000)

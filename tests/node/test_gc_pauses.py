@@ -50,11 +50,14 @@ def _unfrozen():
     """The test starts unfrozen (an in-process node earlier in the run may have frozen the
     process, with its default setting), what it freezes goes back to the collected generations,
     and the process's setting is restored."""
-    setting = gc_pauses._freeze_after_ms[0]
+    setting, threshold = gc_pauses._freeze_after_ms[0], gc.get_threshold()
     gc.unfreeze()
+    gc_pauses._threshold_before.clear()
     yield
     gc_pauses._freeze_after_ms[0] = setting
     gc.unfreeze()
+    gc.set_threshold(*threshold)
+    gc_pauses._threshold_before.clear()
 
 
 def test_a_long_full_collection_freezes_what_survived_it(caplog, _unfrozen):
@@ -71,6 +74,21 @@ def test_a_long_full_collection_freezes_what_survived_it(caplog, _unfrozen):
     assert not any(o is survivor for o in gc.get_objects())       # frozen: in no generation gc walks
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("froze ")]
     assert len(lines) == 1 and "after a full collection of" in lines[0], lines
+
+
+def test_a_freeze_spaces_full_collections_for_what_it_froze_until_the_last_node_stops(_unfrozen):
+    """threshold2 becomes the young collections in which a quarter of the frozen objects could
+    have been allocated (never less than before), and comes back when the last node stops."""
+    gc_pauses._watchers.clear()
+    gc.set_threshold(100, 10, 10)                                  # small: 4 * 100 * 10 = 4,000 a step
+    token = gc_pauses.log_long_pauses(freeze_after_ms=1)
+    gc_pauses._freeze_after_ms[0] = 1e-9                           # every full collection counts as long
+    gc.collect()
+    frozen = gc.get_freeze_count()
+    assert frozen > 44_000                                         # a test process holds more than that
+    assert gc.get_threshold() == (100, 10, frozen // 4_000)
+    gc_pauses.stop_logging_long_pauses(token)
+    assert gc.get_threshold() == (100, 10, 10) and gc.get_freeze_count() == 0
 
 
 def test_no_freezing_when_the_setting_is_0(_unfrozen):
@@ -135,3 +153,21 @@ def test_a_node_holds_its_place_from_start_to_stop(tmp_path):
     token, running = asyncio.run(life())
     assert running, "a started node is among the process's watchers"
     assert token not in gc_pauses._watchers and node._gc_watch is None
+
+
+def test_a_freeze_during_a_snapshot_loads_hold_takes_effect_when_the_hold_ends(_unfrozen):
+    """The load's hold of full collections (kafkawire.raft.node.driver_load) and the freeze's
+    raised threshold share gc's third threshold: neither undoes the other."""
+    assert gc_pauses._holds[0] == 0
+    gc.set_threshold(100, 10, 10)
+    gc_pauses.hold_full_collections()
+    gc_pauses.hold_full_collections()                 # two loads at once (two drivers)
+    held = gc.get_threshold()[2]
+    gc_pauses._space_full_collections(4_000_000)      # as a freeze meanwhile would
+    assert gc.get_threshold()[2] == held > 1_000       # still held
+    gc_pauses.give_back_full_collections()
+    assert gc.get_threshold()[2] == held
+    gc_pauses.give_back_full_collections()
+    assert gc.get_threshold() == (100, 10, 1_000)      # the freeze's raise, not the value before the loads
+    gc_pauses.give_back_full_collections()             # an unmatched give-back changes nothing
+    assert gc.get_threshold() == (100, 10, 1_000)

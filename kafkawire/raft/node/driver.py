@@ -27,9 +27,42 @@ loop before) after them: the store tells the core "installed" at once
 it is done waits for it on the loop, and the clients reading the log beside the core
 (MetadataTopic) see the log the install makes meanwhile (net/install_aware_log.py). The core
 checks each chunk as it comes and keeps none of the snapshot (raft/snapshot_check.py), so no
-step of the fetch or the install grows with the snapshot's size. Left on the loop and growing
-with it: the state machine's load of the installed snapshot (_load_snapshot decodes every
-record for the listeners). Segment rolls still fsync on the loop.
+step of the fetch or the install grows with the snapshot's size. Segment rolls still fsync on
+the loop.
+
+The state machine's load of an installed snapshot runs in steps (driver_load; Kafka loads on
+its MetadataLoader's thread and publishes the image when done). Its rules:
+
+* The file is read off the loop; its records go to each listener's ``begin_snapshot_load``
+  (contract.py) a few ms of them per step (LOAD_STEP_MS), the loop free between steps. The
+  listener builds its new state aside; ``finish``, in the last step, swaps it in whole. Readers
+  (the controller's requests, a broker's image) see the old state until then, never a half one.
+* Meanwhile the listeners get no ``on_committed``: the Readys' ``committed_through`` (its
+  highest), their committed appends' answers, the high watermark exposed (``hw_listeners``) are
+  held, and applied after ``finish``, in order, from the store, each batch once
+  (``applied_offset`` stays the old one until ``finish`` sets it to the snapshot's offset),
+  in steps too (a step ends on a whole batch: each a committed state); the load ends, and
+  commits flow as before, once the held ones are all applied. The log behind them cannot go
+  meanwhile: no snapshot is written during a load (the state
+  machine does not hold the applied state), so retention does not clean below it.
+* Leader changes reach the listeners as they happen, load or not (they carry no state). A node
+  elected during a load is not ``leader_caught_up`` until the load (its catch-up included) is
+  done and every record committed before its epoch applied, so the controller does not
+  activate on a half-loaded or old state (Kafka's controller becomes active only once it
+  replayed to the high watermark). A rollback of the controller's writes in flight
+  (``replay_committed``) during a load would read the snapshot being loaded, at once, on the
+  loop: it cannot happen in the usual order (a leader that has writes in flight renounces at
+  the leader change that comes before an install), and if it did it would be slow, not wrong.
+* A second install during a load drops the first one unfinished (its task cancelled at its
+  next step, its state never swapped in); the new load takes over what was held (the new
+  snapshot covers every commit held, which all lie below the offset it starts the log at).
+* ``register`` during a load: the listener joins at its end. The node stopping cancels it.
+* No full garbage collection runs while a load does (generation 2's threshold is put out of
+  reach and given back at its end): the new state doubles the heap, which in CPython's rule
+  meant collections of the whole heap on the loop during the load.
+* At start (``start``) the latest snapshot is loaded by the same code in one go, before the
+  core starts and the node listens (nothing to yield to; a StateMachineFatal is the start's
+  error), as before.
 
 RaftDriver is split in parts, mixins of one class: driver_disk (the disk thread's work and the
 held Readys), driver_snapshots (when a snapshot is due, writing it, cleaning behind it) and
@@ -71,6 +104,7 @@ from kafkawire.raft.types import LeaderAndEpoch, OffsetAndEpoch
 from .disk_store import DiskLogStore
 from .driver_appends import APPEND_QUEUE_BATCHES, APPEND_UNCOMMITTED_BATCHES, AppendQueueing, CommitRate, _QueuedAppend
 from .driver_disk import DiskWork
+from .driver_load import SnapshotLoading, SnapshotLoads
 from .driver_snapshots import SnapshotDuties
 from .metrics import RaftMetrics
 
@@ -88,7 +122,7 @@ class WallClock:
         return self._last
 
 
-class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing):
+class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing, SnapshotLoads):
     def __init__(self, config: RaftConfig, store: DiskLogStore, client: NetworkClient, *,
                  state_machine: StateMachine | None = None, seed: int | None = None, clock=None,
                  snapshot_min_bytes: int = 20 * 1024 * 1024, snapshot_interval_ms: int = 3_600_000,
@@ -112,6 +146,8 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing):
         self._last_snapshot_ms = 0
         self._snapshot_check_scheduled = False
         self._snapshot_task: asyncio.Future | None = None     # a snapshot being written by a worker thread
+        self._load: SnapshotLoading | None = None            # an installed snapshot loading in steps
+        self.last_load: SnapshotLoading | None = None        # the last load done, with its steps' times
         self._closing = False
         self._waiting_responses: dict[object, asyncio.Future] = {}   # io's request_id -> the reply
         self._request_ids = itertools.count()
@@ -173,16 +209,7 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing):
         snapshots = self.store.snapshot_ids()
         if not snapshots:
             return
-        latest = snapshots[-1]
-        self._load_snapshot(latest)
-
-    def _load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
-        reader = SnapshotReader(self.store.snapshot_path(snapshot_id))
-        values = [bytes(r.value) for r in reader.records()]
-        for listener in self._all_listeners():
-            listener.on_snapshot_loaded(snapshot_id, values)
-        self.applied_offset = snapshot_id.offset
-        log.info("loaded snapshot %s (%d records)", snapshot_id, len(values))
+        self.load_now(snapshots[-1])
 
     def begin_shutdown(self, timeout_ms: int = 5000) -> None:
         """Graceful stop: a leader resigns (EndQuorumEpoch); ``shutdown_complete`` is set when done."""
@@ -191,6 +218,7 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing):
 
     async def close(self) -> None:
         self._closing = True
+        self._cancel_load()
         if self._timer is not None:
             self._timer.cancel()
         for task in list(self._send_tasks):
@@ -313,20 +341,28 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing):
         if ready.load_snapshot is not None:
             log.info("node %d: installed snapshot %s fetched from the leader", self.config.node_id,
                      ready.load_snapshot)
-            self._load_snapshot(ready.load_snapshot)
-        if ready.committed_through is not None:
-            self._apply_committed(ready.committed_through)
-            self.metrics.set_high_watermark(ready.committed_through)
-            for listener in self.hw_listeners:
-                listener()
-        for token, offset in ready.appends_committed:
+            self._begin_load(ready.load_snapshot)
+        loading = self._load
+        if loading is not None:      # held until the load is swapped in (driver_load._after_load)
+            if ready.committed_through is not None:
+                loading.commit_through = max(loading.commit_through or 0, ready.committed_through)
+            loading.appends_committed += ready.appends_committed
+        elif ready.committed_through is not None:
+            self._commit_through(ready.committed_through)
+        for token, offset in ready.appends_committed if loading is None else ():
             self._complete_appends(self._settled(token), offset, now)
         for token, error in ready.appends_failed:
             self._fail_appends(self._settled(token), NotLeader(f"append failed: {Errors.for_code(error).name}", error))
         if ready.shutdown_complete:
             self.shutdown_complete.set()
-        if ready.committed_through is not None:
+        if ready.committed_through is not None and loading is None:
             self._schedule_snapshot_check()
+
+    def _commit_through(self, through: int) -> None:
+        self._apply_committed(through)
+        self.metrics.set_high_watermark(through)
+        for listener in self.hw_listeners:
+            listener()
 
     def _schedule(self, wake_at_ms: int) -> None:
         if self._timer is not None and self._timer_at == wake_at_ms:
@@ -352,12 +388,14 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing):
         self.leader_change.set()
         self.leader_change = asyncio.Event()
 
-    def _apply_committed(self, through: int) -> None:
+    def _apply_committed(self, through: int, deadline: float | None = None) -> bool:
         """Hand the newly committed batches to the listeners, in order and without a gap. A
         gap (a log the recovery and the fetch checks should have kept out) stops the node with
-        the offsets named, as Kafka halts, rather than leaving the state machine silently behind."""
+        the offsets named, as Kafka halts, rather than leaving the state machine silently behind.
+        With a ``deadline`` (perf_counter), stops after the batch that passes it and returns
+        True: more is left (a load's catch-up, in steps)."""
         if through <= self.applied_offset:
-            return
+            return False
         straddles = False
         for batch in self.store.data_batches(self.applied_offset, through):
             if batch.base_offset != self.applied_offset:
@@ -373,9 +411,12 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing):
                     listener.on_committed(batch.base_offset, batch.partition_leader_epoch, batch.max_timestamp,
                                           values)
             self.applied_offset = batch.last_offset + 1
+            if deadline is not None and self.applied_offset < through and time.perf_counter() >= deadline:
+                return True
         if self.applied_offset < through and not straddles:
             raise NodeFailed(f"the log holds no batch at offset {self.applied_offset}, below the high watermark "
                              f"{through}: the committed records cannot be applied")
+        return False
 
     def _all_listeners(self) -> list:
         return ([self.state_machine] if self.state_machine is not None else []) + self.listeners
@@ -383,7 +424,11 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing):
     def register(self, listener: RaftListener) -> None:
         """Kafka's RaftClient.register: the listener first gets the latest snapshot (when the log
         starts there) and the committed records up to now, then every commit, snapshot load
-        and leader change, in order. It has on_committed, on_snapshot_loaded, on_leader_change."""
+        and leader change, in order. It has on_committed, on_snapshot_loaded, on_leader_change.
+        During a snapshot's load it joins at the load's end (it gets the new snapshot then)."""
+        if self._load is not None:
+            self._load.late_listeners.append(listener)
+            return
         self.replay_committed(listener)
         if self.core is not None:
             leader = self.leader()
@@ -489,7 +534,7 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing):
     def leader_caught_up(self) -> bool:
         """This node leads and has applied every record committed before its epoch started:
         Kafka tells its listener of the new leadership only then."""
-        if self.core is None or not self.is_leader():
+        if self.core is None or not self.is_leader() or self._load is not None:
             return False
         epoch_start = self.running.status().epoch_start_offset
         return epoch_start is not None and self.applied_offset >= epoch_start

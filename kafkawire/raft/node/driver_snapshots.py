@@ -49,7 +49,7 @@ class SnapshotDuties(DriverState):
         if self.failure is not None or self._closing or self._snapshot_task is not None:
             return
         now = self.clock()
-        if self.state_machine is None or self.applied_offset <= self.store.start_offset():
+        if self.state_machine is None or self.applied_offset <= self.store.start_offset() or self._load is not None:
             return
         if self.state_machine.in_transaction:
             return      # an open metadata transaction is not in the image yet: snapshot after it
@@ -69,6 +69,8 @@ class SnapshotDuties(DriverState):
         core, machine = self.running, self.state_machine
         if machine is None:
             raise RuntimeError(f"node {self.node_id} has no state machine to snapshot")
+        if self._load is not None:
+            return None         # the state machine holds the state before the snapshot loading
         try:
             snapshot_id = core.snapshot_id_for(self.applied_offset)
             if snapshot_id in self.store.snapshot_ids():

@@ -1,6 +1,6 @@
 """What RaftDriver's parts share: the state ``RaftDriver.__init__`` sets and the driver methods
 each part calls, declared once for the type checker. The parts (driver_disk.DiskWork,
-driver_snapshots.SnapshotDuties, driver_appends.AppendQueueing) are mixins of RaftDriver, split
+driver_snapshots.SnapshotDuties, driver_appends.AppendQueueing, driver_load.SnapshotLoads) are mixins of RaftDriver, split
 out of kafkawire.raft.node.driver to keep each module small; this class has no behaviour."""
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from .disk_store import DiskLogStore
     from .driver_appends import CommitRate, _QueuedAppend
+    from .driver_load import SnapshotLoading
     from .metrics import RaftMetrics
 
 
@@ -56,6 +57,7 @@ class DriverState:
     _disk_writes_done: int
     _installing: concurrent.futures.Future | None
     _unreported_flush: int
+    _load: SnapshotLoading | None
 
     if TYPE_CHECKING:
         @property
@@ -71,3 +73,17 @@ class DriverState:
         def _apply_effects(self, ready: Ready) -> None: ...
 
         def _drain_appends(self) -> None: ...
+
+        def _all_listeners(self) -> list: ...
+
+        def register(self, listener) -> None: ...
+
+        def _commit_through(self, through: int) -> None: ...
+
+        def _apply_committed(self, through: int, deadline: float | None = None) -> bool: ...
+
+        def _complete_appends(self, group, last_offset: int, now: int) -> None: ...
+
+        def _settled(self, token) -> list: ...
+
+        def _schedule_snapshot_check(self) -> None: ...

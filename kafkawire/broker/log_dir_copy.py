@@ -1,0 +1,477 @@
+"""The future logs of AlterReplicaLogDirs (kafkawire.broker.alter_log_dirs): a replica copied to
+another log directory while it keeps serving, as Kafka's ReplicaAlterLogDirsThread copies it.
+
+    futures = FutureLogs(broker)
+    futures.create(partition, destination)     # the future log made; the copier task started
+    futures.on_metadata()                      # after each metadata change: resumes and drops
+    await futures.stop()
+
+The future log is a second log of the partition, ``<topic>-<partition>.<32 hex>-future`` in the
+destination directory, written as a follower writes its log (kafkawire.broker.follower: the
+batches as they are, the leader epoch cache from their partition leader epochs, the producer
+state replayed, an abort's ``.txnindex`` entry, a producer snapshot at each roll). One task on
+the event loop copies one partition at a time (Kafka's inProgressPartition), in steps of at most
+``replica.fetch.max.bytes`` read from the current log (a fetch from the local replica up to its
+log end, LocalLeaderEndPoint's), giving the loop back between steps, so produce and fetch on the
+partition go on throughout. Each step first follows what happened to the current log since the
+last one, as the fetcher does against its leader: a truncation (a follower's) by the leader epochs
+(OffsetForLeaderEpoch against the current log: AbstractFetcherThread.getOffsetTruncationState), a
+log end below the future's, a log start moved past the future's end (retention, DeleteRecords:
+the future restarts at the current log start), and after the append the current high watermark
+and log start (maybeIncrementLogStartOffset). What was copied is fsynced off the loop every
+``FLUSH_BYTES``.
+
+The swap (Partition.maybeReplaceCurrentWithFutureReplica, LogManager.replaceCurrentWithFutureLog)
+happens in the step that finds the future at the current log end, once what it holds is mostly
+fsynced (more than ``SWAP_FLUSH_BYTES`` not yet: fsynced off the loop first, then another step),
+within one turn of the event loop, so no produce or fetch of the partition sees it half done: the
+future log renamed ``<topic>-<partition>`` in its directory, the current one renamed ``-delete``
+(removed later, kafkawire.broker.log_deletion), and the partition object serving on with the new
+log (the same open files, LocalLog.renameDir), its leader epoch entries and its producer state
+(their files written in the background: the future log's own, replayed from the same batches,
+are there already). Then, off the loop, the new log's last writes and both parent directories are
+fsynced (on the state-file thread, produce waiting meanwhile as for a new leader epoch's
+checkpoint, so nothing is appended to the new log before its name is on disk), and only then is
+the controller told (AssignReplicasToDirs, through Broker.on_metadata). A crash before those
+fsyncs finds either the renames (two equal logs, the first in ``log.dirs`` order opening, or the
+new one alone) or the future log again, whose copy resumes. An fsync that fails takes the
+destination directory offline (Broker.fail_log_dir). Kafka's controller-first promotion (its
+DirectoryEventHandler waits for the controller to accept the assignment before the swap) is not
+done: see docs/differences.md. While a replica is moved its log is not cleaned (the log cleaner
+paused, LogCleanerManager.abortAndPauseCleaning); retention runs on its future log as on the
+current one (kafkawire.broker.log_manager).
+
+The rate: ``replica.alter.log.dirs.io.max.bytes.per.second`` (a dynamic broker config, this broker's
+value then the cluster default, as Kafka's ConfigHandler reads it; unset: no bound) over
+``alter.log.dirs.replication.quota.window.num`` samples of
+``alter.log.dirs.replication.quota.window.size.seconds``: while the measured rate is above it no
+step is taken, and the copier waits ``replica.fetch.backoff.ms`` (LocalLeaderEndPoint.buildFetch
+builds no fetch, and the fetcher backs off).
+
+A restart resumes: ``find_future_logs`` lists the ``-future`` directories at start, and the first
+metadata that hosts their partition opens each again (recovered as any log) and the copy goes on
+from its end, truncated first where it diverged. A future log whose replica goes (deleted,
+reassigned away, its topic created again, a failed directory) is closed, renamed ``-delete`` and
+removed later, as Partition.removeFutureLocalReplica.
+"""
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+import shutil
+import time
+
+from kafkawire.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
+from kafkawire.storage.log import Log, fsync_dir
+from kafkawire.storage.state_files import (StateFileError, read_partition_metadata, write_leader_epoch_checkpoint,
+                                           write_partition_metadata)
+
+from .follower import FollowerReplica, offset_truncation_state
+from .log_deletion import delete_dir_name
+from .partition import PARTITION_METADATA, LeaderPartition, partition_dir_name
+from .producer_snapshots import load_producer_state
+from .replication_quotas import ReplicationQuota
+
+__all__ = ["FutureLog", "FutureLogs", "FUTURE_SUFFIX", "find_future_logs", "ALTER_LOG_DIRS_QUOTA"]
+
+log = logging.getLogger(__name__)
+FUTURE_SUFFIX = "-future"
+FLUSH_BYTES = 4 * 1024 * 1024       # copied bytes fsynced off the loop, at most, while the copy goes on
+SWAP_FLUSH_BYTES = 256 * 1024       # caught up with more than this not fsynced: fsynced first, then the swap
+# (rate config, throttled-replicas config): every moved replica is throttled, as Kafka's alterLogDirs quota
+ALTER_LOG_DIRS_QUOTA = ("replica.alter.log.dirs.io.max.bytes.per.second", None)
+
+
+class _EveryReplica(ReplicationQuota):
+    def is_throttled(self, topic: str, partition: int) -> bool:
+        return True
+
+
+class FutureLog:
+    """A replica's future log: ``follower`` (a FollowerReplica over the future LeaderPartition)
+    and its log directory ``destination``."""
+
+    def __init__(self, follower: FollowerReplica, destination: str):
+        self.follower = follower
+        self.destination = destination
+        self.unflushed = 0                   # bytes appended since the last fsync
+        self.metadata_synced = False         # partition.metadata fsynced (with the first flush, off the loop)
+        self.started = time.monotonic()
+
+    @property
+    def partition(self) -> LeaderPartition:
+        return self.follower.partition
+
+    @property
+    def log(self) -> Log:
+        return self.follower.log
+
+
+def _parse_future_name(name: str) -> tuple[str, int] | None:
+    if not name.endswith(FUTURE_SUFFIX):
+        return None
+    partition_name = name[:-len(FUTURE_SUFFIX)].rpartition(".")[0]
+    topic, _, index = partition_name.rpartition("-")
+    return (topic, int(index)) if topic and index.isdigit() else None
+
+
+def find_future_logs(log_dirs) -> dict[tuple[str, int], str]:
+    """At start: partition -> the ``-future`` directory to resume, for each whose partition's own log
+    is in one of ``log_dirs``; one without is left with a warning; a second one of a partition is
+    renamed ``-delete`` (Kafka refuses duplicate logs; kafkawire keeps the first in ``log.dirs``
+    order)."""
+    found: dict[tuple[str, int], str] = {}
+    for log_dir in log_dirs:
+        try:
+            names = sorted(os.listdir(log_dir))
+        except OSError as exc:
+            log.warning("cannot list %s: %s", log_dir, exc)
+            continue
+        for name in names:
+            key = _parse_future_name(name)
+            if key is None:
+                continue
+            path = os.path.join(log_dir, name)
+            if not any(os.path.isdir(os.path.join(d, partition_dir_name(*key))) for d in log_dirs):
+                log.warning("%s in %s: a future log whose current log is nowhere; left as it is", name, log_dir)
+            elif key in found:
+                _set_aside(path)
+            else:
+                found[key] = path
+    return found
+
+
+def _set_aside(path: str) -> str | None:
+    key = _parse_future_name(os.path.basename(path))
+    aside = os.path.join(os.path.dirname(path), delete_dir_name(partition_dir_name(*key)))
+    try:
+        os.rename(path, aside)
+    except OSError as exc:
+        log.warning("cannot set %s aside: %s", path, exc)
+        return None
+    return aside
+
+
+class FutureLogs:
+    """The future logs of ``broker`` (its ``log_manager``, ``state_writes``, ``log_deleter``, ``config``)
+    and the task that copies them."""
+
+    def __init__(self, broker):
+        self.broker = broker
+        self.futures: dict[tuple[str, int], FutureLog] = {}
+        self.resumable: dict[tuple[str, int], str] = {}        # found at start, opened once hosted
+        c = broker.config
+        self.step_bytes = max(c.replica_fetch_max_bytes, 1)
+        self.quota = _EveryReplica(ALTER_LOG_DIRS_QUOTA, broker.image, broker.node_id,
+                                   c.alter_log_dirs_replication_quota_window_num,
+                                   c.alter_log_dirs_replication_quota_window_size_seconds)
+        self._task: asyncio.Task | None = None
+        self._wake = asyncio.Event()
+
+    # -- making and dropping --
+
+    def create(self, current, destination: str) -> FutureLog:
+        """The future log of ``current`` (a LeaderPartition, led or followed) in ``destination``: an
+        empty log (its directory, partition.metadata) from which the copier starts."""
+        name = f"{partition_dir_name(current.topic, current.partition)}.{os.urandom(16).hex()}{FUTURE_SUFFIX}"
+        directory = os.path.join(destination, name)
+        os.makedirs(directory)
+        try:
+            # fsynced with the first flush of the copy, off the loop
+            write_partition_metadata(os.path.join(directory, PARTITION_METADATA), current.topic_id, fsync=False)
+            future = self._open(current, directory)
+        except BaseException:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
+        log.info("broker %d: copying %s to %s (%s)", self.broker.node_id, current.name, destination, name)
+        return future
+
+    def _open(self, current, directory: str) -> FutureLog:
+        broker = self.broker
+        options = broker.log_manager.open_options(broker.image(), current.topic, current.partition, current.topic_id,
+                                                  os.path.dirname(directory))
+        options.pop("log_start_offset", None)      # a future log's start comes from the current log
+        log_ = Log(directory, **options)
+        producers, loaded_from = load_producer_state(log_, current.name, now_ms=int(time.time() * 1000),
+                                                     expiration_ms=broker.config.producer_id_expiration_ms)
+        partition = LeaderPartition(log_, current.topic, current.partition, current.topic_id, -1, producers=producers,
+                                    snapshot_offset=loaded_from, state_writes=broker.state_writes,
+                                    expiration_check_interval_ms=broker.config.producer_id_expiration_check_interval_ms)
+        partition.epochs.writer = functools.partial(broker.state_writes.submit, directory)
+        follower = FollowerReplica(partition, leader_id=broker.node_id, leader_epoch=-1,
+                                   high_watermark=log_.log_end_offset,
+                                   producer_id_expiration_ms=broker.config.producer_id_expiration_ms)
+        future = FutureLog(follower, os.path.dirname(directory))
+        self.futures[(current.topic, current.partition)] = future
+        if broker.log_manager.cleaner is not None:
+            broker.log_manager.cleaner.pause(current)
+        self._ensure_task()
+        return future
+
+    def busy(self) -> bool:
+        """A copy is under way, or a swap not yet told to the controller."""
+        return bool(self.futures) or (self._task is not None and not self._task.done())
+
+    def destination(self, key) -> str | None:
+        future = self.futures.get(key)
+        return None if future is None else future.destination
+
+    def drop(self, key, reason: str) -> None:
+        """Partition.removeFutureLocalReplica: the future log closed, renamed ``-delete``, removed later."""
+        future = self.futures.pop(key, None)
+        if future is None:
+            return
+        self._resume_cleaning(key)
+        log.info("broker %d: the future log of %s-%d in %s goes: %s", self.broker.node_id, *key, future.destination,
+                 reason)
+        self.broker.log_deleter.delete(future.partition)
+
+    def _resume_cleaning(self, key) -> None:
+        if self.broker.log_manager.cleaner is not None:
+            self.broker.log_manager.cleaner.resume(key)
+
+    def on_metadata(self) -> None:
+        """After Broker.on_metadata: a future log whose replica is no longer here (or is another
+        topic's now) goes; one found at start is opened once its replica is hosted."""
+        manager = self.broker.log_manager
+        offline = self.broker.log_dirs.offline
+        for key, future in list(self.futures.items()):
+            current = manager.replica(key)
+            if current is None or current.topic_id != future.partition.topic_id or future.destination in offline:
+                self.drop(key, "its replica is no longer hosted here")
+        for key, path in list(self.resumable.items()):
+            current = manager.replica(key)
+            if current is None:
+                if not self._assigned_here(key):
+                    del self.resumable[key]
+                    self._discard(path, "its replica is not assigned to this broker")
+                continue
+            del self.resumable[key]
+            self._resume(current, path)
+
+    def _assigned_here(self, key) -> bool:
+        image = self.broker.image()
+        topic = None if image is None else image.topics_by_name.get(key[0])
+        registration = None if topic is None else topic.partitions.get(key[1])
+        return registration is not None and self.broker.node_id in registration.replicas
+
+    def _resume(self, current, path: str) -> None:
+        try:
+            topic_id = read_partition_metadata(os.path.join(path, PARTITION_METADATA))
+        except (StateFileError, OSError, ValueError):
+            topic_id = None
+        if topic_id != current.topic_id or os.path.dirname(path) == os.path.dirname(current.log.directory):
+            self._discard(path, "it is not a future log of the replica hosted here")
+            return
+        try:
+            future = self._open(current, path)
+        except OSError as exc:
+            log.error("broker %d: cannot open the future log %s: %s", self.broker.node_id, path, exc)
+            return
+        log.info("broker %d: resuming the copy of %s to %s from offset %d", self.broker.node_id, current.name,
+                 future.destination, future.log.log_end_offset)
+
+    def _discard(self, path: str, reason: str) -> None:
+        aside = _set_aside(path)
+        if aside is not None:
+            log.info("%s: %s; renamed to be deleted", path, reason)
+            self.broker.log_deleter.schedule(aside)
+
+    # -- the copier --
+
+    def _ensure_task(self) -> None:
+        self._wake.set()
+        if self._task is not None and not self._task.done():
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:           # no loop yet: the next create or on_metadata on the loop starts it
+            return
+        self._task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        backoff = max(self.broker.config.replica_fetch_backoff_ms, 1) / 1000
+        while self.futures:
+            key = next(iter(self.futures))          # one partition at a time, in the order asked
+            try:
+                progressed = await self.step(key)
+            except asyncio.CancelledError:
+                raise
+            except Exception:                        # the copy of one partition must never stop the others
+                log.exception("broker %d: the copy of %s-%d failed", self.broker.node_id, *key)
+                self.drop(key, "its copy failed")
+                continue
+            if progressed:
+                await asyncio.sleep(0)              # the loop's other work between two steps
+                continue
+            self._wake.clear()
+            try:
+                async with asyncio.timeout(backoff):
+                    await self._wake.wait()
+            except TimeoutError:
+                pass
+
+    async def step(self, key) -> bool:
+        """One step of ``key``'s copy; whether it made progress (False: throttled, or its replica not
+        hosted now)."""
+        future = self.futures[key]
+        current = self.broker.log_manager.replica(key)
+        if current is None or self.quota.is_quota_exceeded():
+            return False
+        follower = future.follower
+        _follow_truncation(follower, current)
+        copied = 0
+        end = future.log.log_end_offset
+        if end < current.log.log_end_offset:
+            # from the log start when the future restarted at the base of the batch holding it
+            # no more than a segment of the future log holds at once (one batch at least)
+            limit = min(self.step_bytes, future.log.segment_bytes)
+            data = current.log.read(max(end, current.log.log_start_offset), limit, min_one_batch=True).data
+            info = follower.append(data) if data else None      # FollowerAppendError: the copy fails
+            copied = 0 if info is None else info.size
+        follower.update_from_leader(high_watermark=min(current.high_watermark(), future.log.log_end_offset),
+                                    log_start_offset=current.log.log_start_offset)
+        self.quota.record(copied)
+        future.unflushed += copied
+        if future.log.log_end_offset != current.log.log_end_offset:
+            if future.unflushed > FLUSH_BYTES:
+                await self._flush(future)
+            return True
+        if future.unflushed > SWAP_FLUSH_BYTES or not future.metadata_synced:
+            await self._flush(future)            # most of it on disk before the swap, off the loop
+            return True
+        failed = self.swap(key, future, current)
+        await self.broker.state_writes.appends_allowed()    # the swap durable (produce waits for it too) ...
+        if failed:
+            log.error("broker %d: the move of %s to %s cannot be made durable: %s", self.broker.node_id,
+                      current.name, future.destination, failed[0])
+            self.broker.fail_log_dir(future.destination, failed[0])
+            return True
+        log.info("broker %d: moved %s to %s in %.3f s", self.broker.node_id, current.name, future.destination,
+                 time.monotonic() - future.started)
+        self.broker.on_metadata()                # ... before the controller is told (AssignReplicasToDirs)
+        return True
+
+    async def _flush(self, future: FutureLog) -> None:
+        sync = future.log.prepare_flush()
+        future.unflushed = 0
+        metadata = None if future.metadata_synced else os.path.join(future.log.directory, PARTITION_METADATA)
+        future.metadata_synced = True
+
+        def flush() -> None:
+            if metadata is not None:
+                _fsync_file(metadata)
+            sync()
+        await asyncio.to_thread(flush)
+
+    def swap(self, key, future: FutureLog, current) -> list[OSError]:
+        """Partition.maybeReplaceCurrentWithFutureReplica, in one turn of the loop (see the module
+        docstring); made durable on the state-file thread, produce waiting (``appends_allowed``)
+        until it is; the list that error goes into if it fails."""
+        broker = self.broker
+        writes = broker.state_writes
+        source = current.log.directory
+        writes.wait(source)
+        writes.wait(future.log.directory)
+        new_log = future.log
+        new_log.log_start_offset = max(new_log.log_start_offset, current.log.log_start_offset)
+        sync = new_log.prepare_flush()
+        name = partition_dir_name(*key)
+        aside = os.path.join(os.path.dirname(source), delete_dir_name(name))
+        # the future takes the partition's name before the current log goes: a crash in between
+        # leaves two whole, equal logs (the first in log.dirs order opens), never none; before the
+        # renames are on disk, a crash finds the future log again and resumes the copy
+        try:
+            new_log.rename_dir(os.path.join(future.destination, name))
+            os.rename(source, aside)
+        except BaseException:
+            _close_fds(sync)
+            raise
+        del self.futures[key]
+        old_log = current.log
+        current.log = new_log
+        failed: list[OSError] = []
+        destination, source_parent = future.destination, os.path.dirname(source)
+
+        def durable() -> None:
+            try:
+                sync()
+                fsync_dir(destination)
+                fsync_dir(source_parent)
+            except OSError as exc:
+                failed.append(exc)
+        # first on the thread: nothing is appended to the new log before its name is on disk (as
+        # nothing is before a new epoch's checkpoint)
+        writes.submit(new_log.directory, durable, blocks_appends=True)
+        # the partition's epochs and producer state go on with it; their files are written in the
+        # background (the future's own, replayed from the same batches, are there already)
+        epochs = LeaderEpochFileCache(os.path.join(new_log.directory, LEADER_EPOCH_CHECKPOINT), current.epochs.entries)
+        writes.submit(new_log.directory, functools.partial(write_leader_epoch_checkpoint, epochs.path, epochs.entries))
+        epochs.writer = functools.partial(writes.submit, new_log.directory, blocks_appends=True)
+        current.epochs = epochs
+        current.snapshot_offset = future.partition.snapshot_offset
+        current.maybe_snapshot(background=True)
+        broker.log_manager.recovery_points[key] = new_log.active_segment.base_offset
+        try:
+            old_log.close()
+        except OSError as exc:
+            log.warning("closing the old log of %s: %s", current.name, exc)
+        broker.log_deleter.schedule(aside)
+        self._resume_cleaning(key)
+        return failed
+
+    async def stop(self) -> None:
+        """A stop: the copy ends where it is (resumed at the next start), the future logs flushed and closed."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        for future in self.futures.values():
+            try:
+                future.partition.close()
+            except OSError as exc:
+                log.warning("closing the future log %s: %s", future.log.directory, exc)
+        self.futures.clear()
+
+
+def _follow_truncation(follower: FollowerReplica, current) -> None:
+    """The future log cut where it diverges from the current log (by leader epochs, as the fetcher
+    asks OffsetForLeaderEpoch), and never past the current log end."""
+    for _ in range(len(follower.epochs.entries) + 1):
+        end = follower.log.log_end_offset
+        latest = follower.latest_epoch()
+        if latest < 0:
+            break
+        epoch, current_end = current.epochs.end_offset_for(latest, current.log.log_end_offset)
+        state = offset_truncation_state(follower.epochs, end, end, epoch, current_end)
+        if state.offset < end:
+            follower.truncate_to(state.offset)
+        if state.completed:
+            break
+    if follower.log.log_end_offset > current.log.log_end_offset:
+        follower.truncate_to(current.log.log_end_offset)
+    end, start = follower.log.log_end_offset, current.log.log_start_offset
+    if end < start:
+        # behind the current log start (retention, DeleteRecords): it starts again empty at the
+        # base offset of the batch holding the log start, which may be inside a batch
+        result = current.log.read(start, 1, min_one_batch=True)
+        base = start if result.first_offset is None else min(result.first_offset, start)
+        if end < base:
+            follower.truncate_fully_and_start_at(base)
+
+
+def _fsync_file(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _close_fds(sync) -> None:
+    """A prepared flush not run: its duplicated descriptors closed (by running it: they are the log's files)."""
+    try:
+        sync()
+    except OSError:
+        pass

@@ -1,0 +1,191 @@
+"""The raft driver's load of a snapshot into its listeners, in steps (RaftDriver's part,
+kafkawire.raft.node.driver; the rules are in the driver's docstring).
+
+A load reads the snapshot file off the loop (the default executor: one read of the file), then
+walks its batches on the loop, a few milliseconds of records per step (LOAD_STEP_MS of wall time,
+checked every LOAD_SLICE_RECORDS records), handing them to each listener's
+``begin_snapshot_load`` (contract.py) and yielding the loop between steps; the last step calls
+every listener's ``finish``, which swaps its new state in whole, then the commits held meanwhile
+are applied. At start the same steps run all at once (``load_now``): the node does not listen
+yet, so there is nothing to yield to.
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+
+from kafkawire.raft.types import OffsetAndEpoch
+from kafkawire.storage.snapshot import stream_snapshot_data
+
+from . import gc_pauses
+from .driver_state import DriverState
+
+log = logging.getLogger(__name__)
+
+LOAD_STEP_MS = 4.0          # a step's wall time before it yields (a decoded record costs ~13 us here)
+LOAD_SLICE_RECORDS = 5      # records handed to the listeners between two looks at the clock (see _slices)
+
+
+@dataclasses.dataclass
+class SnapshotLoading:
+    """One load in progress and what the driver holds for after it."""
+    snapshot_id: OffsetAndEpoch
+    commit_through: int | None = None           # the highest committed_through of the Readys meanwhile
+    appends_committed: list = dataclasses.field(default_factory=list)     # (token, offset), in order
+    late_listeners: list = dataclasses.field(default_factory=list)        # registered during the load
+    task: asyncio.Future | None = None
+    records: int = 0
+    steps: int = 0
+    longest_step_ms: float = 0.0          # wall time of the longest step (the machine's load counts)
+    longest_step_cpu_ms: float = 0.0      # its CPU time (time.thread_time of the loop's thread)
+
+
+    def step_ended(self, started: float, cpu: float) -> None:
+        self.steps += 1
+        self.longest_step_ms = max(self.longest_step_ms, (time.perf_counter() - started) * 1000)
+        self.longest_step_cpu_ms = max(self.longest_step_cpu_ms, (time.thread_time() - cpu) * 1000)
+
+
+class _Collected:
+    """The load of a listener without ``begin_snapshot_load``: its records kept, handed to its
+    ``on_snapshot_loaded`` at the end."""
+
+    def __init__(self, listener, snapshot_id: OffsetAndEpoch):
+        self.listener, self.snapshot_id, self.values = listener, snapshot_id, []
+
+    def add(self, values: list[bytes]) -> None:
+        self.values += values
+
+    def finish(self) -> None:
+        self.listener.on_snapshot_loaded(self.snapshot_id, self.values)
+
+
+def _read_file(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class SnapshotLoads(DriverState):
+    """RaftDriver's snapshot loads (a mixin: it uses the driver's store, listeners and failure)."""
+
+    last_load: SnapshotLoading | None       # the last load done, with its steps' times
+
+    def _loads_of(self, snapshot_id: OffsetAndEpoch) -> list:
+        loads = []
+        for listener in self._all_listeners():
+            begin = getattr(listener, "begin_snapshot_load", None)
+            loads.append(begin(snapshot_id) if begin is not None else _Collected(listener, snapshot_id))
+        return loads
+
+    def _slices(self, data, path: str, loading: SnapshotLoading):
+        """The snapshot's data records, LOAD_SLICE_RECORDS at a time: a look at the clock every few
+        records, because a record's cost is uneven (one that grows a broker's partition-index set
+        of 150k keys rehashes it whole, ~10 ms at 1M partitions and 10 brokers): at 1M partitions
+        the longest step was 51 ms of CPU with slices of 100, 25 ms with slices of 5, for 2% more
+        CPU in all (benchmarks/README.md, "A snapshot's load in steps")."""
+        for batch in stream_snapshot_data(data, path):
+            values = [bytes(r.value) for r in batch]
+            loading.records += len(values)
+            for i in range(0, len(values), LOAD_SLICE_RECORDS):
+                yield values[i:i + LOAD_SLICE_RECORDS]
+
+    def load_now(self, snapshot_id: OffsetAndEpoch) -> None:
+        """The load at start, all steps at once, before the core starts (raises what a listener
+        raises: StateMachineFatal becomes the node's start error)."""
+        path = self.store.snapshot_path(snapshot_id)
+        loading = SnapshotLoading(snapshot_id)
+        loads = self._loads_of(snapshot_id)
+        gc_pauses.hold_full_collections()
+        try:
+            for values in self._slices(_read_file(path), path, loading):
+                for load in loads:
+                    load.add(values)
+            for load in loads:
+                load.finish()
+        finally:
+            gc_pauses.give_back_full_collections()
+        self.applied_offset = snapshot_id.offset
+        log.info("node %d: loaded snapshot %s (%d records)", self.node_id, snapshot_id, loading.records)
+
+    def _begin_load(self, snapshot_id: OffsetAndEpoch) -> None:
+        """A snapshot installed: load it in steps. A load still running is dropped unfinished
+        (its snapshot is older than this one, which covers every commit it held)."""
+        previous = self._load
+        loading = SnapshotLoading(snapshot_id)
+        if previous is not None:
+            previous.task.cancel()
+            log.info("node %d: load of snapshot %s dropped for snapshot %s", self.node_id,
+                     previous.snapshot_id, snapshot_id)
+            loading.commit_through = previous.commit_through
+            loading.appends_committed = previous.appends_committed
+            loading.late_listeners = previous.late_listeners
+        self._load = loading
+        loading.task = asyncio.ensure_future(self._run_load(loading))
+
+    async def _run_load(self, loading: SnapshotLoading) -> None:
+        gc_pauses.hold_full_collections()
+        try:
+            await self._load_in_steps(loading)
+        finally:
+            gc_pauses.give_back_full_collections()
+
+    async def _load_in_steps(self, loading: SnapshotLoading) -> None:
+        started, cpu = time.perf_counter(), time.thread_time()
+        path = self.store.snapshot_path(loading.snapshot_id)
+        try:
+            data = await asyncio.get_running_loop().run_in_executor(None, _read_file, path)
+            loads = self._loads_of(loading.snapshot_id)
+            step_started, step_cpu = time.perf_counter(), time.thread_time()
+            for values in self._slices(data, path, loading):
+                for load in loads:
+                    load.add(values)
+                if (time.perf_counter() - step_started) * 1000 >= LOAD_STEP_MS:
+                    loading.step_ended(step_started, step_cpu)
+                    await asyncio.sleep(0)
+                    if self._load is not loading or self.failure is not None or self._closing:
+                        return
+                    step_started, step_cpu = time.perf_counter(), time.thread_time()
+            for load in loads:
+                load.finish()
+            self.applied_offset = loading.snapshot_id.offset
+            # The commits held, applied in steps too: each step ends on a whole batch, a state
+            # as committed as any; the load ends (commits no longer held) once they are all in.
+            while loading.commit_through is not None and self._apply_committed(
+                    loading.commit_through, deadline=step_started + LOAD_STEP_MS / 1000):
+                loading.step_ended(step_started, step_cpu)
+                await asyncio.sleep(0)
+                if self._load is not loading or self.failure is not None or self._closing:
+                    return
+                step_started, step_cpu = time.perf_counter(), time.thread_time()
+            self._load = None
+            for listener in loading.late_listeners:
+                self.register(listener)
+            self._after_load(loading)
+            loading.step_ended(step_started, step_cpu)
+            self.last_load = loading
+            log.info("node %d: loaded snapshot %s (%d records) in %.0f ms (%.0f ms of CPU), %d steps, the longest "
+                     "%.1f ms (%.1f ms of CPU)", self.node_id, loading.snapshot_id, loading.records,
+                     (time.perf_counter() - started) * 1000, (time.thread_time() - cpu) * 1000, loading.steps,
+                     loading.longest_step_ms, loading.longest_step_cpu_ms)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:      # a bad snapshot file, a state machine refusing it: stop, as in a step
+            if self._load is loading or self._load is None:
+                self._load = None
+                self._stop_on_failure(exc)
+
+    def _after_load(self, loading: SnapshotLoading) -> None:
+        """The rest of what the Readys during the load held, as _apply_effects would have done it."""
+        now = self.running.now_ms
+        if loading.commit_through is not None:
+            self._commit_through(loading.commit_through)      # the last held commits, if any came meanwhile
+        for token, offset in loading.appends_committed:
+            self._complete_appends(self._settled(token), offset, now)
+        self._schedule_snapshot_check()
+
+    def _cancel_load(self) -> None:
+        if self._load is not None:
+            self._load.task.cancel()
+            self._load = None
