@@ -54,6 +54,7 @@ from kafkawire.messages.delete_topics_request import DeleteTopicsRequest, Delete
 from kafkawire.messages.elect_leaders_request import ElectLeadersRequest  # noqa: E402
 from kafkawire.net.client import NetworkClient, TransportError  # noqa: E402
 from kafkawire.protocol.error_codes import Errors  # noqa: E402
+from kafkawire.raft.node.local_quorum import QuorumError, describe_quorum  # noqa: E402
 from tests.interop.mixed_quorum import MixedQuorum  # noqa: E402
 from tests.nemesis.paced_storm import (STORM_PROPERTIES, TOPIC_PARTITIONS, FakeBrokers, _topic, build,  # noqa: E402
                                        cpu_seconds, rss_mb)
@@ -99,7 +100,14 @@ class Run:
         cpu, started = cpu_seconds(pid), time.perf_counter()
         result = await work
         wall, cpu = time.perf_counter() - started, cpu_seconds(pid) - cpu
-        self.steps.append(Step(self.system, self.size, name, wall, cpu, note(result, wall, cpu)))
+        text = note(result, wall, cpu)
+        if wall > 1.0:      # long enough for the followers' fetch timeout (2 s) to be near: let an election show
+            await asyncio.sleep(3.0)
+        leader = await self._leader_now()
+        if leader != self.leader:          # the step cost the leader its leadership: said, and followed
+            text += f"; LEADERSHIP LOST: node {self.leader} -> node {leader}"
+            self.leader = leader
+        self.steps.append(Step(self.system, self.size, name, wall, cpu, text))
         print(self.steps[-1].line(), flush=True)
         return result
 
@@ -122,6 +130,25 @@ class Run:
             await fakes.close()
         await self._restart_step("failover", [self.leader])
         await self._restart_step("cold restart", self.quorum.ids)
+
+    async def _leader_now(self) -> int:
+        """The node that says it leads (DescribeQuorum of each live node), waiting for one."""
+        deadline = time.monotonic() + BOUND_S
+        while time.monotonic() < deadline:
+            claims = []                      # (epoch, node) of each node that says it leads
+            for node_id in self.quorum.ids:
+                if not self.quorum.alive(node_id):
+                    continue
+                try:
+                    view = await describe_quorum(self.address(node_id), timeout_ms=2000)
+                except (TransportError, QuorumError, OSError, asyncio.TimeoutError):
+                    continue
+                if view.leader_id == node_id:
+                    claims.append((view.leader_epoch, node_id))
+            if claims:
+                return max(claims)[1]
+            await asyncio.sleep(0.1)
+        raise RuntimeError(f"{self.system}: no leader within {BOUND_S} s")
 
     async def _build(self, fakes: FakeBrokers) -> None:
         await fakes.register()
@@ -260,12 +287,14 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000", help="partitions, comma-separated")
     parser.add_argument("--brokers", type=int, default=10)
     parser.add_argument("--kafka-heap", default="1g", help="-Xmx of each Kafka controller JVM")
+    parser.add_argument("--dir", help="keep each quorum's nodes (their logs) in DIR/<system>-<size> (default: deleted)")
     args = parser.parse_args()
     steps: list[Step] = []
     print(f"{'size':>8} {'system':<9} {'operation':<16} {'wall':>11} {'CPU':>12}  (load {os.getloadavg()[0]:.1f})")
     for size in (int(s) for s in args.sizes.split(",")):
         for system in args.systems.split(","):
-            with tempfile.TemporaryDirectory(prefix=f"cost-curve-{system}-") as base:
+            with tempfile.TemporaryDirectory(prefix=f"cost-curve-{system}-") as tmp:
+                base = os.path.join(args.dir, f"{system}-{size}") if args.dir else tmp
                 run = Run(system, size, args.brokers, base, args.kafka_heap)
                 try:
                     run.quorum.start_all()
