@@ -26,6 +26,7 @@ from kafkawire.net.server import ApiHandler
 from .configs import alter_configs, incremental_alter_configs
 from .describe_configs import describe_configs
 from .errors import ApiError
+from .elect_in_steps import elect_every_partition_in_steps, needs_steps
 from .leader_election import elect_leaders
 from .partition_creation import create_partitions
 from .reassignment import alter_partition_reassignments, list_partition_reassignments
@@ -132,6 +133,8 @@ def handlers(controller) -> dict:
 
     async def elect(ctx, request):
         try:
+            if needs_steps(controller.state, request):       # every partition of a large cluster
+                return await elect_every_partition_in_steps(controller, request, ctx.api_version, request.timeout_ms)
             return await _write(controller, lambda: elect_leaders(
                 controller.state, request, ctx.api_version, controller.static_min_insync_replicas), request.timeout_ms)
         except ApiError as exc:

@@ -10,6 +10,8 @@ nothing. Asked for every partition, the answer leaves out those that needed no e
 come in the image's order (Kafka's follow a TimelineHashMap). The records are not one atomic
 batch in Kafka (ControllerResult.of); here they are appended as one batch all the same. More
 than MAX_RECORDS_PER_USER_OP records (bounded.py) refuse the whole request, as Kafka's.
+
+Every partition of a large cluster is walked in steps (kafkawire.controller.elect_in_steps).
 """
 from __future__ import annotations
 
@@ -54,23 +56,45 @@ def _elect(state: ControllerState, name: str, partition_id: int, election: int, 
     return None
 
 
-def elect_leaders(state: ControllerState, request, api_version: int, static_min_isr: int):
-    """(records, ElectLeadersResponse)."""
+def election_type(request, api_version: int) -> int:
     election = request.election_type if api_version >= 1 else PREFERRED
     if election not in (PREFERRED, UNCLEAN):
         raise ApiError(Errors.INVALID_REQUEST, f"Unknown election type {election}")
-    records, results = BoundedList(), []
+    return election
+
+
+def elect_leaders(state: ControllerState, request, api_version: int, static_min_isr: int):
+    """(records, ElectLeadersResponse)."""
+    election = election_type(request, api_version)
     if request.topic_partitions is None:
-        wanted = [(topic.name, sorted(topic.partitions), False) for topic in state.image.topics_by_name.values()]
-    else:
-        wanted = [(t.topic, list(t.partitions), True) for t in request.topic_partitions]
-    for name, partition_ids, named in wanted:
-        partition_results = []
-        for pid in partition_ids:
-            error = _elect(state, name, pid, election, static_min_isr, records)
-            if error is not None and error.error == Errors.ELECTION_NOT_NEEDED and not named:
-                continue
-            partition_results.append(PartitionResult(partition_id=pid, error_code=0 if error is None else error.code,
-                                                     error_message=None if error is None else error.message))
-        results.append(ReplicaElectionResult(topic=name, partition_result=partition_results))
+        records, results = elect_in_topics(state, list(state.image.topics_by_name), election, static_min_isr)
+        return records, ElectLeadersResponse(error_code=0, replica_election_results=results)
+    records, results = BoundedList(), []
+    for t in request.topic_partitions:
+        results.append(ReplicaElectionResult(topic=t.topic, partition_result=[
+            _result(pid, _elect(state, t.topic, pid, election, static_min_isr, records)) for pid in t.partitions]))
     return records, ElectLeadersResponse(error_code=0, replica_election_results=results)
+
+
+def elect_in_topics(state: ControllerState, names: list[str], election: int, static_min_isr: int,
+                    records: BoundedList | None = None) -> tuple[list, list]:
+    """The "every partition" walk over the topics ``names`` (one gone meanwhile left out):
+    (records, [ReplicaElectionResult]) with the partitions that needed no election left out."""
+    records = BoundedList() if records is None else records
+    results = []
+    for name in names:
+        topic = state.image.topics_by_name.get(name)
+        if topic is None:
+            continue
+        partition_results = []
+        for pid in sorted(topic.partitions):
+            error = _elect(state, name, pid, election, static_min_isr, records)
+            if error is None or error.error != Errors.ELECTION_NOT_NEEDED:
+                partition_results.append(_result(pid, error))
+        results.append(ReplicaElectionResult(topic=name, partition_result=partition_results))
+    return records, results
+
+
+def _result(pid: int, error: ApiError | None) -> PartitionResult:
+    return PartitionResult(partition_id=pid, error_code=0 if error is None else error.code,
+                           error_message=None if error is None else error.message)
