@@ -25,7 +25,7 @@ from kafkawire.messages.join_group_response import JoinGroupResponse
 from kafkawire.messages.leave_group_response import LeaveGroupResponse, MemberResponse
 from kafkawire.net.admin_authorization import allowed
 from kafkawire.net.authorizer import RESOURCE_TOPIC, Op
-from kafkawire.metadata.group_configs import GroupBounds, effective_consumer_timeouts
+from kafkawire.metadata.group_configs import GroupBounds, cached_by_configs, effective_consumer_timeouts
 from kafkawire.metadata.image import GROUP_RESOURCE
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
@@ -90,12 +90,8 @@ class ConsumerApis:
         if not configs:
             self._timeouts.pop(group_id, None)
             return self._group_bounds.consumer_session_timeout_ms, self._group_bounds.consumer_heartbeat_interval_ms
-        seen = tuple(sorted(configs.items()))   # a copy: an image may change its dicts in place
-        cached = self._timeouts.get(group_id)
-        if cached is None or cached[0] != seen:
-            cached = self._timeouts[group_id] = (seen, effective_consumer_timeouts(group_id, configs,
-                                                                                   self._group_bounds))
-        return cached[1]
+        return cached_by_configs(self._timeouts, group_id, configs,
+                                 lambda: effective_consumer_timeouts(group_id, configs, self._group_bounds))
 
     def topics(self) -> TopicsView:
         if self._view is None:

@@ -43,7 +43,7 @@ from kafkawire.messages.describe_share_group_offsets_response import (
 from kafkawire.messages.share_group_describe_response import DescribedGroup, ShareGroupDescribeResponse
 from kafkawire.messages.share_group_heartbeat_response import ShareGroupHeartbeatResponse
 from kafkawire.metadata.group_configs import (SHARE_DELIVERY_LIMIT, SHARE_HEARTBEAT, SHARE_LOCK_DURATION,
-                                              SHARE_RECORD_LOCKS, SHARE_SESSION, GroupBounds, by_duration_ns,
+                                              SHARE_RECORD_LOCKS, SHARE_SESSION, GroupBounds, by_duration_ns, cached_by_configs,
                                               effective_share_configs)
 from kafkawire.metadata.image import GROUP_RESOURCE
 from kafkawire.protocol.error_codes import Errors
@@ -126,12 +126,8 @@ class ShareApis:
         if not configs:
             self._effective_configs.pop(group_id, None)
             return self.bounds.defaults()
-        seen = tuple(sorted(configs.items()))   # a copy: an image may change its dicts in place
-        cached = self._effective_configs.get(group_id)
-        if cached is None or cached[0] != seen:
-            cached = self._effective_configs[group_id] = (seen, effective_share_configs(group_id, configs,
-                                                                                        self.bounds))
-        return cached[1]
+        return cached_by_configs(self._effective_configs, group_id, configs,
+                                 lambda: effective_share_configs(group_id, configs, self.bounds))
 
     def timeouts(self, group_id: str) -> tuple[int, int]:
         """The group's (session timeout, heartbeat interval)."""

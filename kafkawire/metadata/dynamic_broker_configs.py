@@ -176,12 +176,8 @@ def _check(name: str, key: DynamicKey, parsed) -> None:
         _check_level_rule(name, key.other_rule, parsed)
     if key.type == "STRING" and key.one_of and parsed not in key.one_of:
         raise invalid(name, parsed, f"String must be one of: {', '.join(key.one_of)}")
-    if key.type == "LIST" and (key.one_of or not key.list_empty_allowed or name in _LIST_CHECKED):
+    if key.type == "LIST":                              # every dynamic LIST key has a ValidList
         _check_list(name, key, parsed)
-
-
-# The dynamic LIST keys whose validator is a ValidList (every LIST key of the table has one)
-_LIST_CHECKED = frozenset(n for n, k in DYNAMIC.items() if k.type == "LIST")
 
 
 def _check_list(name: str, key: DynamicKey, values: list[str]) -> None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from .config_def import ConfigKey, ConfigValueError, check_range, parse_type
 
-__all__ = ["GROUP_CONFIG_KEYS", "BROKER_SYNONYMS", "FROM_BROKER_VALUES", "GroupBounds", "GroupNameError",
+__all__ = ["cached_by_configs", "GROUP_CONFIG_KEYS", "BROKER_SYNONYMS", "FROM_BROKER_VALUES", "GroupBounds", "GroupNameError",
            "validate_group_configs", "effective_consumer_timeouts", "effective_share_configs",
            "effective_streams_configs", "by_duration_ns",
            "with_dynamic_streams_assignment_interval"]
@@ -251,6 +251,16 @@ def _check_bounds(values: dict, configs: dict, bounds: GroupBounds) -> None:
         session, heartbeat = f"{kind}.session.timeout.ms", f"{kind}.heartbeat.interval.ms"
         if values[session] <= values[heartbeat]:
             raise ConfigValueError(f"{session} must be greater than {heartbeat}")
+
+
+def cached_by_configs(cache: dict, group_id: str, configs: dict[str, str], compute):
+    """``compute()`` for the group's ``configs``, kept in ``cache`` (group id -> (configs seen,
+    value)) until they change: a broker asks at every heartbeat."""
+    seen = tuple(sorted(configs.items()))   # a copy: an image may change its dicts in place
+    cached = cache.get(group_id)
+    if cached is None or cached[0] != seen:
+        cached = cache[group_id] = (seen, compute())
+    return cached[1]
 
 
 def effective_consumer_timeouts(group_id: str, configs: dict[str, str] | None,
