@@ -250,19 +250,39 @@ static PyObject *record_object(Objects *o, const Parser *p, const ParsedRecord *
     return obj;
 }
 
+/* The records of a batch, each made by a sink into a list of count slots filled in order:
+ * what decode_records and decode_values share. */
 typedef struct {
-    Objects *o;
-    PyObject *records;  /* a list of count slots, filled in order */
+    PyObject *list;
     Py_ssize_t next;
-} ObjectSink;
+    Objects *o;         /* decode_records' object state; NULL for decode_values */
+} ListSink;
 
 static int add_object(void *ctx, const Parser *p, const ParsedRecord *rec) {
-    ObjectSink *s = ctx;
+    ListSink *s = ctx;
     PyObject *obj = record_object(s->o, p, rec);
     if (obj == NULL)
         return -1;
-    PyList_SET_ITEM(s->records, s->next++, obj);
+    PyList_SET_ITEM(s->list, s->next++, obj);
     return 0;
+}
+
+/* Walks a's batch with `add`; (list, error) as kw_result makes it, the list cut before the first
+ * bad record. Frees a's parser and releases its view. */
+static PyObject *walk_into_list(BatchArgs *a, RecordSink add, Objects *o) {
+    ListSink sink = {PyList_New(a->parser.count), 0, o};
+    PyObject *result = NULL;
+    Py_ssize_t done;
+    if (sink.list != NULL && kw_parse_batch(&a->parser, a->start, add, &sink, &done) == 0) {
+        if (done < a->parser.count)  /* bad bytes: the items before them */
+            Py_SETREF(sink.list, PyList_GetSlice(sink.list, 0, done));
+        if (sink.list != NULL)
+            result = kw_result(sink.list, &a->parser.r);
+    }
+    Py_XDECREF(sink.list);
+    kw_parser_free(&a->parser);
+    Py_DECREF(a->view);
+    return result;
 }
 
 PyObject *kw_decode_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
@@ -279,20 +299,9 @@ PyObject *kw_decode_records(PyObject *module, PyObject *const *args, Py_ssize_t 
     o.base_offset = a.base_offset;
     o.base_timestamp = a.base_timestamp;
     o.log_append_time = a.log_append_time;
-    ObjectSink sink = {&o, PyList_New(a.parser.count), 0};
-    PyObject *result = NULL;
-    Py_ssize_t done;
-    if (sink.records != NULL && kw_parse_batch(&a.parser, a.start, add_object, &sink, &done) == 0) {
-        if (done < a.parser.count)  /* bad bytes: the records before them */
-            Py_SETREF(sink.records, PyList_GetSlice(sink.records, 0, done));
-        if (sink.records != NULL)
-            result = kw_result(sink.records, &a.parser.r);
-    }
-    Py_XDECREF(sink.records);
-    kw_parser_free(&a.parser);
+    PyObject *result = walk_into_list(&a, add_object, &o);
     Py_XDECREF(o.last_hkey);
     Py_XDECREF(o.last_ts);
-    Py_DECREF(a.view);
     return result;
 }
 
@@ -301,19 +310,14 @@ PyObject *kw_decode_records(PyObject *module, PyObject *const *args, Py_ssize_t 
  * bytes (None for a null one), with no Record object or memoryview made: what a raft node hands
  * its listeners for each committed record (RecordBatch.values, whose pure definition is a bytes
  * of each record's value). The arguments and the error are decode_records'. */
-typedef struct {
-    PyObject *values;   /* a list of count slots, filled in order */
-    Py_ssize_t next;
-} ValueSink;
-
 static int add_value(void *ctx, const Parser *p, const ParsedRecord *rec) {
-    ValueSink *s = ctx;
+    ListSink *s = ctx;
     PyObject *value = rec->value.present
         ? PyBytes_FromStringAndSize((const char *)p->r.d + rec->value.pos, rec->value.len)
         : Py_NewRef(Py_None);
     if (value == NULL)
         return -1;
-    PyList_SET_ITEM(s->values, s->next++, value);
+    PyList_SET_ITEM(s->list, s->next++, value);
     return 0;
 }
 
@@ -326,19 +330,7 @@ PyObject *kw_decode_values(PyObject *module, PyObject *const *args, Py_ssize_t n
     BatchArgs a;
     if (kw_batch_args(args, &a) < 0)
         return NULL;
-    ValueSink sink = {PyList_New(a.parser.count), 0};
-    PyObject *result = NULL;
-    Py_ssize_t done;
-    if (sink.values != NULL && kw_parse_batch(&a.parser, a.start, add_value, &sink, &done) == 0) {
-        if (done < a.parser.count)  /* bad bytes: the values before them */
-            Py_SETREF(sink.values, PyList_GetSlice(sink.values, 0, done));
-        if (sink.values != NULL)
-            result = kw_result(sink.values, &a.parser.r);
-    }
-    Py_XDECREF(sink.values);
-    kw_parser_free(&a.parser);
-    Py_DECREF(a.view);
-    return result;
+    return walk_into_list(&a, add_value, NULL);
 }
 
 int kw_decode_init(PyObject *module) {
