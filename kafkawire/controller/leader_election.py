@@ -38,9 +38,7 @@ def _elect(state: ControllerState, name: str, partition_id: int, election: int, 
     partition = topic.partitions.get(partition_id)
     if partition is None:
         return ApiError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"No such partition as {name}-{partition_id}")
-    preferred_replica = partition.replicas[0] if partition.replicas else NO_LEADER
-    if (election == PREFERRED and partition.leader == preferred_replica) or \
-            (election == UNCLEAN and partition.leader != NO_LEADER):
+    if _not_needed(partition, election):
         return ApiError(Errors.ELECTION_NOT_NEEDED, Errors.ELECTION_NOT_NEEDED.message)
     mv = image.metadata_version or 0
     change = build_change(partition, target_isr=list(partition.isr),
@@ -54,6 +52,13 @@ def _elect(state: ControllerState, name: str, partition_id: int, election: int, 
         return ApiError(error, error.message)
     records.append(change_record(topic.id, partition_id, change, mv))
     return None
+
+
+def _not_needed(partition, election: int) -> bool:
+    """ELECTION_NOT_NEEDED: the preferred replica leads (preferred), a leader exists (unclean)."""
+    if election == PREFERRED:
+        return partition.leader == (partition.replicas[0] if partition.replicas else NO_LEADER)
+    return partition.leader != NO_LEADER
 
 
 def election_type(request, api_version: int) -> int:
@@ -87,10 +92,14 @@ def elect_in_topics(state: ControllerState, names: list[str], election: int, sta
         if topic is None:
             continue
         partition_results = []
-        for pid in sorted(topic.partitions):
+        partitions = topic.partitions
+        for pid in sorted(partitions):
+            # the answer leaves these out: no error object made for them (most partitions, most
+            # of the time)
+            if _not_needed(partitions[pid], election):
+                continue
             error = _elect(state, name, pid, election, static_min_isr, records)
-            if error is None or error.error != Errors.ELECTION_NOT_NEEDED:
-                partition_results.append(_result(pid, error))
+            partition_results.append(_result(pid, error))
         results.append(ReplicaElectionResult(topic=name, partition_result=partition_results))
     return records, results
 
