@@ -328,7 +328,8 @@ class Broker:
                                  max_request_bytes=c.socket_request_max_bytes,
                                  connections_max_idle_ms=c.connections_max_idle_ms,
                                  failed_authentication_delay_ms=c.connection_failed_authentication_delay_ms,
-                                 admission=quotas.limits, connection_quotas=quotas)
+                                 admission=quotas.limits, connection_quotas=quotas,
+                                 unstable_api_versions=c.unstable_api_versions_enable)
             server.api_versions_features = self._api_versions_features
             server.request_metrics = self.request_metrics     # one RequestMetrics for all listeners, as Kafka's
             server.connection_closed_listeners.append(self.telemetry.connection_closed)

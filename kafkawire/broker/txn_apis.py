@@ -26,8 +26,8 @@ the cluster's finalized ``transaction.version``.
 
 The ACL checks (TRANSACTIONAL_ID_AUTHORIZATION_FAILED and the others) run before these handlers
 (kafkawire.broker.authorization); here TRANSACTIONAL_ID_AUTHORIZATION_FAILED is only the answer
-Kafka gives to a 2PC InitProducerId while ``transaction.two.phase.commit.enable`` is false (its
-default; kafkawire has no 2PC).
+Kafka gives to a 2PC InitProducerId (v6, KIP-939; advertised with unstable.api.versions.enable)
+while ``transaction.two.phase.commit.enable`` is false, its default.
 """
 from __future__ import annotations
 
@@ -73,7 +73,8 @@ class TxnApis:
         self.router = MarkerRouter(broker)
         self.coordinator = TransactionCoordinator(
             TxnSettings(transaction_max_timeout_ms=c.transaction_max_timeout_ms,
-                        transactional_id_expiration_ms=c.transactional_id_expiration_ms),
+                        transactional_id_expiration_ms=c.transactional_id_expiration_ms,
+                        two_phase_commit_enable=c.transaction_two_phase_commit_enable),
             owner=self._owner, persist=lambda txn_id, records: self.store.append(txn_id, records),
             generate_producer_id=broker.producer_ids.generate, markers=self.markers,
             now_ms=lambda: int(time.time() * 1000), tv_level=self.tv_level)
@@ -187,12 +188,9 @@ class TxnApis:
             return Errors.INVALID_REQUEST, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         if request.transactional_id == "":
             return Errors.INVALID_REQUEST, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
-        if request.enable2_pc:           # v6+, which Kafka 4.3.1's broker does not advertise (nor do we)
-            return Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
-        if request.keep_prepared_txn:
-            return Errors.UNSUPPORTED_VERSION, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         expected = None if request.producer_id == -1 else (request.producer_id, request.producer_epoch)
-        return self.coordinator.init_producer_id(request.transactional_id, request.transaction_timeout_ms, expected)
+        return self.coordinator.init_producer_id(request.transactional_id, request.transaction_timeout_ms, expected,
+                                                 two_phase=request.enable2_pc, keep_prepared=request.keep_prepared_txn)
 
     # -- AddPartitionsToTxn, AddOffsetsToTxn --
 

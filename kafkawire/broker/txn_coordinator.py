@@ -41,11 +41,17 @@ log = logging.getLogger(__name__)
 _NO_IDS = (Errors.NONE, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)    # a TV1 EndTxn answers no producer id and epoch
 
 
+# A two-phase commit transaction (KIP-939) has Java's Integer.MAX_VALUE as its timeout, which is
+# how Kafka's TransactionMetadata.isDistributedTwoPhaseCommitTxn tells it: it never times out.
+TWO_PHASE_TIMEOUT_MS = 2**31 - 1
+
+
 @dataclass(frozen=True)
 class TxnSettings:
     """Kafka's names and defaults (TransactionStateManagerConfig)."""
     transaction_max_timeout_ms: int = 900_000              # transaction.max.timeout.ms
     transactional_id_expiration_ms: int = 604_800_000      # transactional.id.expiration.ms
+    two_phase_commit_enable: bool = False                  # transaction.two.phase.commit.enable
 
 
 class TransactionCoordinator:
@@ -93,12 +99,22 @@ class TransactionCoordinator:
 
     # -- InitProducerId --
 
-    def init_producer_id(self, transactional_id: str, timeout_ms: int,
-                         expected: tuple[int, int] | None) -> tuple[int, int, int]:
-        """(error, producer id, epoch) for a transactional id; ``expected``: KIP-360's (id, epoch)."""
+    def init_producer_id(self, transactional_id: str, timeout_ms: int, expected: tuple[int, int] | None, *,
+                         two_phase: bool = False, keep_prepared: bool = False) -> tuple[int, int, int]:
+        """(error, producer id, epoch) for a transactional id; ``expected``: KIP-360's (id, epoch).
+        ``two_phase``: InitProducerId v6's enable2Pc (KIP-939), refused unless
+        transaction.two.phase.commit.enable (as Kafka, with TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+        its transaction never times out (its timeout is TWO_PHASE_TIMEOUT_MS, whatever was asked).
+        ``keep_prepared`` is UNSUPPORTED_VERSION, as in Kafka 4.3.1 (not implemented there yet)."""
         if transactional_id == "":
             return Errors.INVALID_REQUEST, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
-        if not 0 < timeout_ms <= self.settings.transaction_max_timeout_ms:
+        if two_phase and not self.settings.two_phase_commit_enable:
+            return Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        if keep_prepared:
+            return Errors.UNSUPPORTED_VERSION, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        if two_phase:
+            timeout_ms = TWO_PHASE_TIMEOUT_MS
+        elif not 0 < timeout_ms <= self.settings.transaction_max_timeout_ms:
             return Errors.INVALID_TRANSACTION_TIMEOUT, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         code, coordinator_epoch, metadata = self.state_of(transactional_id)
         try:
@@ -361,7 +377,8 @@ class TransactionCoordinator:
         """Abort every Ongoing transaction older than its timeout (abortTimedOutTransactions): how many."""
         now = self.now_ms()
         timed_out = [m for m in self.txns.values()
-                     if m.state == ONGOING and not m.pending and m.txn_start_ms + m.txn_timeout_ms < now
+                     if m.state == ONGOING and not m.pending and m.txn_timeout_ms != TWO_PHASE_TIMEOUT_MS
+                     and m.txn_start_ms + m.txn_timeout_ms < now
                      and self.owner(m.transactional_id)[0] == Errors.NONE]
         for metadata in timed_out:
             transit = metadata.prepare_fence_producer_epoch()

@@ -167,6 +167,8 @@ class ServerConfig:
     producer_id_expiration_ms: int = 86_400_000
     producer_id_expiration_check_interval_ms: int = 600_000
     transaction_max_timeout_ms: int = 900_000
+    transaction_two_phase_commit_enable: bool = False
+    unstable_api_versions_enable: bool = False
     transaction_partition_verification_enable: bool = True
     add_partitions_to_txn_retry_backoff_max_ms: int = 100
     add_partitions_to_txn_retry_backoff_ms: int = 20

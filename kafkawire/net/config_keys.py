@@ -241,6 +241,10 @@ _KEYS = (
     _Key("producer.id.expiration.ms", lambda k, v: _int(k, v, 1), "86400000", "TransactionLogConfig"),
     _Key("producer.id.expiration.check.interval.ms", lambda k, v: _int(k, v, 1), "600000", "TransactionLogConfig"),
     _Key("transaction.max.timeout.ms", lambda k, v: _int(k, v, 1), "900000", "TransactionStateManagerConfig"),
+    # TransactionStateManagerConfig: BOOLEAN false (KIP-939's two-phase commit; InitProducerId v6,
+    # advertised only with unstable.api.versions.enable, ServerConfigs: BOOLEAN false)
+    _Key("transaction.two.phase.commit.enable", _bool, "false", "TransactionStateManagerConfig"),
+    _Key("unstable.api.versions.enable", _bool, "false", "ServerConfigs"),
     # TransactionLogConfig: BOOLEAN true (dynamic: kafkawire.broker.txn_verify_setting);
     # AddPartitionsToTxnConfig: INT 100 atLeast(0), INT 20 atLeast(1)
     _Key("transaction.partition.verification.enable", _bool, "true", "TransactionLogConfig"),

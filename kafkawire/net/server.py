@@ -91,7 +91,9 @@ DEFAULT_FAILED_AUTHENTICATION_DELAY_MS = 100         # SocketServerConfigs.FAILE
 DEFAULT_MAX_IN_FLIGHT = 1             # Kafka mutes a channel until its request is answered
 
 
-def _register(handlers: dict) -> dict[int, Registered]:
+def _register(handlers: dict, unstable: bool = False) -> dict[int, Registered]:
+    """The registry of ``handlers``; an API's latest version marked unstable in its schema is
+    served only with ``unstable`` (unstable.api.versions.enable)."""
     table = api_table()
     out = {}
     for key, handler in handlers.items():
@@ -102,7 +104,7 @@ def _register(handlers: dict) -> dict[int, Registered]:
         if not isinstance(handler, ApiHandler):
             handler = ApiHandler(handler)
         api = table[key]
-        stable_high = api.max_version - (1 if api.request.LATEST_VERSION_UNSTABLE else 0)
+        stable_high = api.max_version - (1 if api.request.LATEST_VERSION_UNSTABLE and not unstable else 0)
         low = api.min_version if handler.min_version is None else max(handler.min_version, api.min_version)
         high = stable_high if handler.max_version is None else min(handler.max_version, api.max_version)
         if low > high:
@@ -124,12 +126,14 @@ class KafkaServer:
                  api_versions_max_version: int = API_VERSIONS_MAX, admission: AdmissionLimits | None = None,
                  security=None, scram_lookup=None, token_lookup=None, tls_handshake_timeout_ms: int = 10_000,
                  connection_quotas: ConnectionQuotas | None = None,
-                 failed_authentication_delay_ms: int = DEFAULT_FAILED_AUTHENTICATION_DELAY_MS):
+                 failed_authentication_delay_ms: int = DEFAULT_FAILED_AUTHENTICATION_DELAY_MS,
+                 unstable_api_versions: bool = False):
         if max_in_flight_per_connection < 1:
             raise ValueError("max_in_flight_per_connection must be at least 1")
         if security is not None and security.uses_sasl:
             handlers = {**sasl_handlers(), **handlers}      # advertised in ApiVersions
-        self._registry = _register(handlers)
+        self.unstable_api_versions = unstable_api_versions
+        self._registry = _register(handlers, unstable_api_versions)
         self.host, self._port = host, port
         self.listener_name = listener_name
         self.max_request_bytes = max_request_bytes
@@ -176,7 +180,7 @@ class KafkaServer:
 
     def register(self, key: int, handler) -> None:
         """Add or replace a handler; connections see it from their next request."""
-        self._registry.update(_register({key: handler}))
+        self._registry.update(_register({key: handler}, self.unstable_api_versions))
 
     # -- lifecycle --
 

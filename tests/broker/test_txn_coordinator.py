@@ -328,14 +328,47 @@ def test_a_verifier_call_without_version_only_checks():
     assert c.txns[TX].partitions == set()
 
 
-def test_init_producer_id_refuses_two_phase_commit_and_keeping_a_prepared_transaction():
-    """KIP-939's fields (InitProducerId v6+, which neither Kafka 4.3.1's broker nor ours
-    advertises): refused before the coordinator is asked, never taken as a plain init."""
-    from kafkawire.broker.txn_apis import TxnApis
-    from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
-    from kafkawire.protocol.error_codes import Errors
-    apis = TxnApis.__new__(TxnApis)             # _init's checks come before any coordinator
-    two_pc = InitProducerIdRequest(transactional_id="t", transaction_timeout_ms=1000, enable2_pc=True)
-    keep = InitProducerIdRequest(transactional_id="t", transaction_timeout_ms=1000, keep_prepared_txn=True)
-    assert apis._init(two_pc)[0] == Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    assert apis._init(keep)[0] == Errors.UNSUPPORTED_VERSION
+def test_two_phase_commit_is_refused_unless_enabled_and_keeping_a_prepared_transaction_always():
+    """KIP-939's fields (InitProducerId v6), in Kafka 4.3.1's order: enable2Pc without
+    transaction.two.phase.commit.enable is TRANSACTIONAL_ID_AUTHORIZATION_FAILED (before the
+    timeout is looked at), keepPreparedTxn UNSUPPORTED_VERSION (not implemented in 4.3.1); neither
+    is ever taken as a plain init."""
+    off, *_ = coordinator()
+    assert off.init_producer_id(TX, 0, None, two_phase=True)[0] == Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert off.init_producer_id(TX, 1000, None, two_phase=True, keep_prepared=True)[0] == \
+        Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert off.init_producer_id(TX, 1000, None, keep_prepared=True)[0] == Errors.UNSUPPORTED_VERSION
+    on, *_ = coordinator(two_phase_commit_enable=True)
+    assert on.init_producer_id(TX, 1000, None, two_phase=True, keep_prepared=True)[0] == Errors.UNSUPPORTED_VERSION
+    assert TX not in off.txns and TX not in on.txns
+
+
+def test_a_two_phase_commit_transaction_never_times_out():
+    """With transaction.two.phase.commit.enable, enable2Pc's transaction has Integer.MAX_VALUE as
+    its timeout whatever was asked (even beyond transaction.max.timeout.ms), and the periodic abort
+    of timed-out transactions leaves it alone; the producer commits it whenever it likes."""
+    from kafkawire.broker.txn_coordinator import TWO_PHASE_TIMEOUT_MS
+    c, clock, _, markers = coordinator(two_phase_commit_enable=True, transaction_max_timeout_ms=60_000)
+    assert c.init_producer_id(TX, 10**9, None, two_phase=True) == (Errors.NONE, 100, 0)
+    assert c.init_producer_id("plain", 1000, None) == (Errors.NONE, 101, 0)
+    assert c.txns[TX].txn_timeout_ms == TWO_PHASE_TIMEOUT_MS == 2**31 - 1
+    assert c.add_partitions(TX, 100, 0, {("t", 0)}, 0) == Errors.NONE
+    assert c.add_partitions("plain", 101, 0, {("t", 0)}, 0) == Errors.NONE
+    clock[0] += 30 * 24 * 3600 * 1000               # a month: past Integer.MAX_VALUE ms from the start, too
+    assert c.abort_timed_out() == 1                 # the plain one only
+    assert c.txns[TX].state == ONGOING and c.txns["plain"].state == PREPARE_ABORT
+    markers.finish()
+    assert c.end_transaction(TX, 100, 0, True)[0] == Errors.NONE
+    assert c.txns[TX].state == PREPARE_COMMIT
+
+
+def test_init_producer_id_v6_is_served_only_with_unstable_api_versions():
+    """unstable.api.versions.enable: InitProducerId's latest version (6, unstable in Kafka 4.3.1's
+    schema) is advertised and served only with it, as by Kafka's broker."""
+    from kafkawire.net.server import KafkaServer
+
+    async def handler(ctx, request):
+        return None
+    for unstable, high in ((False, 5), (True, 6)):
+        server = KafkaServer({22: handler}, unstable_api_versions=unstable)
+        assert [(low, top) for key, low, top in server.api_versions() if key == 22] == [(0, high)]

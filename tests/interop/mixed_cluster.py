@@ -39,7 +39,9 @@ WAIT_S = 60
 INTERNAL_TOPICS = {"transaction.state.log.num.partitions": "2", "transaction.state.log.replication.factor": "2",
                    "transaction.state.log.min.isr": "1",
                    "offsets.topic.num.partitions": "2", "offsets.topic.replication.factor": "2",
-                   "group.initial.rebalance.delay.ms": "0"}
+                   "group.initial.rebalance.delay.ms": "0",
+                  # KIP-939's two-phase commit on both brokers (InitProducerId v6, unstable in 4.3.1)
+                  "unstable.api.versions.enable": "true", "transaction.two.phase.commit.enable": "true"}
 
 
 class MixedCluster:

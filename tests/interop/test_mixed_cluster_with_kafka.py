@@ -38,10 +38,13 @@ import signal
 
 import pytest
 
+from kafkawire.messages.api_versions_request import ApiVersionsRequest
 from kafkawire.messages.create_topics_request import CreatableReplicaAssignment, CreatableTopic, CreateTopicsRequest
 from kafkawire.messages.elect_leaders_request import ElectLeadersRequest
 from kafkawire.messages.elect_leaders_request import TopicPartitions as ElectTopicPartitions
+from kafkawire.messages.describe_transactions_request import DescribeTransactionsRequest
 from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
+from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
 from kafkawire.protocol.error_codes import Errors
 from tests.broker.wire import call
 
@@ -140,6 +143,33 @@ def test_transactions_coordinated_by_either_broker_span_both_leaders(cluster):
     assert got == cluster.acked
     cluster.wait_until(lambda: followers_hold_leaders_bytes(cluster), "each follower to hold its leader's bytes")
     cluster.mark("transactions_done")
+
+
+def test_two_phase_commit_inits_are_answered_as_kafkas_coordinator_answers_them(cluster):
+    """KIP-939 as Kafka 4.3.1 serves it, both brokers with unstable.api.versions.enable and
+    transaction.two.phase.commit.enable: each advertises InitProducerId v6; a v6 init with
+    enable2Pc at a coordinator of each implementation gets a producer id, and its transaction's
+    timeout is Integer.MAX_VALUE (it never times out) whatever the request asked, as
+    DescribeTransactions shows; keepPreparedTxn is UNSUPPORTED_VERSION at both."""
+    for address in (cluster.ours, cluster.kafka_address):
+        versions = {k.api_key: (k.min_version, k.max_version) for k in call(address, ApiVersionsRequest(
+            client_software_name="kafkawire-tests", client_software_version="1")).api_keys}
+        assert versions[22] == (0, 6), (address, versions[22])
+    candidates = [f"two-phase-{n}" for n in range(20)]
+    found = call(cluster.ours, FindCoordinatorRequest(key_type=1, coordinator_keys=candidates), api_version=4)
+    ids = {node: next(c.key for c in found.coordinators if c.error_code == Errors.NONE and c.node_id == node)
+           for node in (OURS, KAFKA)}
+    answers = {}
+    for node, address in ((OURS, cluster.ours), (KAFKA, cluster.kafka_address)):
+        init = call(address, InitProducerIdRequest(transactional_id=ids[node], transaction_timeout_ms=5000,
+                                                   enable2_pc=True), api_version=6)
+        described, = call(address, DescribeTransactionsRequest(transactional_ids=[ids[node]])).transaction_states
+        kept = call(address, InitProducerIdRequest(transactional_id=ids[node], transaction_timeout_ms=5000,
+                                                   enable2_pc=True, keep_prepared_txn=True), api_version=6)
+        answers[node] = (init.error_code, init.producer_epoch, described.error_code, described.transaction_state,
+                         described.transaction_timeout_ms, kept.error_code)
+    assert answers[OURS] == answers[KAFKA] == (Errors.NONE, 0, Errors.NONE, "Empty", 2**31 - 1,
+                                               Errors.UNSUPPORTED_VERSION), answers
 
 
 def test_kafka_takes_over_from_a_killed_kafkawire_broker_which_then_truncates_to_it(cluster):
