@@ -24,7 +24,7 @@ from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequest
 from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
-from kafkawire.records import iter_batches
+from kafkawire.records import CorruptRecordError, iter_batches
 from kafkawire.records.builder import build_batch
 from kafkawire.storage.state_files import random_uuid, uuid_to_kafka
 from tests.broker.wire import call
@@ -41,7 +41,10 @@ INTERNAL_TOPICS = {"transaction.state.log.num.partitions": "2", "transaction.sta
                    "offsets.topic.num.partitions": "2", "offsets.topic.replication.factor": "2",
                    "group.initial.rebalance.delay.ms": "0",
                   # KIP-939's two-phase commit on both brokers (InitProducerId v6, unstable in 4.3.1)
-                  "unstable.api.versions.enable": "true", "transaction.two.phase.commit.enable": "true"}
+                  "unstable.api.versions.enable": "true", "transaction.two.phase.commit.enable": "true",
+                  # the cleaners of both brokers at work soon after a segment rolls (Kafka's at 2 MB)
+                  "log.cleaner.enable": "true", "log.cleaner.backoff.ms": "200",
+                  "log.cleaner.dedupe.buffer.size": str(2 * 1024 * 1024)}
 
 
 class MixedCluster:
@@ -202,6 +205,24 @@ class MixedCluster:
             return None
         with open(found[0], "rb") as f:
             return f.read()
+
+
+def replica_records(cluster: MixedCluster, node_id: int, topic: str, partition: int) -> dict | None:
+    """{offset: (key, value)} of every record in the replica's segments (None while a segment
+    ends in a batch being written or a segment is being swapped by the cleaner)."""
+    root = cluster.kafka.data_dir if node_id == KAFKA else cluster.quorum.data_dir(OURS)
+    records = {}
+    try:
+        for path in sorted(glob.glob(f"{root}/{topic}-{partition}/*.log")):
+            with open(path, "rb") as f:
+                batches = iter_batches(f.read())
+                for batch in batches:
+                    records.update((r.offset, (bytes(r.key), bytes(r.value))) for r in batch)
+            if batches.tail:
+                return None
+    except (OSError, CorruptRecordError):
+        return None
+    return records
 
 
 def answered_while_paused(pid: int, leader_port: int) -> bool:

@@ -26,6 +26,9 @@ In order, on one cluster per module:
    back in both ISRs (kafkawire's leader's AlterPartition) and holds kafkawire's bytes.
 4. Preferred leader election gives partition 0 back to Kafka; a reassignment drops each follower
    and one brings it back, fetching the whole log from offset 0 from the other's leader.
+5. A compacted log copied across implementations: a `compact` topic led by each broker alone is
+   cleaned by its leader's cleaner, then each partition gets the other implementation as follower.
+Between 1 and 2, KIP-939's two-phase commit init is answered alike by each coordinator.
 By hand, not in CI: the same on a Kafka 4.3.1 controller (one more JVM),
 ``KAFKAWIRE_MIXED_CONTROLLER=kafka pytest tests/interop/test_mixed_cluster_with_kafka.py``, and with
 replication over SASL_PLAINTEXT or SASL_SSL with SCRAM-SHA-256 between the brokers,
@@ -35,11 +38,15 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 import pytest
 
 from kafkawire.messages.api_versions_request import ApiVersionsRequest
-from kafkawire.messages.create_topics_request import CreatableReplicaAssignment, CreatableTopic, CreateTopicsRequest
+from kafkawire.messages.alter_partition_reassignments_request import (AlterPartitionReassignmentsRequest,
+                                                                     ReassignablePartition, ReassignableTopic)
+from kafkawire.messages.create_topics_request import (CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
+                                                       CreateTopicsRequest)
 from kafkawire.messages.elect_leaders_request import ElectLeadersRequest
 from kafkawire.messages.elect_leaders_request import TopicPartitions as ElectTopicPartitions
 from kafkawire.messages.describe_transactions_request import DescribeTransactionsRequest
@@ -55,7 +62,7 @@ from tests.interop.mixed_cluster import (  # noqa: E402  (after the skip: it imp
     KAFKA, LEADERS, OURS, TOPIC, WAIT_S, MixedCluster, add_acked, commit, commit_as_member, committed,
     described_partitions, live_member, member_view,
     followers_hold_leaders_bytes, group_in, idempotent_producer, idempotent_producers, in_sync_everywhere, log_end,
-    produce, read_back, read_more, reader, reassign, transactional_id_in, unreplicated_tail)
+    produce, read_back, read_more, reader, reassign, replica_records, transactional_id_in, unreplicated_tail)
 
 
 @pytest.fixture(scope="module")
@@ -294,3 +301,80 @@ def test_reassignment_drops_each_follower_and_brings_it_back_from_an_empty_log(c
     cluster.wait_until(lambda: followers_hold_leaders_bytes(cluster), "each new follower to hold its leader's bytes")
     cluster.mark("reassigned_back")
     assert read_back(cluster.bootstrap, {p: len(v) for p, v in cluster.acked.items()}) == cluster.acked
+
+
+def test_each_implementations_follower_copies_the_others_compacted_log(cluster):
+    """A `compact` topic, partition 0 on Kafka alone and partition 1 on kafkawire alone, written
+    until each leader has rolled segments and its cleaner has removed older values of the same
+    keys; then each partition takes the other implementation as follower, which fetches the
+    compacted log from offset 0, offset gaps and all. Every record either replica holds is one the
+    producer had acknowledged at that offset; every key's last value is in both; and the consumer
+    reads each key's last value once the follower leads (a preferred election, the follower being
+    placed first)."""
+    compacted = "mixed-compacted"
+    alone = {0: KAFKA, 1: OURS}
+    response = call(cluster.ours, CreateTopicsRequest(timeout_ms=10_000, topics=[CreatableTopic(
+        name=compacted, num_partitions=-1, replication_factor=-1, configs=[
+            CreatableTopicConfig(name=k, value=v) for k, v in (
+                ("cleanup.policy", "compact"), ("segment.ms", "100"), ("min.cleanable.dirty.ratio", "0.01"))],
+        assignments=[CreatableReplicaAssignment(partition_index=p, broker_ids=[b]) for p, b in alone.items()])]))
+    assert [t.error_code for t in response.topics] == [Errors.NONE], response
+    producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 0})
+    written: dict[int, dict[int, tuple[bytes, bytes]]] = {0: {}, 1: {}}
+
+    def delivered(error, message):
+        assert error is None, error
+        written[message.partition()][message.offset()] = (message.key(), message.value())
+
+    def compacted_by_its_leader(partition: int) -> bool:
+        held = replica_records(cluster, alone[partition], compacted, partition)
+        return held is not None and 0 < len(held) < len(written[partition])
+    rounds, deadline = 0, time.monotonic() + WAIT_S
+    # rounds of the same four keys until each leader has rolled segments (segment.ms) and cleaned them
+    while not all(map(compacted_by_its_leader, alone)):
+        assert time.monotonic() < deadline, (rounds, {p: replica_records(cluster, b, compacted, p)
+                                                      for p, b in alone.items()}, cluster.log_tails())
+        for partition in alone:
+            for key in range(4):
+                producer.produce(compacted, b"round-%d" % rounds, key=b"key-%d" % key, partition=partition,
+                                 on_delivery=delivered)
+        assert producer.flush(WAIT_S) == 0
+        rounds += 1
+    latest = {p: {key: max(o for o, (k, _) in records.items() if k == key) for key in {k for k, _ in records.values()}}
+              for p, records in written.items()}
+    answer = call(cluster.ours, AlterPartitionReassignmentsRequest(timeout_ms=10_000, topics=[ReassignableTopic(
+        name=compacted, partitions=[ReassignablePartition(partition_index=p, replicas=[OURS + KAFKA - b, b])
+                                    for p, b in alone.items()])]), api_version=0)
+    assert [p.error_code for t in answer.responses for p in t.partitions] == [Errors.NONE] * 2, answer
+
+    def in_sync() -> bool:
+        topic, = cluster._metadata(cluster.ours, compacted).topics
+        return all(sorted(p.isr_nodes) == [OURS, KAFKA] for p in topic.partitions)
+
+    def replicated(partition: int) -> bool:
+        held = [replica_records(cluster, b, compacted, partition) for b in (OURS, KAFKA)]
+        return all(h is not None and all(written[partition].get(o) == kv for o, kv in h.items()) and
+                   all(o in h for o in latest[partition].values()) for h in held)
+    cluster.wait_until(lambda: in_sync() and all(map(replicated, alone)),
+                       "each new follower in the ISR, both replicas holding every key's last value")
+    # the new followers copied a log whose first records had been cleaned away: it starts past 0
+    assert all(min(replica_records(cluster, OURS + KAFKA - b, compacted, p)) > 0 for p, b in alone.items())
+    answer = call(cluster.ours, ElectLeadersRequest(election_type=0, topic_partitions=[
+        ElectTopicPartitions(topic=compacted, partitions=[0, 1])], timeout_ms=10_000), api_version=2)
+    assert [r.error_code for t in answer.replica_election_results for r in t.partition_result] == [Errors.NONE] * 2
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "unused",
+                                         "enable.auto.commit": False})
+    last_read: dict[int, dict[bytes, bytes]] = {0: {}, 1: {}}
+    ends = {p: max(written[p]) for p in alone}
+    try:
+        consumer.assign([confluent_kafka.TopicPartition(compacted, p, 0) for p in alone])
+        deadline = time.monotonic() + WAIT_S
+        seen = {p: -1 for p in alone}
+        while any(seen[p] < ends[p] for p in alone) and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                seen[message.partition()] = message.offset()
+                last_read[message.partition()][message.key()] = message.value()
+    finally:
+        consumer.close()
+    assert last_read == {p: {written[p][o][0]: written[p][o][1] for o in latest[p].values()} for p in alone}
