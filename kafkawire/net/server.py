@@ -71,7 +71,7 @@ from typing import Any, Callable
 from kafkawire.net.acceptor import Acceptor, listening_sockets, open_streams
 from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas, RequestMemoryPool
 from kafkawire.net.authentication import sasl_handlers
-from kafkawire.net.connection import API_VERSIONS, API_VERSIONS_MAX, Connection, Registered
+from kafkawire.net.connection import API_VERSIONS, API_VERSIONS_MAX, Connection, MutedConnections, Registered
 from kafkawire.net.request_metrics import RequestMetrics
 from kafkawire.net.security import server_ssl_context
 from kafkawire.protocol.apis import api_table
@@ -133,6 +133,7 @@ class KafkaServer:
         if security is not None and security.uses_sasl:
             handlers = {**sasl_handlers(), **handlers}      # advertised in ApiVersions
         self.unstable_api_versions = unstable_api_versions
+        self.muted_connections = MutedConnections()
         self._registry = _register(handlers, unstable_api_versions)
         self.host, self._port = host, port
         self.listener_name = listener_name
