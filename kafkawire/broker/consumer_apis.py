@@ -19,6 +19,8 @@ Differences from Kafka kept here (documented in the report of issue 29):
 """
 from __future__ import annotations
 
+import contextlib
+
 from kafkawire.messages.consumer_group_describe_response import ConsumerGroupDescribeResponse, DescribedGroup
 from kafkawire.messages.consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
 from kafkawire.messages.join_group_response import JoinGroupResponse
@@ -124,8 +126,9 @@ class ConsumerApis:
         if not bounds.min_session_timeout_ms <= request.session_timeout_ms <= bounds.max_session_timeout_ms:
             return JoinGroupResponse(error_code=Errors.INVALID_SESSION_TIMEOUT, member_id=request.member_id)
         group = self.coordinator.groups[request.group_id]
-        return self.classic_members.join(group, request, version=ctx.api_version, client_id=ctx.client_id,
-                                         client_host=f"/{ctx.peer[0]}")
+        with self._resolving_as(ctx):
+            return self.classic_members.join(group, request, version=ctx.api_version, client_id=ctx.client_id,
+                                             client_host=f"/{ctx.peer[0]}")
 
     def classic_leave(self, request, version: int) -> LeaveGroupResponse:
         """LeaveGroup for members of a consumer group: v3+ answers member by member, v0-2 with the
@@ -153,14 +156,21 @@ class ConsumerApis:
         if request.group_id in self.apis.coordinator.share_groups:       # GroupMetadataManager's refusal
             return ConsumerGroupHeartbeatResponse(error_code=Errors.GROUP_ID_NOT_FOUND,
                                                   error_message=f"Group {request.group_id} is not a consumer group.")
+        with self._resolving_as(ctx):
+            return self.coordinator.heartbeat(request, version=ctx.api_version, client_id=ctx.client_id,
+                                              client_host=f"/{ctx.peer[0]}")
+
+    @contextlib.contextmanager
+    def _resolving_as(self, ctx):
+        """TopicRegexResolver's filter: a regex resolution the request of ``ctx`` asks for (a
+        ConsumerGroupHeartbeat, or a classic member's JoinGroup, which Kafka's classicGroupJoin
+        passes its context to) keeps the topics its principal may DESCRIBE (the question asked
+        quietly: Kafka logs no denial there)."""
         authorizer = self.apis.broker.authorizer
-        # TopicRegexResolver's filter: a resolution this heartbeat asks for keeps the topics its
-        # principal may DESCRIBE (the question asked quietly: Kafka logs no denial there).
         self.coordinator.regexes.describe = None if authorizer is None else (
             lambda name: allowed(authorizer, ctx, Op.DESCRIBE, RESOURCE_TOPIC, name))
         try:
-            return self.coordinator.heartbeat(request, version=ctx.api_version, client_id=ctx.client_id,
-                                              client_host=f"/{ctx.peer[0]}")
+            yield
         finally:
             self.coordinator.regexes.describe = None
 

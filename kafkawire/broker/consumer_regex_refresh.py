@@ -65,8 +65,9 @@ class RegexRefresher:
         self.refresh_interval_ms = refresh_interval_ms       # group.consumer.regex.refresh.interval.ms
         self.pending: set = set()                            # groups with a resolution scheduled
         self.last_version_with_new_topics = -1               # lastMetadataImageWithNewTopics
-        # may(topic name) -> bool: DESCRIBE for the principal of the heartbeat being handled (set
-        # around it by kafkawire.broker.consumer_apis; None: no authorizer, every topic kept)
+        # may(topic name) -> bool: DESCRIBE for the principal of the heartbeat or classic JoinGroup
+        # being handled (set around it by kafkawire.broker.consumer_apis; None: no authorizer,
+        # every topic kept)
         self.describe = None
 
     def topics_created(self, version: int) -> None:

@@ -55,7 +55,7 @@ from kafkawire.protocol.errors import DecodeError
 from kafkawire.protocol.framing import decode_response, encode_request
 from kafkawire.raft.contract import NoLeader, NotLeader
 
-__all__ = ["Forwarder", "FORWARDED_APIS", "envelope_for", "error_response", "forwarded_handlers"]
+__all__ = ["Forwarder", "ForwardingFailed", "FORWARDED_APIS", "envelope_for", "error_response", "forwarded_handlers"]
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,11 @@ SOCKET_TIMEOUT_MS = 30_000     # controller.socket.timeout.ms: one try's wait fo
 RETRY_BACKOFF_S = 0.1          # NodeToControllerRequestThread's poll while no controller is known
 NAMES_IN_TOPICS_VERSION = 6    # DeleteTopics names its topics in Topics (with ids) from v6
 _UNREACHABLE = (NoLeader, NotLeader, TransportError, TimeoutError, asyncio.TimeoutError, OSError)
+
+
+class ForwardingFailed(Exception):
+    """A request the broker sent on a client's behalf got no answer: the reason, as Kafka's
+    broker words it (the Envelope error's message, or "... to controller timed out")."""
 
 
 def envelope_for(ctx, request) -> EnvelopeRequest:
@@ -107,6 +112,30 @@ class Forwarder:
         self.sleep = sleep
 
     async def forward(self, ctx, request):
+        answer = await self._envelope_answer(ctx, request)
+        if answer is None:
+            return error_response(ctx.api_key, request, ctx.api_version, Errors.REQUEST_TIMED_OUT)
+        return self._unwrap(ctx, request, answer)
+
+    async def on_behalf(self, ctx, request):
+        """``request``, made by the broker for the client of ``ctx`` (a streams group's internal
+        topics), sent as KRaftTopicCreator.createTopicWithPrincipal sends it: the same Envelope
+        and retries as ``forward``, but a failure is raised as ForwardingFailed with the message
+        Kafka's future fails with (the Envelope error's, or the timeout's), not turned into an
+        error response for a client."""
+        answer = await self._envelope_answer(ctx, request)
+        if answer is None:
+            raise ForwardingFailed(f"{type(request).__name__} to controller timed out")
+        if answer.error_code != Errors.NONE:
+            raise ForwardingFailed(Errors.for_code(answer.error_code).message)
+        try:
+            return decode_response(bytes(answer.response_data or b""), ctx.api_key, ctx.api_version)[1]
+        except DecodeError as exc:
+            raise ForwardingFailed(str(exc)) from None
+
+    async def _envelope_answer(self, ctx, request):
+        """The controller's answer to ``request`` in its Envelope (any error but NOT_CONTROLLER),
+        or None when none came within ``retry_timeout_ms``."""
         envelope = envelope_for(ctx, request)
         deadline = self.clock() + self.retry_timeout_ms / 1000
         while (remaining_ms := int((deadline - self.clock()) * 1000)) > 0:
@@ -117,14 +146,14 @@ class Forwarder:
                 log.debug("forwarding api key %d from %s: %s; trying again", ctx.api_key, ctx.principal, exc)
             else:
                 if answer.error_code != Errors.NOT_CONTROLLER:
-                    return self._unwrap(ctx, request, answer)
+                    return answer
                 log.debug("forwarding api key %d: NOT_CONTROLLER; looking for the active controller again",
                           ctx.api_key)
             if self.clock() - started < RETRY_BACKOFF_S:
                 await self.sleep(min(RETRY_BACKOFF_S, max(deadline - self.clock(), 0)))
         log.info("forwarding api key %d v%d from %s to the active controller timed out after %d ms", ctx.api_key,
                  ctx.api_version, ctx.principal, self.retry_timeout_ms)
-        return error_response(ctx.api_key, request, ctx.api_version, Errors.REQUEST_TIMED_OUT)
+        return None
 
     @staticmethod
     def _unwrap(ctx, request, answer):

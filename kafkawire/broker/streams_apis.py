@@ -31,11 +31,12 @@ from kafkawire.metadata.topic_config_synonyms import dynamic_broker_configs
 from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, RESOURCE_TOPIC, Op
 from kafkawire.net.client import TransportError
 from kafkawire.protocol.error_codes import Errors
-from kafkawire.protocol.handler import ApiHandler, CloseConnection
+from kafkawire.protocol.handler import ApiHandler
 from kafkawire.raft.contract import NoLeader, NotLeader
 
 from . import streams_admin
 from . import streams_group as sg
+from .forwarding import ForwardingFailed
 from .metadata_apis import CREATE_TOPICS, CREATE_TOPICS_VERSION
 from .streams_coordinator import StreamsCoordinator, StreamsSettings
 from .streams_topology import MISSING_INTERNAL_TOPICS
@@ -159,7 +160,8 @@ class StreamsApis:
         wanted = [t for name, t in sorted(to_create.items()) if name not in failed and
                   (name not in self._creating or self._creating[name].done())]
         if wanted:
-            request = CreateTopicsRequest(timeout_ms=30_000, validate_only=False, topics=wanted)
+            request = CreateTopicsRequest(timeout_ms=self.apis.broker.config.request_timeout_ms, validate_only=False,
+                                          topics=wanted)
             on_behalf = dataclasses.replace(ctx, api_key=CREATE_TOPICS, api_version=CREATE_TOPICS_VERSION, header=None)
             task = asyncio.ensure_future(self._create(on_behalf, request, error_ttl_ms))
             for t in wanted:
@@ -175,9 +177,9 @@ class StreamsApis:
     async def _create(self, ctx, request, error_ttl_ms: int) -> None:
         names = [t.name for t in request.topics]
         try:
-            response = await self.apis.broker.forwarder.forward(ctx, request)
-        except (NoLeader, NotLeader, TransportError, TimeoutError, OSError, CloseConnection) as exc:
-            log.warning("Creating streams internal topics failed: %s", exc)
+            response = await self.apis.broker.forwarder.on_behalf(ctx, request)
+        except (ForwardingFailed, NoLeader, NotLeader, TransportError, TimeoutError, OSError) as exc:
+            log.warning("Auto topic creation failed for %s: %s", ", ".join(names), exc)
             for name in names:
                 self.creation_errors.put(name, str(exc) or type(exc).__name__, error_ttl_ms)
             return

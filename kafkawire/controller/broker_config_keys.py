@@ -29,7 +29,8 @@ _TYPES = {
     "log.cleaner.io.buffer.load.factor": "DOUBLE",
     "offsets.topic.replication.factor": "SHORT",
     "transaction.state.log.replication.factor": "SHORT",
-    "group.consumer.assignors": "LIST",
+    "group.consumer.assignors": "LIST", "group.share.assignors": "LIST",
+    "group.share.persister.class.name": "STRING",
     **{name: "LONG" for name in (
         "metadata.log.segment.ms", "metadata.max.retention.bytes", "metadata.max.retention.ms",
         "metadata.log.max.record.bytes.between.snapshots", "metadata.log.max.snapshot.interval.ms",

@@ -164,6 +164,9 @@ class ServerConfig:
     group_share_max_partition_max_record_locks: int = 4000
     group_share_min_partition_max_record_locks: int = 100
     group_share_max_share_sessions: int = 2000
+    group_share_assignors: tuple[str, ...] = ("simple",)
+    share_fetch_purgatory_purge_interval_requests: int = 1000
+    group_share_persister_class_name: str = "org.apache.kafka.server.share.persister.DefaultStatePersister"
     producer_id_expiration_ms: int = 86_400_000
     producer_id_expiration_check_interval_ms: int = 600_000
     transaction_max_timeout_ms: int = 900_000

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config_values import (COMPRESSION_TYPES, INT_MAX, JMX_REPORTER, MIGRATION_POLICIES, TIMESTAMP_TYPES,
-                            _assignors, _bool, _cleanup_policy, _double, _gzip_level, _http_listener, _int,
-                            _int_between, _long, _names, _one_of, _one_of_any_case, _per_ip_overrides, _regex, _reporters, _roles, _short, _string,
+from .config_values import (COMPRESSION_TYPES, DEFAULT_STATE_PERSISTER, INT_MAX, JMX_REPORTER, MIGRATION_POLICIES,
+                            TIMESTAMP_TYPES, _assignors, _bool, _cleanup_policy, _double, _gzip_level, _http_listener, _int,
+                            _int_between, _long, _names, _one_of, _one_of_any_case, _per_ip_overrides, _regex, _reporters, _roles, _share_assignors,
+                            _share_persister, _short, _string,
                             parse_host_ports, parse_security_protocol_map, parse_voters)
 
 __all__ = ["KNOWN_KEYS", "REQUIRED"]
@@ -218,6 +219,8 @@ _KEYS = (
     _Key("group.share.min.assignment.interval.ms", lambda k, v: _int(k, v, 0), "0", "GroupCoordinatorConfig"),
     _Key("group.share.max.assignment.interval.ms", lambda k, v: _int(k, v, 0), "15000", "GroupCoordinatorConfig"),
     _Key("group.share.initialize.retry.interval.ms", lambda k, v: _int(k, v, 1), "30000", "GroupCoordinatorConfig"),
+    # LIST, ValidList.anyNonDuplicateValues(false, false), then exactly one (GroupCoordinatorConfig)
+    _Key("group.share.assignors", lambda k, v: _share_assignors(k, v), "simple", "GroupCoordinatorConfig"),
     # ShareGroupConfig: INT between(...) each, in its ConfigDef's order; the share sessions INT atLeast(1);
     # checked together as ShareGroupConfig.validate requires them (_GROUP_BOUNDS)
     _Key("group.share.delivery.count.limit", lambda k, v: _int_between(k, v, 2, 10), "5", "ShareGroupConfig"),
@@ -236,6 +239,10 @@ _KEYS = (
     _Key("group.share.min.partition.max.record.locks", lambda k, v: _int_between(k, v, 100, 2000), "100",
          "ShareGroupConfig"),
     _Key("group.share.max.share.sessions", lambda k, v: _int(k, v, 1), "2000", "ShareGroupConfig"),
+    # ShareGroupConfig: INT without a validator; STRING (internal), BrokerServer.createShareStatePersister
+    _Key("share.fetch.purgatory.purge.interval.requests", lambda k, v: _int(k, v), "1000", "ShareGroupConfig"),
+    _Key("group.share.persister.class.name", lambda k, v: _share_persister(k, v), DEFAULT_STATE_PERSISTER,
+         "ShareGroupConfig"),
     # TransactionLogConfig: INT 1 day atLeast(1); INT 10 minutes atLeast(1) (internal);
     # TransactionStateManagerConfig: INT 15 minutes atLeast(1)
     _Key("producer.id.expiration.ms", lambda k, v: _int(k, v, 1), "86400000", "TransactionLogConfig"),

@@ -311,6 +311,37 @@ def _assignors(key, raw):
     return names
 
 
+SIMPLE_ASSIGNOR = "org.apache.kafka.coordinator.group.assignor.SimpleAssignor"
+DEFAULT_STATE_PERSISTER = "org.apache.kafka.server.share.persister.DefaultStatePersister"
+NO_OP_STATE_PERSISTER = "org.apache.kafka.server.share.persister.NoOpStatePersister"
+
+
+def _share_assignors(key, raw):
+    """group.share.assignors: a list without empty or repeated entries holding exactly one
+    assignor (GroupCoordinatorConfig's require), Kafka's builtin ``simple`` by name or by class
+    (the only one kafkawire has; Kafka would load any other class named)."""
+    names = _names(key, raw, upper=False)
+    if len(names) != 1:
+        raise ConfigError(key, raw, f"must contain exactly one assignor, but found {len(names)}")
+    if names[0] not in ("simple", SIMPLE_ASSIGNOR):
+        raise ConfigError(key, raw, f"names {names[0]!r}: kafkawire offers only Kafka's builtin share group "
+                                    f"assignor, simple ({SIMPLE_ASSIGNOR})")
+    return ("simple",)
+
+
+def _share_persister(key, raw):
+    """group.share.persister.class.name (BrokerServer.createShareStatePersister): kafkawire keeps
+    share-partition state as Kafka's DefaultStatePersister does (through the share coordinator);
+    Kafka's no-op persister (this class, or an empty value) keeps none, and is not offered."""
+    name = raw.strip()
+    if name == DEFAULT_STATE_PERSISTER:
+        return name
+    if name in ("", NO_OP_STATE_PERSISTER):
+        raise ConfigError(key, raw, f"asks for Kafka's no-op persister (share-partition state not kept); kafkawire "
+                                    f"offers only {DEFAULT_STATE_PERSISTER}")
+    raise ConfigError(key, raw, f"is an unknown persister: kafkawire offers only {DEFAULT_STATE_PERSISTER}")
+
+
 def _names(key, raw, upper=True):
     names = tuple(n.upper() if upper else n for n in _list(raw))
     if not names or any(not n for n in names):

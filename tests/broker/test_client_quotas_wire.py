@@ -213,6 +213,73 @@ def test_topics_a_metadata_request_creates_count_against_the_clients_controller_
     assert f"Auto topic creation failed for {names[3]} with error 'THROTTLING_QUOTA_EXCEEDED'" in broker.log_tail(200)
 
 
+def test_streams_internal_topics_are_created_on_the_members_behalf_and_a_throttled_one_is_reported(broker):
+    """A streams group's internal topics go to the controller in an Envelope on behalf of the
+    member's client (AutoTopicCreationManager.createStreamsInternalTopics): they count against its
+    controller_mutation_rate (2 tokens here). Group a's changelog (8 partitions) is created and takes
+    the bucket to -6; group b's, asked for within the 6 s it takes to refill, is refused
+    THROTTLING_QUOTA_EXCEEDED. The heartbeat answers are not throttled; b's later ones report the
+    refusal in the MISSING_INTERNAL_TOPICS status for twice the heartbeat interval (10 s), during
+    which the broker does not ask the controller again."""
+    from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
+    from kafkawire.messages.streams_group_heartbeat_request import (StreamsGroupHeartbeatRequest, Subtopology,
+                                                                    TopicInfo, Topology)
+    create_topic(broker.bootstrap_servers, "streams-quota-in", 8)
+    set_quota(broker, "streams-app", "controller_mutation_rate", 1.0)
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+
+    def heartbeat(group: str, epoch: int):
+        topology = Topology(epoch=1, subtopologies=[Subtopology(
+            subtopology_id="0", source_topics=["streams-quota-in"],
+            state_changelog_topics=[TopicInfo(name=f"{group}-store-changelog", topic_configs=[])])])
+        return StreamsGroupHeartbeatRequest(
+            group_id=group, member_id=f"{group}-member", member_epoch=epoch, rebalance_timeout_ms=30_000,
+            topology=topology if epoch == 0 else None, process_id="process-1", active_tasks=[], standby_tasks=[],
+            warmup_tasks=[])
+
+    def missing_detail(answer) -> str:           # the MISSING_INTERNAL_TOPICS status's detail
+        return next((s.status_detail for s in answer.status or [] if s.status_code == 3), "")
+
+    async def exists(client, name) -> bool:
+        answer = await client.send((host, int(port)), MetadataRequest(
+            topics=[MetadataRequestTopic(name=name)], allow_auto_topic_creation=False), api_version=12)
+        return answer.topics[0].error_code == 0
+
+    async def scenario():
+        client = NetworkClient(client_id="streams-app")
+        try:
+            async def send(request, version):
+                return await client.send((host, int(port)), request, api_version=version)
+            deadline = time.monotonic() + 20          # the first FindCoordinator creates __consumer_offsets
+            while (await send(FindCoordinatorRequest(key_type=0, coordinator_keys=["streams-quota-a"]),
+                              4)).coordinators[0].error_code != 0:
+                assert time.monotonic() < deadline, "no group coordinator"
+                await asyncio.sleep(0.05)
+            joined_a = await send(heartbeat("streams-quota-a", 0), 0)
+            while not await exists(client, "streams-quota-a-store-changelog"):
+                assert time.monotonic() < deadline, "group a's changelog topic not created"
+                await asyncio.sleep(0.02)
+            answers = [await send(heartbeat("streams-quota-b", 0), 0)]
+            while "Creation failed" not in missing_detail(answers[-1]):
+                assert time.monotonic() < deadline, f"no creation failure reported: {answers[-1]}"
+                await asyncio.sleep(0.05)
+                answers.append(await send(heartbeat("streams-quota-b", answers[0].member_epoch), 0))
+            answers.append(await send(heartbeat("streams-quota-b", answers[0].member_epoch), 0))
+            return joined_a, answers, await exists(client, "streams-quota-b-store-changelog")
+        finally:
+            await client.close()
+    joined_a, answers, b_created = asyncio.run(scenario())
+    assert (joined_a.error_code, missing_detail(joined_a)) == (0, "Internal topics are missing: "
+                                                                  "streams-quota-a-store-changelog")
+    assert [(a.error_code, a.throttle_time_ms) for a in answers] == [(0, 0)] * len(answers)
+    missing = "Internal topics are missing: streams-quota-b-store-changelog"
+    assert missing_detail(answers[0]) == missing
+    assert [missing_detail(a) for a in answers[-2:]] == [
+        missing + "; Creation failed: streams-quota-b-store-changelog (The throttling quota has been exceeded.)."] * 2
+    assert not b_created
+    assert broker.log_tail(400).count("Creating the streams internal topic streams-quota-b-store-changelog") == 1
+
+
 def test_a_dynamic_max_connections_per_ip_override_applies_without_a_restart_and_goes_when_deleted(broker):
     """``max.connections.per.ip.overrides=127.0.0.3:0`` set for every broker through
     IncrementalAlterConfigs (as `kafka-configs --entity-type brokers --entity-default` sets it):

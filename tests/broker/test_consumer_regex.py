@@ -208,3 +208,57 @@ def test_a_resolution_keeps_only_the_topics_the_asking_members_principal_may_des
     h.timer.advance(0)
     assert h.group.resolved["orders.*"].topics == {"orders"}
     assert regex_records(h) == [("orders.*", (["orders"], 7, 0))]
+
+
+def test_a_resolution_a_classic_members_join_asks_for_keeps_only_what_its_principal_may_describe():
+    """Kafka's classicGroupJoinToConsumerGroup passes the JoinGroup's context to
+    maybeUpdateRegularExpressions: a resolution of the group's regexes that a classic member's
+    JoinGroup triggers is filtered by TopicRegexResolver with that member's principal, through
+    ConsumerApis.classic_join as through a heartbeat. Here the consumer member may DESCRIBE every
+    topic and the classic member not orders-eu: the refresh the classic join asks for (a topic was
+    created since the last resolution) drops orders-eu."""
+    from types import SimpleNamespace
+
+    from kafkawire.broker.consumer_apis import ConsumerApis
+    from kafkawire.broker.consumer_classic import ClassicMembers
+    from kafkawire.messages.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
+
+    from .test_consumer_classic import subscription
+
+    class Authorizer:
+        asked: list = []
+
+        def authorize(self, principal, host, operation, resource_type, name):
+            self.asked.append((principal, name))
+            return principal == "User:consumer" or name != "orders-eu"
+
+    h = harness()
+    apis = ConsumerApis.__new__(ConsumerApis)
+    apis.apis = SimpleNamespace(broker=SimpleNamespace(authorizer=Authorizer()),
+                                coordinator=SimpleNamespace(settings=SimpleNamespace(
+                                    min_session_timeout_ms=6000, max_session_timeout_ms=1_800_000)))
+    apis.coordinator, apis.classic_members = h.coordinator, ClassicMembers(h.coordinator)
+
+    def ctx(principal):
+        return SimpleNamespace(principal=principal, peer=("127.0.0.1", 1), api_version=9, client_id=principal)
+    with apis._resolving_as(ctx("User:consumer")):
+        regex_beat(h, "m1", 0, "orders.*")
+    h.timer.advance(0)
+    assert h.group.resolved["orders.*"].topics == {"orders", "orders-eu"}
+
+    h.timer.advance(consumer_regex_refresh.REGEX_BATCH_REFRESH_MIN_INTERVAL_MS + 1)
+    h.view = TopicsView.of(TOPICS + (("orders-new", T3, 1),), version=8)
+    h.coordinator.regexes.topics_created(8)
+
+    def classic_join(member_id):
+        return apis.classic_join(ctx("User:classic"), JoinGroupRequest(
+            group_id=GROUP, session_timeout_ms=10_000, rebalance_timeout_ms=30_000, member_id=member_id,
+            protocol_type="consumer", protocols=[JoinGroupRequestProtocol(name="range",
+                                                                           metadata=subscription(["orders"]))]))
+    first = classic_join("")
+    assert classic_join(first.member_id).error_code == Errors.NONE
+    assert h.coordinator.regexes.describe is None                # set only while the join is handled
+    h.timer.advance(0)
+    assert h.group.resolved["orders.*"].topics == {"orders", "orders-new"}
+    assert ("User:classic", "orders-eu") in Authorizer.asked
+    assert regex_records(h)[-1] == ("orders.*", (["orders", "orders-new"], 8, h.timer.now))

@@ -143,6 +143,36 @@ def test_an_inner_response_that_does_not_decode_is_unknown_server_error():
     assert [t.error_code for t in response.topics] == [Errors.UNKNOWN_SERVER_ERROR]
 
 
+def test_a_request_made_on_a_clients_behalf_fails_with_kafkas_messages_not_an_error_response():
+    """KRaftTopicCreator.createTopicWithPrincipal (a streams group's internal topics): the same
+    Envelope and retries, but an Envelope error fails the creation with that error's message and
+    no answer within the retry timeout with "CreateTopicsRequest to controller timed out"."""
+    from kafkawire.broker.forwarding import ForwardingFailed
+    sent = []
+
+    def forwarder_answering(answer, clock=None):
+        async def send(envelope, timeout_ms):
+            sent.append(envelope)
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+        return Forwarder(send, **({"clock": clock, "sleep": clock.sleep} if clock else {}))
+
+    created = asyncio.run(forwarder_answering(answered(CreateTopicsResponse(topics=[
+        CreatableTopicResult(name="orders")]))).on_behalf(client_ctx(), create_request("orders")))
+    assert [(t.name, t.error_code) for t in created.topics] == [("orders", Errors.NONE)]
+    assert deserialize_principal(sent[0].request_principal) == "User:alice"
+    for code, message in [(Errors.UNSUPPORTED_VERSION, "The version of API is not supported."),
+                          (Errors.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")]:
+        with pytest.raises(ForwardingFailed, match=f"^{message}$"):
+            asyncio.run(forwarder_answering(EnvelopeResponse(error_code=int(code))).on_behalf(
+                client_ctx(), create_request("orders")))
+    clock = FakeClock()
+    with pytest.raises(ForwardingFailed, match="^CreateTopicsRequest to controller timed out$"):
+        asyncio.run(forwarder_answering(NoLeader("no leader"), clock).on_behalf(client_ctx(), create_request("a")))
+    assert clock.now == pytest.approx(60, abs=0.2)
+
+
 def resource(kind, name, *configs):
     return AlterConfigsResource(resource_type=kind, resource_name=name, configs=[
         AlterableConfig(name=k, config_operation=op, value=v) for k, op, v in configs])

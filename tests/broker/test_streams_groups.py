@@ -494,7 +494,8 @@ def test_internal_topic_creation_failures_are_reported_and_not_asked_again_meanw
             name=t.name, error_code=Errors.POLICY_VIOLATION, error_message="no, thanks") for t in request.topics])
     now = [0.0]
     apis = StreamsApis.__new__(StreamsApis)
-    apis.apis = SimpleNamespace(broker=SimpleNamespace(forwarder=SimpleNamespace(forward=forward)))
+    apis.apis = SimpleNamespace(broker=SimpleNamespace(forwarder=SimpleNamespace(on_behalf=forward),
+                                                     config=SimpleNamespace(request_timeout_ms=30_000)))
     apis._creating, apis.creation_errors = {}, CreationErrors(clock=lambda: now[0])
     to_create = Harness(topics=(("in", IN, 4),)).join("a")[1]
 

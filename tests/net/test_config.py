@@ -205,6 +205,19 @@ def test_the_high_watermark_checkpoint_interval_has_kafkas_name():
      "must be less than or equal to group.streams.max.standby.replicas"),
     # share groups: GroupCoordinatorConfig's and ShareGroupConfig's ranges and requires, Kafka's wording
     (dict(group_share_max_size="1001"), "group.share.max.size", "must be no more than 1000"),
+    (dict(group_share_assignors="simple,simple"), "group.share.assignors", "names a value twice"),
+    (dict(group_share_assignors=""), "group.share.assignors", "must be a non-empty list"),
+    (dict(group_share_assignors="simple,other"), "group.share.assignors",
+     "must contain exactly one assignor, but found 2"),
+    (dict(group_share_assignors="com.example.MyAssignor"), "group.share.assignors",
+     "kafkawire offers only Kafka's builtin share group assignor, simple"),
+    (dict(share_fetch_purgatory_purge_interval_requests="often"), "share.fetch.purgatory.purge.interval.requests",
+     "not a number of type INT"),
+    (dict(group_share_persister_class_name=""), "group.share.persister.class.name", "Kafka's no-op persister"),
+    (dict(group_share_persister_class_name="org.apache.kafka.server.share.persister.NoOpStatePersister"),
+     "group.share.persister.class.name", "Kafka's no-op persister"),
+    (dict(group_share_persister_class_name="com.example.Persister"), "group.share.persister.class.name",
+     "is an unknown persister: kafkawire offers only org.apache.kafka.server.share.persister.DefaultStatePersister"),
     (dict(group_share_delivery_count_limit="1"), "group.share.delivery.count.limit", "at least 2"),
     (dict(group_share_record_lock_duration_ms="3600001"), "group.share.record.lock.duration.ms",
      "must be no more than 3600000"),
@@ -310,3 +323,19 @@ def test_share_group_settings_are_read():
             defaults.group_share_delivery_count_limit, defaults.group_share_partition_max_record_locks,
             defaults.group_share_max_share_sessions, defaults.group_share_initialize_retry_interval_ms) == (
         45_000, 5_000, 200, 30_000, 5, 2_000, 2_000, 30_000)
+
+
+def test_the_share_assignor_persister_and_purge_interval_are_read_as_kafkas_configdef_reads_them():
+    """group.share.assignors takes Kafka's simple assignor by name or class; the purge interval any
+    INT; the persister Kafka's default. group.share.assignor.offload.enable is not a key of Kafka
+    4.3.1's ConfigDef (only a constant), so it is warned about as unknown, as Kafka does."""
+    defaults = parse_server_config(props())
+    assert (defaults.group_share_assignors, defaults.share_fetch_purgatory_purge_interval_requests,
+            defaults.group_share_persister_class_name) == (
+        ("simple",), 1000, "org.apache.kafka.server.share.persister.DefaultStatePersister")
+    c = parse_server_config(props(share_fetch_purgatory_purge_interval_requests="-3") +
+                            "group.share.assignors = org.apache.kafka.coordinator.group.assignor.SimpleAssignor \n"
+                            "group.share.persister.class.name=org.apache.kafka.server.share.persister."
+                            "DefaultStatePersister\ngroup.share.assignor.offload.enable=false\n")
+    assert (c.group_share_assignors, c.share_fetch_purgatory_purge_interval_requests) == (("simple",), -3)
+    assert c.unknown_keys == ("group.share.assignor.offload.enable",)
