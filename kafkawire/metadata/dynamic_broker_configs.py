@@ -33,7 +33,7 @@ from .dynamic_broker_config_table import (ALL_NAMES, CLUSTER_LEVEL_LISTENER, DYN
                                           PER_BROKER, DynamicKey)
 from .java_text import java_double, java_hashset_order
 
-__all__ = ["validate", "props_after", "ConfigValueError", "InvalidConfiguration"]
+__all__ = ["validate", "props_after", "parse_value", "ConfigValueError", "InvalidConfiguration"]
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
@@ -135,6 +135,11 @@ def _validate_values(props: dict[str, str]) -> None:
     for name, key in DYNAMIC.items():                   # ConfigDef.parse goes in its keys' order
         if name in base:
             _check(name, key, _parse(name, key, base[name]))
+
+
+def parse_value(name: str, key: DynamicKey, value: str):
+    """ConfigDef.parseType of a dynamic key's value (raises ConfigValueError as Kafka words it)."""
+    return _parse(name, key, value)
 
 
 def _parse(name: str, key: DynamicKey, value: str):
