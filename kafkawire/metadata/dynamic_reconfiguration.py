@@ -45,7 +45,7 @@ import re
 from .config_def import ConfigValueError
 from .dynamic_broker_config_table import ALL_NAMES, DYNAMIC, DYNAMIC_SECURITY, RECONFIGURABLE, STATIC_DEFAULTS
 from .dynamic_broker_configs import parse_value
-from .java_text import java_string_hash
+from .java_text import java_hashset_order, java_string_hash
 
 __all__ = ["check", "merged"]
 
@@ -53,7 +53,7 @@ _WRAPPED = "Invalid value org.apache.kafka.common.config.ConfigException: {} for
 _REMOTE_THREADS = ("remote.log.reader.threads", "remote.log.manager.copier.thread.pool.size",
                    "remote.log.manager.expiration.thread.pool.size", "remote.log.manager.follower.thread.pool.size")
 _LISTENER = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)", re.DOTALL)
-_DEFAULT_PROTOCOLS = {"PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL"}
+_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})      # SecurityProtocol
 # DynamicBrokerConfig.brokerConfigSynonyms (without listener overrides), what overrideProps drops
 _SYNONYMS = (("log.roll.ms", "log.roll.hours"), ("log.roll.jitter.ms", "log.roll.jitter.hours"),
              ("log.retention.ms", "log.retention.minutes", "log.retention.hours"))
@@ -253,11 +253,7 @@ class _Config:
 
     def protocols(self) -> dict[str, str]:
         """KafkaConfig.effectiveListenerSecurityProtocolMap (a listener name -> its protocol)."""
-        protocols = {}
-        for entry in (self.get("listener.security.protocol.map") or "").split(","):
-            if ":" in entry:
-                name, _, protocol = entry.partition(":")
-                protocols[name.strip().upper()] = protocol.strip().upper()
+        protocols = _protocol_map(self.get("listener.security.protocol.map") or "")
         if "listener.security.protocol.map" not in self.props:
             names = self.controller_listener_names() + [_listener_name(e) for e in self.get("listeners")]
             if not any(_is_ssl_or_sasl(n) for n in names):
@@ -269,6 +265,17 @@ class _Config:
 
     def data_plane_listener_names(self) -> list[str]:
         return [name for name, _, _ in self.listeners() if name not in self.controller_listener_names()]
+
+    def inter_broker_listener(self) -> str:
+        """KafkaConfig.interBrokerListenerName: inter.broker.listener.name, else the listener named
+        as security.inter.broker.protocol."""
+        name = self.get("inter.broker.listener.name")
+        if name is None:
+            return self.get("security.inter.broker.protocol").upper()
+        if name.upper() not in self.protocols():
+            raise ConfigValueError(f"Listener with name {name.upper()} defined in inter.broker.listener.name not "
+                                   f"found in listener.security.protocol.map.")
+        return name.upper()
 
     def advertised_broker_listeners(self) -> list[tuple[str, str | None, int]]:
         """KafkaConfig.effectiveAdvertisedBrokerListeners."""
@@ -329,7 +336,7 @@ class _Config:
         if "broker" in roles:
             _require(bool(advertised), "There must be at least one broker advertised listener. Perhaps all listeners "
                                        "appear in controller.listener.names?")
-            inter_broker = (self.get("inter.broker.listener.name") or self.get("security.inter.broker.protocol")).upper()
+            inter_broker = self.inter_broker_listener()
             shown = ",".join(_scala_set_order(advertised))
             _require(inter_broker in advertised, f"inter.broker.listener.name must be a listener name defined in "
                                                  f"advertised.listeners. The valid options based on currently "
@@ -341,6 +348,12 @@ class _Config:
             self._validate_cordoned_log_dirs()
         _require(all(host != "0.0.0.0" for _, host, _ in self.advertised_broker_listeners()),
                  "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. Use a routable IP address.")
+        inter_broker = self.inter_broker_listener()
+        if self.protocols().get(inter_broker) in ("SASL_PLAINTEXT", "SASL_SSL"):
+            enabled = self.for_listener(inter_broker, "sasl.enabled.mechanisms") or []
+            _require(self.get("sasl.mechanism.inter.broker.protocol") in enabled,
+                     "sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms when SASL is "
+                     "used for inter-broker communication")
 
     def _validate_cordoned_log_dirs(self) -> None:
         cordoned = self.get("cordoned.log.dirs")
@@ -378,6 +391,32 @@ def _java_div(a: int, b: int) -> int:
 
 def _csv_map(text: str | None) -> dict[str, str]:
     return {k.strip(): v.strip() for k, _, v in (e.partition(":") for e in (text or "").split(",") if e.strip())}
+
+
+def _protocol_map(text: str) -> dict[str, str]:
+    """AbstractKafkaConfig.getMap (Csv.parseCsvMap) then each listener name normalised and its
+    protocol named, in the parsed HashMap's order, with Kafka's messages."""
+    parsed: dict[str, str] = {}
+    if text:
+        entries = re.split(r"\s*,\s*", text)
+        while len(entries) > 1 and entries[-1] == "":           # String.split drops trailing empty strings
+            entries.pop()
+        for entry in entries:
+            if ":" not in entry:                              # substring(0, lastIndexOf(":")) fails
+                raise ConfigValueError(f"Error parsing configuration property 'listener.security.protocol.map': "
+                                       f"begin 0, end -1, length {len(entry)}")
+            name, _, protocol = entry.rpartition(":")
+            parsed[name.strip()] = protocol.strip()
+    protocols: dict[str, str] = {}
+    for name in java_hashset_order(parsed):
+        protocol = parsed[name]
+        if protocol.upper() not in _PROTOCOLS:
+            raise ConfigValueError(f"Invalid security protocol `{protocol}` defined in listener.security.protocol.map")
+        if name.upper() in protocols:
+            raise ConfigValueError(f"Duplicate key ListenerName({name.upper()}) (attempted merging values "
+                                   f"{protocols[name.upper()]} and {protocol.upper()})")
+        protocols[name.upper()] = protocol.upper()
+    return protocols
 
 
 def _listener_name(entry: str) -> str:
