@@ -17,10 +17,11 @@ The names and validators come from Kafka's jars (kafkawire.metadata.dynamic_brok
 generated). Names Kafka does not know (a plugin's own keys) pass, as in Kafka. A set prints in
 Java's HashSet order (by String.hashCode bucket), as Kafka's message does.
 
-Not checked here (documented in docs/differences.md): a CLASS value's class (Kafka loads it;
-kafkawire has no classpath), the checks of the whole KafkaConfig rebuilt with the change, and the
-reconfigurable components' own checks (thread pools that may at most double or halve, listeners
-that must keep the advertised ones, ...), which Kafka answers "Invalid dynamic configuration".
+Not checked here: a CLASS value's class (Kafka loads it; kafkawire has no classpath: documented in
+docs/differences.md). The rest of DynamicBrokerConfig.validate, the checks of the KafkaConfig
+rebuilt with the change and of the reconfigurable components (thread pools that may at most
+double or halve, listeners that must keep the advertised ones, ...: "Invalid dynamic
+configuration"), is kafkawire.metadata.dynamic_reconfiguration's.
 
     validate({"num.io.threads": "x"}, per_broker=True)   # raises ConfigValueError
 """
