@@ -588,6 +588,12 @@ STATIC_DEFAULTS: dict[str, str | None] = {
     'process.roles': None,
     'log.dir': '/tmp/kafka-logs',
     'log.dirs': None,
+    'group.consumer.min.assignment.interval.ms': '0',
+    'group.consumer.max.assignment.interval.ms': '15000',
+    'group.share.min.assignment.interval.ms': '0',
+    'group.share.max.assignment.interval.ms': '15000',
+    'group.streams.min.assignment.interval.ms': '0',
+    'group.streams.max.assignment.interval.ms': '15000',
 }
 DYNAMIC: dict[str, DynamicKey] = {
     'leader.replication.throttled.rate': DynamicKey('LONG', '9223372036854775807', at_least=0, at_most=None),

@@ -10,8 +10,9 @@ no request-handler or network thread pools to resize, and runs one log cleaner t
 answers as a Kafka broker configured as it is would, so that a change Kafka takes is taken and
 one Kafka refuses is refused, whatever kafkawire does with the value.
 
-The rebuilt KafkaConfig (KafkaConfig.validateValues, in its order; the messages of Scala's
-``require`` start "requirement failed: "): log.roll.ms at least 1, log.roll.jitter.ms at least 0,
+The rebuilt KafkaConfig (its GroupCoordinatorConfig: a group type's assignment interval within
+its bounds; then KafkaConfig.validateValues, in its order, the messages of Scala's ``require``
+starting "requirement failed: "): log.roll.ms at least 1, log.roll.jitter.ms at least 0,
 log.retention.ms -1 or at least 1, log.cleaner.dedupe.buffer.size over log.cleaner.threads
 above 1 MiB (threads 0: Java's "/ by zero"), the listeners parsed against the effective
 listener.security.protocol.map, the controller listeners among the listeners (combined mode),
@@ -224,7 +225,8 @@ class _Config:
             return None
         if name == "log.cleaner.enable":
             return text.strip().lower() == "true"
-        if name in ("log.roll.hours", "log.roll.jitter.hours", "log.retention.minutes", "log.retention.hours"):
+        if name in ("log.roll.hours", "log.roll.jitter.hours", "log.retention.minutes", "log.retention.hours") or (
+                name.endswith(".assignment.interval.ms")):
             return _static_int(name, text)
         if name in ("advertised.listeners", "controller.listener.names", "process.roles", "log.dirs"):
             return [] if not text.strip() else [p.strip() for p in re.split(r"\s*,\s*", text.strip())]
@@ -292,7 +294,17 @@ class _Config:
                 if n.startswith(prefix) and n[len(prefix):] not in skipped}
 
     def validate_values(self) -> None:
-        """KafkaConfig.validateValues: the checks a dynamic key takes part in, in its order."""
+        """The KafkaConfig constructor's checks a dynamic key takes part in, in its order:
+        GroupCoordinatorConfig's (a group type's assignment interval within its bounds), then
+        KafkaConfig.validateValues'."""
+        for kind in ("consumer", "share", "streams"):
+            name = f"group.{kind}.assignment.interval.ms"
+            low, high = (f"group.{kind}.{bound}.assignment.interval.ms" for bound in ("min", "max"))
+            if self.get(high) >= self.get(low):            # else the static bounds fail first, unchanged
+                if self.get(name) < self.get(low):
+                    raise ConfigValueError(f"{name} must be greater than or equal to {low}")
+                if self.get(name) > self.get(high):
+                    raise ConfigValueError(f"{name} must be less than or equal to {high}")
         roll = self.get("log.roll.ms")
         _require((roll if roll is not None else 3_600_000 * self.get("log.roll.hours")) >= 1,
                  "log.roll.ms must be greater than or equal to 1")

@@ -28,7 +28,9 @@ CASES = REPO / "tests" / "broker" / "data" / "dynamic_broker_config_cases.json"
 # cross-key checks, kafkawire.metadata.dynamic_reconfiguration)
 STATIC_KEYS = ("log.roll.hours", "log.roll.jitter.hours", "log.retention.minutes", "log.retention.hours",
                "log.cleaner.enable", "advertised.listeners", "inter.broker.listener.name",
-               "security.inter.broker.protocol", "controller.listener.names", "process.roles", "log.dir", "log.dirs")
+               "security.inter.broker.protocol", "controller.listener.names", "process.roles", "log.dir", "log.dirs",
+               *(f"group.{kind}.{bound}.assignment.interval.ms" for kind in ("consumer", "share", "streams")
+                 for bound in ("min", "max")))
 
 
 def kafka_json() -> dict:
