@@ -196,7 +196,8 @@ def _check_listeners(current: _Config, new: _Config) -> None:
                        f"'{_scala_set(new_names)}'")
     old_names = [name for name, _, _ in current.listeners()]
     old_protocols, new_protocols = current.protocols(), new.protocols()
-    for name in [n for n in _scala_set_order(new_names) if n in old_names]:     # newListeners.intersect(old)
+    kept = set(old_names)
+    for name in [n for n in _scala_set_order(new_names) if n in kept]:     # newListeners.intersect(old)
         if current.immutable_listener_configs(name) != new.immutable_listener_configs(name):
             raise _Refused(f"Configs cannot be updated dynamically for existing listener ListenerName({name}), "
                            f"restart broker or create a new listener for update")
@@ -255,6 +256,10 @@ class _Config:
 
     def protocols(self) -> dict[str, str]:
         """KafkaConfig.effectiveListenerSecurityProtocolMap (a listener name -> its protocol)."""
+        return dict(self._protocols)
+
+    @functools.cached_property
+    def _protocols(self) -> dict[str, str]:
         protocols = _protocol_map(self.get("listener.security.protocol.map") or "")
         if "listener.security.protocol.map" not in self.props:
             names = self.controller_listener_names() + [_listener_name(e) for e in self.get("listeners")]
@@ -263,10 +268,15 @@ class _Config:
         return protocols
 
     def listeners(self) -> list[tuple[str, str | None, int]]:
-        return _endpoints(self.get("listeners"), self.protocols())
+        return self._listeners
+
+    @functools.cached_property
+    def _listeners(self) -> list[tuple[str, str | None, int]]:
+        return _endpoints(self.get("listeners"), self._protocols)
 
     def data_plane_listener_names(self) -> list[str]:
-        return [name for name, _, _ in self.listeners() if name not in self.controller_listener_names()]
+        controller = set(self.controller_listener_names())
+        return [name for name, _, _ in self.listeners() if name not in controller]
 
     def inter_broker_listener(self) -> str:
         """KafkaConfig.interBrokerListenerName: inter.broker.listener.name, else the listener named
@@ -283,15 +293,26 @@ class _Config:
         """KafkaConfig.effectiveAdvertisedBrokerListeners."""
         advertised = self.get("advertised.listeners")
         endpoints = self.listeners() if advertised is None else _endpoints(advertised, self.protocols())
-        return [e for e in endpoints if e[0] not in self.controller_listener_names()]
+        controller = set(self.controller_listener_names())
+        return [e for e in endpoints if e[0] not in controller]
 
     def immutable_listener_configs(self, listener: str) -> dict[str, str]:
         """DynamicListenerConfig's immutableListenerConfigs: the listener's prefixed configs but the
         reconfigurable ones."""
-        prefix = f"listener.name.{listener.lower()}."
+        return self._immutable_by_listener.get(listener.lower(), {})
+
+    @functools.cached_property
+    def _immutable_by_listener(self) -> dict[str, dict[str, str]]:
+        """listener name (lower case, as its config prefix) -> its prefixed configs but the
+        reconfigurable ones, in one pass over the configs."""
         skipped = DYNAMIC_SECURITY | RECONFIGURABLE["listener_quota"] | RECONFIGURABLE["network_threads"]
-        return {n[len(prefix):]: v for n, v in self.props.items()
-                if n.startswith(prefix) and n[len(prefix):] not in skipped}
+        grouped: dict[str, dict[str, str]] = {}
+        for name, value in self.props.items():
+            if name.startswith("listener.name."):
+                listener, dot, rest = name[len("listener.name."):].partition(".")
+                if dot and rest not in skipped:
+                    grouped.setdefault(listener, {})[rest] = value
+        return grouped
 
     def validate_values(self) -> None:
         """The KafkaConfig constructor's checks a dynamic key takes part in, in its order:
