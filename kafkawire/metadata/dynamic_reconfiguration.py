@@ -15,10 +15,12 @@ its bounds; then KafkaConfig.validateValues, in its order, the messages of Scala
 starting "requirement failed: "): log.roll.ms at least 1, log.roll.jitter.ms at least 0,
 log.retention.ms -1 or at least 1, log.cleaner.dedupe.buffer.size over log.cleaner.threads
 above 1 MiB (threads 0: Java's "/ by zero"), the listeners parsed against the effective
-listener.security.protocol.map, the controller listeners among the listeners (combined mode),
-a broker listener advertised, the inter-broker listener advertised, the advertised listeners
-among the listeners, cordoned.log.dirs within log.dirs, no advertised 0.0.0.0,
-max.connections.per.ip 0 only with overrides.
+listener.security.protocol.map (itself parsed as Csv.parseCsvMap parses it, each protocol
+named), the controller listeners among the listeners (combined mode) or not among them and
+mapped (broker only), a broker listener advertised, the inter-broker listener mapped and
+advertised, the advertised listeners among the listeners, cordoned.log.dirs within log.dirs, no
+advertised 0.0.0.0, the inter-broker SASL mechanism among the inter-broker listener's enabled
+ones, max.connections.per.ip 0 only with overrides.
 
 Then, when a watched config changed, each component's check in the order a KRaft broker
 registers them; a refusal is wrapped as Kafka wraps it:
