@@ -43,9 +43,10 @@ dynamic configuration`` (Kafka's ConfigException(name, value) given the cause as
 from __future__ import annotations
 
 import functools
+import ipaddress
 import re
 
-from .config_def import ConfigValueError
+from .config_def import INT_MAX, INT_MIN, ConfigValueError
 from .dynamic_broker_config_table import ALL_NAMES, DYNAMIC, DYNAMIC_SECURITY, RECONFIGURABLE, STATIC_DEFAULTS
 from .dynamic_broker_configs import parse_value
 from .java_text import java_hashset_order, java_string_hash
@@ -55,7 +56,7 @@ __all__ = ["check", "merged"]
 _WRAPPED = "Invalid value org.apache.kafka.common.config.ConfigException: {} for configuration Invalid dynamic configuration"
 _REMOTE_THREADS = ("remote.log.reader.threads", "remote.log.manager.copier.thread.pool.size",
                    "remote.log.manager.expiration.thread.pool.size", "remote.log.manager.follower.thread.pool.size")
-_LISTENER = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)", re.DOTALL)
+_LISTENER = re.compile(r"(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)")
 _PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})      # SecurityProtocol
 # DynamicBrokerConfig.brokerConfigSynonyms (without listener overrides), what overrideProps drops
 _SYNONYMS = (("log.roll.ms", "log.roll.hours"), ("log.roll.jitter.ms", "log.roll.jitter.hours"),
@@ -294,7 +295,7 @@ class _Config:
     def advertised_broker_listeners(self) -> list[tuple[str, str | None, int]]:
         """KafkaConfig.effectiveAdvertisedBrokerListeners."""
         advertised = self.get("advertised.listeners")
-        endpoints = self.listeners() if advertised is None else _endpoints(advertised, self.protocols())
+        endpoints = self.listeners() if advertised is None else _endpoints(advertised, self.protocols(), False)
         controller = set(self.controller_listener_names())
         return [e for e in endpoints if e[0] not in controller]
 
@@ -462,25 +463,73 @@ def _is_ssl_or_sasl(name: str) -> bool:
     return name.upper() in ("SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
-def _endpoints(entries: list[str], protocols: dict[str, str]):
-    """AbstractKafkaConfig.listenerListToEndPoints: (name, host or None, port) of each entry (two
-    listeners on one port are not refused here: see docs/differences.md)."""
+def _endpoints(entries: list[str], protocols: dict[str, str], distinct_ports: bool = True):
+    """AbstractKafkaConfig.listenerListToEndPoints: (name, host or None, port) of each entry, each
+    name once and (for ``listeners``) each port once but for an IPv4 and an IPv6 host."""
     shown = f"[{', '.join(entries)}]"
     endpoints = []
-    for entry in entries:
-        match = _LISTENER.match(entry)
-        if match is None or match.end() != len(entry):
-            raise ConfigValueError(f"Error creating broker listeners from '{shown}': Unable to parse {entry} to a "
-                                   f"broker endpoint")
-        name = match.group(1).upper()
-        if name not in protocols:
-            raise ConfigValueError(f"Error creating broker listeners from '{shown}': No security protocol defined "
-                                   f"for listener {name}")
-        endpoints.append((name, match.group(2) or None, int(match.group(3))))
-    if len({e[0] for e in endpoints}) != len(endpoints):
-        raise ConfigValueError(f"Error creating broker listeners from '{shown}': Each listener must have a different "
-                               f"name, listeners: {shown}")
+    try:
+        for entry in entries:
+            match = _LISTENER.fullmatch(entry)
+            if match is None:
+                raise ConfigValueError(f"Unable to parse {entry} to a broker endpoint")
+            name = match.group(1).upper()
+            if name not in protocols:
+                raise ConfigValueError(f"No security protocol defined for listener {name}")
+            port = int(match.group(3))
+            if not INT_MIN <= port <= INT_MAX:
+                raise ConfigValueError(f'For input string: "{match.group(3)}"')       # Integer.parseInt
+            endpoints.append((name, match.group(2) or None, port))
+        if len({e[0] for e in endpoints}) != len(endpoints):
+            raise ConfigValueError(f"Each listener must have a different name, listeners: {shown}")
+        if distinct_ports:
+            _check_ports(endpoints, shown)
+    except ConfigValueError as exc:
+        raise ConfigValueError(f"Error creating broker listeners from '{shown}': {exc}") from None
     return endpoints
+
+
+def _check_ports(endpoints: list[tuple[str, str | None, int]], shown: str) -> None:
+    """AbstractKafkaConfig.validate: listeners sharing a port (0 aside), by port in the HashMap
+    order Collectors.groupingBy leaves them."""
+    by_port: dict[int, list[tuple[str, str | None, int]]] = {}
+    for endpoint in endpoints:
+        if endpoint[2] != 0:
+            by_port.setdefault(endpoint[2], []).append(endpoint)
+    for port in _java_int_hashmap_order(list(by_port)):
+        group = by_port[port]
+        if len(group) < 2:
+            continue
+        with_ip = [e for e in group if e[1] is not None and _ip_version(e[1]) is not None]
+        without_ip = [e for e in group if e not in with_ip]
+        if len(without_ip) > 1:
+            raise ConfigValueError(f"Each listener must have a different port, listeners: {shown}")
+        if not with_ip:
+            continue
+        if len(with_ip) == 2:
+            message = (f"If you have two listeners on the same port then one needs to be IPv4 and the other IPv6, "
+                       f"listeners: {shown}, port: {port}")
+            if {_ip_version(with_ip[0][1]), _ip_version(with_ip[1][1])} != {4, 6} or without_ip:
+                raise ConfigValueError(message)
+            continue
+        raise ConfigValueError(f"Each listener must have a different port unless exactly one listener has an IPv4 "
+                               f"address and the other IPv6 address, listeners: {shown}, port: {port}")
+
+
+def _ip_version(host: str) -> int | None:
+    """4 or 6 for a host that is an IP address (commons-validator's InetAddressValidator), else None."""
+    try:
+        return ipaddress.ip_address(host).version
+    except ValueError:
+        return None
+
+
+def _java_int_hashmap_order(keys: list[int]) -> list[int]:
+    """A HashMap<Integer, _>'s iteration order of ``keys`` (Integer.hashCode is the value)."""
+    capacity = 16
+    while len(keys) > capacity * 3 // 4:
+        capacity *= 2
+    return sorted(keys, key=lambda k: (k ^ (k >> 16)) & (capacity - 1))
 
 
 def _scala_set_order(names: list[str]) -> list[str]:
