@@ -179,7 +179,8 @@ class Broker:
         self.log_dir_apis = LogDirApis(self)
         self.forwarder = Forwarder(send_to_controller)
         self.config_apis = ConfigApis(self.node_id, self.forwarder, may_alter_loggers=self._may_alter_loggers,
-                                      stored_configs=lambda name: self.image().configs.get((BROKER_RESOURCE, name), {}))
+                                      stored_configs=lambda name: self.image().configs.get((BROKER_RESOURCE, name), {}),
+                                      static_settings=dict(config.properties))
         # Delegation tokens: Describe from the image, the others checked and forwarded; the
         # listeners' SCRAM tokenauth logins (kafkawire.broker.delegation_token_apis)
         self.delegation_token_apis = DelegationTokenApis(self)

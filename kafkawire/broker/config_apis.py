@@ -13,7 +13,10 @@ The broker's checks, with Kafka's messages (INVALID_REQUEST for each):
 - a BROKER resource's configs after the change that Kafka's broker would not take as dynamic
   broker configs (kafkawire.metadata.dynamic_broker_configs: a static key, an SSL key without a
   listener prefix, a value of the wrong type or out of range, a per-broker key at the cluster
-  default; an APPEND or SUBTRACT on a key that is not a list is INVALID_CONFIG);
+  default; an APPEND or SUBTRACT on a key that is not a list is INVALID_CONFIG), then the
+  broker's KafkaConfig rebuilt with them and its reconfigurable components' checks
+  (kafkawire.metadata.dynamic_reconfiguration: a thread pool resized beyond double or half,
+  listeners that drop an advertised one, ...: Kafka's "Invalid dynamic configuration");
 - a resource type other than TOPIC, BROKER, CLIENT_METRICS and GROUP (and BROKER_LOGGER for
   IncrementalAlterConfigs): "Unknown resource type <n>".
 BROKER_LOGGER (log levels, KIP-412) is applied here to this node's loggers, as Kafka's broker does
@@ -30,7 +33,7 @@ from kafkawire.messages.alter_configs_response import AlterConfigsResponse
 from kafkawire.messages.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from kafkawire.messages.incremental_alter_configs_response import (AlterConfigsResourceResponse,
                                                                     IncrementalAlterConfigsResponse)
-from kafkawire.metadata import dynamic_broker_configs
+from kafkawire.metadata import dynamic_broker_configs, dynamic_reconfiguration
 from kafkawire.net import runtime_loggers
 from kafkawire.protocol.error_codes import Errors
 
@@ -50,11 +53,13 @@ class _Refused(Exception):
 
 
 def preprocess(resources, node_id: int, *, incremental: bool, validate_only: bool = False,
-               may_alter_loggers=lambda: True, stored_configs=lambda name: {}) -> dict[int, tuple[int, str | None]]:
+               may_alter_loggers=lambda: True, stored_configs=lambda name: {},
+               static_settings: dict[str, str] | None = None) -> dict[int, tuple[int, str | None]]:
     """id(resource) -> (error code, message) for the resources answered here
     (ConfigAdminManager.preprocess): the refused ones, and the BROKER_LOGGER changes, which this
     node applies to its own loggers (unless ``validate_only``) and answers itself.
-    ``stored_configs(name)``: the BROKER resource's configs in the metadata image."""
+    ``stored_configs(name)``: the BROKER resource's configs in the metadata image;
+    ``static_settings``: the node's server.properties (None: the reconfiguration step is skipped)."""
     refused: dict[int, tuple[int, str]] = {}
     seen: dict[tuple[int, str], object] = {}
     for resource in resources:
@@ -68,7 +73,7 @@ def preprocess(resources, node_id: int, *, incremental: bool, validate_only: boo
         try:
             _check(resource, node_id, incremental)
             if resource.resource_type == BROKER:
-                _check_broker_change(resource, incremental, stored_configs)
+                _check_broker_change(resource, incremental, stored_configs, node_id, static_settings)
             if incremental and resource.resource_type == BROKER_LOGGER:
                 refused[id(resource)] = _change_loggers(resource, node_id, validate_only, may_alter_loggers)
         except _Refused as exc:
@@ -112,9 +117,10 @@ def _check(resource, node_id: int, incremental: bool) -> None:
         raise _Refused(f"Unknown resource type {kind}")
 
 
-def _check_broker_change(resource, incremental: bool, stored_configs) -> None:
+def _check_broker_change(resource, incremental: bool, stored_configs, node_id: int, static_settings) -> None:
     """ConfigAdminManager.validateBrokerConfigChange: the resource's configs after the change
-    checked as a dynamic broker config (kafkawire.metadata.dynamic_broker_configs). The legacy
+    checked as a dynamic broker config (kafkawire.metadata.dynamic_broker_configs), then against
+    this broker's current config (kafkawire.metadata.dynamic_reconfiguration). The legacy
     AlterConfigs replaces them all, so only its own are checked, as in Kafka."""
     per_broker = bool(resource.resource_name)
     try:
@@ -124,6 +130,12 @@ def _check_broker_change(resource, incremental: bool, stored_configs) -> None:
         else:
             props = {c.name: c.value for c in resource.configs}
         dynamic_broker_configs.validate(props, per_broker)
+        if static_settings is not None:
+            # the stored configs as the broker holds them (DynamicBrokerConfig.fromPersistentProps)
+            default = dynamic_broker_configs.props_after(stored_configs(""), [], per_broker=False)
+            broker = dynamic_broker_configs.props_after(stored_configs(str(node_id)), [], per_broker=True)
+            dynamic_reconfiguration.check(props, static=static_settings, default=default, broker=broker,
+                                          per_broker=per_broker)
     except dynamic_broker_configs.InvalidConfiguration as exc:
         raise _Refused(str(exc), Errors.INVALID_CONFIG) from None
     except dynamic_broker_configs.ConfigValueError as exc:
@@ -143,11 +155,15 @@ class ConfigApis:
     """AlterConfigs and IncrementalAlterConfigs for a broker with node id ``node_id``, forwarding
     through ``forwarder`` (a kafkawire.broker.forwarding.Forwarder)."""
 
-    def __init__(self, node_id: int, forwarder, may_alter_loggers=lambda ctx: True, stored_configs=lambda name: {}):
+    def __init__(self, node_id: int, forwarder, may_alter_loggers=lambda ctx: True, stored_configs=lambda name: {},
+                 static_settings: dict[str, str] | None = None):
         """``may_alter_loggers(ctx)``: ALTER_CONFIGS on the cluster, what a BROKER_LOGGER change needs;
-        ``stored_configs(name)``: the BROKER resource ``name``'s configs in the metadata image."""
+        ``stored_configs(name)``: the BROKER resource ``name``'s configs in the metadata image;
+        ``static_settings``: the node's server.properties, every key as written (None: a change
+        is not checked against the broker's current config)."""
         self.node_id = node_id
         self.stored_configs = stored_configs
+        self.static_settings = static_settings
         self.forwarder = forwarder
         self.may_alter_loggers = may_alter_loggers
 
@@ -166,7 +182,7 @@ class ConfigApis:
         refused = preprocess(request.resources, self.node_id, incremental=incremental,
                              validate_only=request.validate_only,
                              may_alter_loggers=lambda: self.may_alter_loggers(ctx),
-                             stored_configs=self.stored_configs)
+                             stored_configs=self.stored_configs, static_settings=self.static_settings)
         remaining = [r for r in request.resources if id(r) not in refused]
         answered = {}
         if remaining:

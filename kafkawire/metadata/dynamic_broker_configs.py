@@ -17,10 +17,11 @@ The names and validators come from Kafka's jars (kafkawire.metadata.dynamic_brok
 generated). Names Kafka does not know (a plugin's own keys) pass, as in Kafka. A set prints in
 Java's HashSet order (by String.hashCode bucket), as Kafka's message does.
 
-Not checked here (documented in docs/differences.md): a CLASS value's class (Kafka loads it;
-kafkawire has no classpath), the checks of the whole KafkaConfig rebuilt with the change, and the
-reconfigurable components' own checks (thread pools that may at most double or halve, listeners
-that must keep the advertised ones, ...), which Kafka answers "Invalid dynamic configuration".
+Not checked here: a CLASS value's class (Kafka loads it; kafkawire has no classpath: documented in
+docs/differences.md). The rest of DynamicBrokerConfig.validate, the checks of the KafkaConfig
+rebuilt with the change and of the reconfigurable components (thread pools that may at most
+double or halve, listeners that must keep the advertised ones, ...: "Invalid dynamic
+configuration"), is kafkawire.metadata.dynamic_reconfiguration's.
 
     validate({"num.io.threads": "x"}, per_broker=True)   # raises ConfigValueError
 """
@@ -33,7 +34,7 @@ from .dynamic_broker_config_table import (ALL_NAMES, CLUSTER_LEVEL_LISTENER, DYN
                                           PER_BROKER, DynamicKey)
 from .java_text import java_double, java_hashset_order
 
-__all__ = ["validate", "props_after", "ConfigValueError", "InvalidConfiguration"]
+__all__ = ["validate", "props_after", "parse_value", "ConfigValueError", "InvalidConfiguration"]
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
@@ -135,6 +136,11 @@ def _validate_values(props: dict[str, str]) -> None:
     for name, key in DYNAMIC.items():                   # ConfigDef.parse goes in its keys' order
         if name in base:
             _check(name, key, _parse(name, key, base[name]))
+
+
+def parse_value(name: str, key: DynamicKey, value: str):
+    """ConfigDef.parseType of a dynamic key's value (raises ConfigValueError as Kafka words it)."""
+    return _parse(name, key, value)
 
 
 def _parse(name: str, key: DynamicKey, value: str):

@@ -244,6 +244,10 @@ class ServerConfig:
     # (key, value as written) of the KNOWN_KEYS server.properties sets: Kafka's staticBrokerConfigs,
     # what DescribeConfigs names STATIC_BROKER_CONFIG
     static_settings: tuple[tuple[str, str], ...] = field(default=())
+    # every (key, value) of server.properties as written, the keys kafkawire does not read too:
+    # Kafka's KafkaConfig.originals, what a dynamic config change is checked against
+    # (kafkawire.metadata.dynamic_reconfiguration)
+    properties: tuple[tuple[str, str], ...] = field(default=(), compare=False, hash=False, repr=False)
     # Listener security (kafkawire.net.security): listener name -> ListenerSecurity, the
     # ClientSecurity of the raft client (towards the first controller listener) and of a broker's
     # clients towards other brokers (the inter-broker listener), the AuthorizerSettings (None: no
@@ -370,6 +374,7 @@ def parse_server_config(text: str) -> ServerConfig:
         unknown_keys=unknown,
         listener_connection_limits=limits,
         static_settings=tuple((k, v) for k, v in props.items() if k in KNOWN_KEYS),
+        properties=tuple(props.items()),
         listener_security={e.listener_name: _deferred(security.resolve_listener_security, props, e.listener_name,
                                                       e.security_protocol)
                            for e in listeners},

@@ -155,3 +155,19 @@ def test_the_acl_apis_without_an_authorizer_answer_security_disabled(kafkawire_b
         host_filter=None, operation=1, permission_type=1)]), 3)
     assert [(r.error_code, r.error_message) for r in deleted.filter_results] == [
         (disabled, "No Authorizer is configured.")]
+
+
+def test_a_dynamic_config_change_the_brokers_thread_pool_would_refuse_is_answered_by_the_broker(kafkawire_broker):
+    """Over the wire, the broker checks a change against its own current config (server.properties,
+    then the stored dynamic configs) as Kafka's DynamicBrokerConfig.validate does: num.io.threads
+    8 (Kafka's default) may at most double (kafkawire.metadata.dynamic_reconfiguration)."""
+    def change(value: str):
+        return call(kafkawire_broker.bootstrap_servers, IncrementalAlterConfigsRequest(validate_only=True, resources=[
+            AlterConfigsResource(resource_type=4, resource_name="1", configs=[AlterableConfig(
+                name="num.io.threads", config_operation=0, value=value)])]), 1).responses[0]
+    refused = change("17")
+    assert (refused.error_code, refused.error_message) == (
+        Errors.INVALID_REQUEST, "Invalid value org.apache.kafka.common.config.ConfigException: Dynamic thread count "
+        "update validation failed for num.io.threads=17, value should not be greater than double the current value 8 "
+        "for configuration Invalid dynamic configuration")
+    assert change("16").error_code == Errors.NONE

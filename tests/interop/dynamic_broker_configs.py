@@ -2,6 +2,7 @@
 
     python -m tests.interop.dynamic_broker_configs          # rewrite the table
     python -m tests.interop.dynamic_broker_configs --check  # exit 1 if the committed table is stale
+    python -m tests.interop.dynamic_broker_configs --record-cases   # Kafka's answers into the cases
 
 tests/interop/java/brokerconfigs/DynamicBrokerConfigTable.java prints, from the jars on the
 classpath, what Kafka's broker checks a dynamic broker config change against
@@ -21,11 +22,20 @@ from tests.interop import kafka_dist
 REPO = Path(__file__).resolve().parents[2]
 JAVA = Path(__file__).resolve().parent / "java" / "brokerconfigs" / "DynamicBrokerConfigTable.java"
 TABLE = REPO / "kafkawire" / "metadata" / "dynamic_broker_config_table.py"
+CHECK = JAVA.with_name("DynamicBrokerConfigCheck.java")
+CASES = REPO / "tests" / "broker" / "data" / "dynamic_broker_config_cases.json"
+# The static keys whose defaults the reconfiguration check reads (the rebuilt KafkaConfig's
+# cross-key checks, kafkawire.metadata.dynamic_reconfiguration)
+STATIC_KEYS = ("log.roll.hours", "log.roll.jitter.hours", "log.retention.minutes", "log.retention.hours",
+               "log.cleaner.enable", "advertised.listeners", "inter.broker.listener.name",
+               "security.inter.broker.protocol", "controller.listener.names", "process.roles", "log.dir", "log.dirs",
+               *(f"group.{kind}.{bound}.assignment.interval.ms" for kind in ("consumer", "share", "streams")
+                 for bound in ("min", "max")))
 
 
 def kafka_json() -> dict:
     kafka_dist.ensure()
-    command = ["java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", kafka_dist.classpath(), str(JAVA)]
+    command = ["java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", kafka_dist.classpath(), str(JAVA), *STATIC_KEYS]
     result = subprocess.run(command, capture_output=True, text=True, timeout=180)
     if result.returncode != 0:
         raise RuntimeError(f"{JAVA.name} failed ({result.returncode}):\n{result.stderr[-3000:]}")
@@ -96,6 +106,17 @@ def render(data: dict) -> str:
         "LIST_DEFAULTS: dict[str, str | None] = {",
         *(f"    {name!r}: {default!r}," for name, default in sorted(data["list_defaults"].items())),
         "}",
+        "# The configs each reconfigurable component of a KRaft broker watches (validateReconfiguration",
+        "# runs when one of them changes): BrokerDynamicThreadPool, DynamicLogConfig, DynamicListenerConfig,",
+        "# DynamicRemoteLogConfig, the listeners' ConnectionQuotas and DataPlaneAcceptors, the LogCleaner",
+        "RECONFIGURABLE: dict[str, frozenset[str]] = {",
+        *(line for part, names in data["reconfigurable"].items()
+          for line in (f"    {part!r}: frozenset({{", *(f"        {n!r}," for n in sorted(names)), "    }),")),
+        "}",
+        "# KafkaConfig's defaults of the static keys the rebuilt KafkaConfig's checks read",
+        "STATIC_DEFAULTS: dict[str, str | None] = {",
+        *(f"    {name!r}: {default!r}," for name, default in data["static_defaults"].items()),
+        "}",
         "DYNAMIC: dict[str, DynamicKey] = {",
         *(_key_row(key) for key in data["dynamic"]),
         "}",
@@ -103,7 +124,32 @@ def render(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def kafkas_answers(cases: list[dict]) -> list[str | None]:
+    """Kafka's answer to each case, from one JVM (DynamicBrokerConfigCheck.java)."""
+    kafka_dist.ensure()
+    lines = "".join(json.dumps({k: c[k] for k in ("props", "per_broker", "broker") if k in c}) + "\n" for c in cases)
+    command = ["java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", kafka_dist.classpath(), str(CHECK)]
+    result = subprocess.run(command, input=lines, capture_output=True, text=True, timeout=180)
+    if result.returncode != 0:
+        raise RuntimeError(f"{CHECK.name} failed ({result.returncode}):\n{result.stderr[-3000:]}")
+    answers = [json.loads(line)["error"] for line in result.stdout.splitlines() if line.startswith("{")]
+    if len(answers) != len(cases):
+        raise RuntimeError(f"{CHECK.name} answered {len(answers)} of {len(cases)} cases:\n{result.stdout[-3000:]}")
+    return answers
+
+
+def record_cases() -> None:
+    """Kafka's answers written into the recorded cases (the "kafka" of each), one case a line."""
+    cases = json.loads(CASES.read_text(encoding="utf-8"))
+    for case, answer in zip(cases, kafkas_answers(cases)):
+        case["kafka"] = answer
+    CASES.write_text("[\n" + ",\n".join(json.dumps(c, sort_keys=True) for c in cases) + "\n]\n", encoding="utf-8")
+
+
 def main(argv: list[str]) -> int:
+    if "--record-cases" in argv:
+        record_cases()
+        return 0
     text = render(kafka_json())
     if "--check" in argv:
         if TABLE.read_text(encoding="utf-8") != text:

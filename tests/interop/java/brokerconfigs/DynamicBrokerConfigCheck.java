@@ -1,19 +1,48 @@
 // Answers, line by line, whether Kafka's broker accepts a dynamic broker config change: each input
-// line is {"props": {...}, "per_broker": true|false}; each output line {"error": message or null},
-// from DynamicBrokerConfig.validateConfigs after resolveVariableConfigs, as
-// DynamicBrokerConfig.validatedKafkaProps runs them (its message is what the broker answers).
+// line is {"props": {...}, "per_broker": true|false} and, optionally, "broker": {"static": {...},
+// "default": {...}, "per_broker": {...}}; each output line {"error": message or null}.
+// Without "broker": DynamicBrokerConfig.validateConfigs after resolveVariableConfigs, as
+// DynamicBrokerConfig.validatedKafkaProps runs them. With it: the whole of
+// DynamicBrokerConfig.validate, as ConfigAdminManager runs it, on a broker started with the
+// "static" server.properties and holding the "default" and "per_broker" dynamic configs: the
+// KafkaConfig rebuilt with the change, then the validateReconfiguration of the reconfigurables a
+// KRaft broker registers that can be built without a running broker: the listener connection
+// quotas (ConnectionQuotas.addListener, one per data-plane listener), BrokerDynamicThreadPool,
+// DynamicLogConfig, DynamicListenerConfig, DynamicProducerStateManagerConfig,
+// DynamicRemoteLogConfig and the LogCleaner (when log.cleaner.enable), in the broker's order.
+// The broker's KafkaBroker is a proxy answering only config(), all these read of it.
 // Run by tests/interop/test_dynamic_broker_configs_vs_kafka.py.
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.lang.reflect.Proxy;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.ConcurrentHashMap;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import kafka.network.ConnectionQuotas;
+import kafka.server.BrokerDynamicThreadPool;
+import kafka.server.DynamicListenerConfig;
+import kafka.server.DynamicLogConfig;
+import kafka.server.DynamicRemoteLogConfig;
+import kafka.server.KafkaBroker;
+import kafka.server.KafkaConfig;
+import org.apache.kafka.common.Endpoint;
+import org.apache.kafka.common.metrics.Metrics;
+import org.apache.kafka.common.network.ListenerName;
+import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.coordinator.transaction.TransactionLogConfig;
 import org.apache.kafka.server.config.DynamicBrokerConfig;
+import org.apache.kafka.server.config.DynamicProducerStateManagerConfig;
+import org.apache.kafka.storage.internals.log.CleanerConfig;
+import org.apache.kafka.storage.internals.log.LogCleaner;
+import org.apache.kafka.storage.internals.log.LogDirFailureChannel;
+import org.apache.kafka.storage.internals.log.ProducerStateManagerConfig;
 
 public class DynamicBrokerConfigCheck {
     public static void main(String[] args) throws Exception {
@@ -22,16 +51,16 @@ public class DynamicBrokerConfigCheck {
         String line;
         while ((line = in.readLine()) != null) {
             JsonNode request = mapper.readTree(line);
-            Properties props = new Properties();
-            Iterator<Map.Entry<String, JsonNode>> fields = request.get("props").fields();
-            while (fields.hasNext()) {
-                Map.Entry<String, JsonNode> field = fields.next();
-                props.setProperty(field.getKey(), field.getValue().asText());
-            }
+            Properties props = properties(request.get("props"));
+            boolean perBroker = request.get("per_broker").asBoolean();
             ObjectNode answer = mapper.createObjectNode();
             try {
-                Properties resolved = DynamicBrokerConfig.resolveVariableConfigs(props);
-                DynamicBrokerConfig.validateConfigs(resolved, request.get("per_broker").asBoolean());
+                if (request.has("broker")) {
+                    validateOnBroker(request.get("broker"), props, perBroker);
+                } else {
+                    Properties resolved = DynamicBrokerConfig.resolveVariableConfigs(props);
+                    DynamicBrokerConfig.validateConfigs(resolved, perBroker);
+                }
                 answer.putNull("error");
             } catch (Exception e) {
                 answer.put("error", e.getMessage());
@@ -39,5 +68,64 @@ public class DynamicBrokerConfigCheck {
             System.out.println(mapper.writeValueAsString(answer));
             System.out.flush();
         }
+    }
+
+    static Properties properties(JsonNode node) {
+        Properties props = new Properties();
+        Iterator<Map.Entry<String, JsonNode>> fields = node.fields();
+        while (fields.hasNext()) {
+            Map.Entry<String, JsonNode> field = fields.next();
+            props.setProperty(field.getKey(), field.getValue().asText());
+        }
+        return props;
+    }
+
+    // validate(..) changes nothing: one broker per distinct "broker" serves all its cases
+    static final Map<String, kafka.server.DynamicBrokerConfig> BROKERS = new java.util.HashMap<>();
+
+    static void validateOnBroker(JsonNode broker, Properties props, boolean perBroker) throws Exception {
+        kafka.server.DynamicBrokerConfig dynamic = BROKERS.get(broker.toString());
+        if (dynamic == null) {
+            dynamic = startBroker(broker);
+            BROKERS.put(broker.toString(), dynamic);
+        }
+        dynamic.validate(props, perBroker);
+    }
+
+    static kafka.server.DynamicBrokerConfig startBroker(JsonNode broker) throws Exception {
+        KafkaConfig config = new KafkaConfig(properties(broker.get("static")), false);
+        kafka.server.DynamicBrokerConfig dynamic = config.dynamicConfig();
+        dynamic.initialize(scala.Option.empty());
+        // the stored dynamic configs, applied before any reconfigurable is registered (as a
+        // broker reads them from its metadata snapshot before it starts its components)
+        dynamic.updateDefaultConfig(properties(broker.get("default")), false);
+        dynamic.updateBrokerConfig(config.brokerId(), properties(broker.get("per_broker")), false);
+        KafkaBroker server = (KafkaBroker) Proxy.newProxyInstance(KafkaBroker.class.getClassLoader(),
+            new Class<?>[] {KafkaBroker.class}, (proxy, method, args) -> {
+                if (method.getName().equals("config")) return config;
+                throw new UnsupportedOperationException(method.getName());
+            });
+        // The broker's SocketServer: each data-plane listener's ConnectionQuotas.addListener (its
+        // DataPlaneAcceptor needs a running socket server and is left out)
+        ConnectionQuotas quotas = new ConnectionQuotas(config, Time.SYSTEM, new Metrics());
+        List<Endpoint> listeners = scala.jdk.javaapi.CollectionConverters.asJava(config.dataPlaneListeners());
+        for (Endpoint endpoint : listeners) {
+            quotas.addListener(config, ListenerName.normalised(endpoint.listener()));
+        }
+        // DynamicBrokerConfig.addReconfigurables(broker), in its order
+        dynamic.addBrokerReconfigurable(new BrokerDynamicThreadPool(server));
+        dynamic.addBrokerReconfigurable(new DynamicLogConfig(null, null));
+        dynamic.addBrokerReconfigurable(new DynamicListenerConfig(server));
+        TransactionLogConfig transactionLog = new TransactionLogConfig(config);
+        dynamic.addBrokerReconfigurable(new DynamicProducerStateManagerConfig(new ProducerStateManagerConfig(
+            transactionLog.producerIdExpirationMs(), transactionLog.transactionPartitionVerificationEnable())));
+        dynamic.addBrokerReconfigurable(new DynamicRemoteLogConfig(server));
+        // BrokerMetadataPublisher: the log manager's cleaner, when there is one
+        CleanerConfig cleanerConfig = new CleanerConfig(config);
+        if (cleanerConfig.enableCleaner) {
+            dynamic.addBrokerReconfigurable(new LogCleaner(cleanerConfig, List.of(), new ConcurrentHashMap<>(),
+                                                           new LogDirFailureChannel(1), Time.SYSTEM));
+        }
+        return dynamic;
     }
 }

@@ -1,7 +1,9 @@
 // Prints what Kafka's broker needs to check a dynamic broker config change (DynamicBrokerConfig
 // .validateConfigs and DynamicConfig.Broker.validate), as JSON read from the jars on the
 // classpath: every KafkaConfig name, the dynamic ConfigDef's keys in its order (type, default,
-// validator), and the sets the checks use. Run by tests/interop/dynamic_broker_configs.py as
+// validator), and the sets the checks use; and for DynamicBrokerConfig.validate's reconfiguration
+// step, the configs each reconfigurable component of a KRaft broker watches and the defaults of
+// the static keys the rebuilt KafkaConfig's cross-key checks read. Run by tests/interop/dynamic_broker_configs.py as
 // `java -cp <Kafka's libs>/* DynamicBrokerConfigTable.java`, which writes
 // kafkawire/broker/dynamic_config_table.py from it.
 import java.lang.reflect.Field;
@@ -15,6 +17,8 @@ import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.server.config.AbstractKafkaConfig;
 import org.apache.kafka.server.config.DynamicBrokerConfig;
 import org.apache.kafka.server.config.DynamicConfig;
+import org.apache.kafka.server.DynamicThreadPool;
+import org.apache.kafka.storage.internals.log.LogCleaner;
 
 public class DynamicBrokerConfigTable {
     static String quote(Object o) {
@@ -76,6 +80,23 @@ public class DynamicBrokerConfigTable {
             }
         }
         out.append("\"list_defaults\": {").append(String.join(", ", lists)).append("},\n");
+        out.append("\"reconfigurable\": {");
+        out.append("\"thread_pool\": ").append(list(new TreeSet<>(DynamicThreadPool.RECONFIGURABLE_CONFIGS)));
+        out.append(", \"log\": ").append(list(new TreeSet<>(DynamicBrokerConfig.DynamicLogConfig.RECONFIGURABLE_CONFIGS)));
+        out.append(", \"listener\": ").append(list(new TreeSet<>(DynamicBrokerConfig.DynamicListenerConfig.RECONFIGURABLE_CONFIGS)));
+        out.append(", \"remote_log\": ").append(list(new TreeSet<>(DynamicBrokerConfig.DynamicRemoteLogConfig.RECONFIGURABLE_CONFIGS)));
+        out.append(", \"listener_quota\": ").append(list(new TreeSet<>(org.apache.kafka.network.SocketServer.LISTENER_RECONFIGURABLE_CONFIGS)));
+        out.append(", \"network_threads\": ").append(list(new TreeSet<>(scala.jdk.javaapi.CollectionConverters.asJava(
+            kafka.network.DataPlaneAcceptor$.MODULE$.ListenerReconfigurableConfigs()))));
+        out.append(", \"cleaner\": ").append(list(new TreeSet<>(LogCleaner.RECONFIGURABLE_CONFIGS)));
+        out.append("},\n");
+        List<String> statics = new ArrayList<>();
+        for (String name : args) {
+            ConfigDef.ConfigKey key = AbstractKafkaConfig.CONFIG_DEF.configKeys().get(name);
+            Object dflt = key.defaultValue == ConfigDef.NO_DEFAULT_VALUE ? null : key.defaultValue;
+            statics.add(quote(name) + ": " + quote(dflt == null ? null : ConfigDef.convertToString(dflt, key.type)));
+        }
+        out.append("\"static_defaults\": {").append(String.join(", ", statics)).append("},\n");
         out.append("\"dynamic\": [\n");
         List<String> rows = new ArrayList<>();
         for (Map.Entry<String, ConfigDef.ConfigKey> e : DynamicConfig.Broker.configKeys().entrySet()) {
