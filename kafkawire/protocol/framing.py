@@ -92,8 +92,26 @@ def encode_request(body, api_version: int, correlation_id: int, client_id: str |
     return buf.getvalue(size_prefix=True)
 
 
+# A response frame's size and header: v0 is the correlation id, v1 adds an empty tagged-field section.
+_FRAME_AND_HEADER = {0: struct.Struct(">ii"), 1: struct.Struct(">iiB")}
+
+
 def encode_response(body, api_version: int, correlation_id: int) -> bytes:
-    """A whole frame: size, response header, response body (``encode_response_frame``'s older name)."""
+    """A whole frame: size, response header, response body (``encode_response_frame``'s older name).
+
+    A response without bytes fields is encoded by the C encoder where there is one (the same bytes
+    as the generated encoder's, tests/codec/test_native_encode.py): a small answer's encoding was a
+    sixth of the server's CPU for it. One with bytes fields (Fetch's records) keeps the buffer that
+    sets them aside instead of copying them."""
+    native = None if body._HAS_BYTES else body._NATIVE_ENCODERS.get(api_version)
+    if native is not None:
+        data = native(body)
+        if data is not None:
+            header_version = response_header_version(body.API_KEY, api_version)
+            head = _FRAME_AND_HEADER[header_version]
+            size = head.size - 4 + len(data)
+            frame = head.pack(size, correlation_id) if header_version == 0 else head.pack(size, correlation_id, 0)
+            return frame + data
     messages = installed()
     header = messages.by_name("ResponseHeader")(correlation_id=correlation_id)
     buf = EncodeBuffer()
