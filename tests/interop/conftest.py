@@ -25,10 +25,15 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def kafka_libs():
     try:
-        return kafka_dist.ensure()
+        libs = kafka_dist.ensure()
     except kafka_dist.KafkaDistUnavailable as exc:
         from tests.conftest import unavailable
         unavailable(f"Apache Kafka {kafka_dist.KAFKA_VERSION} is not available: {exc}")
+    # Made by `python -m tests.interop.kafka_dist` (CI's set-up) or here, once: every Kafka JVM
+    # after it starts in about half the CPU (kafka_cds.py).
+    from tests.interop.kafka_cds import ensure_archive
+    ensure_archive()
+    return libs
 
 
 @pytest.fixture(scope="session")

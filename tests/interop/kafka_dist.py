@@ -59,6 +59,7 @@ def ensure(quiet: bool = True) -> Path:
         raise KafkaDistUnavailable(f"Apache Kafka {KAFKA_VERSION} needs {' and '.join(missing)} on PATH "
                                    f"(Java 17 and Maven bring its jars from Maven Central)")
     libs = libs_dir()
+    server_archive().unlink(missing_ok=True)        # made from the jars being replaced
     if libs.exists():
         shutil.rmtree(libs)
     libs.mkdir(parents=True)
@@ -78,11 +79,27 @@ def classpath() -> str:
     return str(libs_dir() / "*")
 
 
+def server_archive() -> Path:
+    """The class-data-sharing archive of a Kafka node's classes (tests/interop/kafka_cds.py)."""
+    return cache_dir() / f"kafka-{KAFKA_VERSION}-server.jsa"
+
+
+# The flags every Kafka JVM of the tests runs with; a class-data-sharing archive is used only by
+# a JVM started with the flags it was dumped with.
+JVM_FLAGS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto")
+
+
 def java_command(main_class: str, *args: str, heap: str = "256m", log4j: Path = LOG4J_TOOLS,
-                 system_properties: dict | None = None) -> list[str]:
-    """The command line that runs one of Kafka's main classes, as its bin/ scripts would."""
+                 system_properties: dict | None = None, archive: bool = True) -> list[str]:
+    """The command line that runs one of Kafka's main classes, as its bin/ scripts would; with
+    the class-data-sharing archive when there is one (kafka_cds.py), which a JVM whose classpath
+    or JDK differs from the archive's ignores: silently, as the warning would go to stdout, which
+    the tests read as the tool's output."""
     props = {"log4j2.configurationFile": str(log4j), **(system_properties or {})}
-    return ["java", f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
+    shared = server_archive()
+    cds = [f"-XX:SharedArchiveFile={shared}", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"] \
+        if archive and not main_class.endswith(".java") and shared.exists() else []
+    return ["java", f"-Xmx{heap}", *JVM_FLAGS, *cds,
             *(f"-D{k}={v}" for k, v in props.items()), "-cp", classpath(), main_class, *args]
 
 
@@ -92,6 +109,8 @@ def main(argv=None) -> int:
     except KafkaDistUnavailable as exc:
         print(f"kafka_dist: {exc}", file=sys.stderr)
         return 1
+    from tests.interop.kafka_cds import ensure_archive
+    ensure_archive()            # faster Kafka JVM starts; without it (it says why) only slower
     print(classpath())
     return 0
 

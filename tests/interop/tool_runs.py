@@ -81,7 +81,8 @@ class KafkaToolRuns:
 
     def command(self, log4j: Path = kafka_dist.LOG4J_TOOLS) -> list[str]:
         command = kafka_dist.java_command("ToolRuns", log4j=log4j)
-        command[command.index("-cp") + 1] = f"{self.classes}:{kafka_dist.classpath()}"
+        # the jars first: a classpath that starts as the class-data-sharing archive's does uses it
+        command[command.index("-cp") + 1] = f"{kafka_dist.classpath()}:{self.classes}"
         return command
 
     def run(self, invocations: list[tuple[str, ...]], timeout: float = 300) -> list[ToolResult]:
