@@ -36,6 +36,8 @@ from kafkawire.messages.incremental_alter_configs_response import (AlterConfigsR
                                                                     IncrementalAlterConfigsResponse)
 from kafkawire.metadata.client_metrics_configs import CLIENT_METRICS_KEYS, SubscriptionError, validate_subscription
 from kafkawire.metadata.group_configs import GroupBounds, GroupNameError, validate_group_configs
+from kafkawire.metadata.dynamic_broker_config_table import LIST_DEFAULTS
+from kafkawire.metadata.java_text import java_split
 from kafkawire.protocol.error_codes import Errors
 
 from .bounded import BoundedList
@@ -52,11 +54,9 @@ KNOWN_RESOURCE_TYPES = {TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP}
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
 MAX_VALUE_CHARS = 32767
-BROKER_LIST_CONFIGS = frozenset((
-    "listeners", "advertised.listeners", "log.dirs", "log.dir", "cordoned.log.dirs", "log.cleanup.policy",
-    "super.users", "sasl.enabled.mechanisms", "ssl.cipher.suites", "ssl.enabled.protocols", "metric.reporters",
-    "listener.security.protocol.map", "early.start.listeners", "controller.listener.names",
-))
+# KafkaConfig's LIST keys (the controller's KafkaConfigSchema for BROKER is KafkaConfig's ConfigDef):
+# what APPEND and SUBTRACT take, with the defaults they start from.
+BROKER_LIST_CONFIGS = frozenset(LIST_DEFAULTS)
 
 
 def _config_record(resource_type: int, resource_name: str, name: str, value: str | None) -> dict:
@@ -149,8 +149,12 @@ def _splittable(resource_type: int, key: str) -> bool:
 
 
 def _parts(resource_type: int, key: str, value: str | None) -> list[str]:
+    """KafkaConfigSchema.getDefault when unset (a topic's LogConfig default, a broker's KafkaConfig
+    one), split with its empty parts dropped."""
     if value is None and resource_type == TOPIC:
         value = default_value(key)
+    elif value is None and resource_type == BROKER:
+        value = LIST_DEFAULTS.get(key)
     return [] if value is None else [p for p in value.split(",") if p]
 
 
@@ -196,7 +200,7 @@ def incremental_records(state: ControllerState, resource, ops: dict[str, tuple[i
             if not _splittable(resource_type, key):
                 verb = "APPEND" if operation == APPEND else "SUBTRACT"
                 raise ApiError(Errors.INVALID_CONFIG, f"Can't {verb} to key {key} because its type is not LIST.")
-            parts, values = _parts(resource_type, key, old), (operand or "").split(",")
+            parts, values = _parts(resource_type, key, old), java_split(operand or "")
             new = ",".join(_appended(parts, values) if operation == APPEND else _subtracted(parts, values))
         else:
             raise ApiError(Errors.INVALID_REQUEST, f"Unknown config operation {operation} for key {key}")

@@ -32,7 +32,7 @@ import re
 from .config_def import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, ConfigValueError, invalid, parse_number
 from .dynamic_broker_config_table import (ALL_NAMES, CLUSTER_LEVEL_LISTENER, DYNAMIC, DYNAMIC_SECURITY, LIST_DEFAULTS,
                                           PER_BROKER, DynamicKey)
-from .java_text import java_double, java_hashset_order
+from .java_text import java_double, java_hashset_order, java_split
 
 __all__ = ["validate", "props_after", "parse_value", "ConfigValueError", "InvalidConfiguration"]
 
@@ -95,24 +95,13 @@ def _list_change(props: dict[str, str], name: str, operation: int, value: str) -
         raise InvalidConfiguration(f"Config value {verb} is not allowed for config key: {name}")
     old_text = props.get(name, LIST_DEFAULTS[name])
     if operation == APPEND:
-        old = _java_split(old_text) if old_text else []
-        return ",".join(old + [v for v in _java_split(value) if v not in old])
-    remaining = _java_split(old_text or "")
-    for item in _java_split(value):                      # List.diff: one occurrence per item
+        old = java_split(old_text) if old_text else []
+        return ",".join(old + [v for v in java_split(value) if v not in old])
+    remaining = java_split(old_text or "")
+    for item in java_split(value):                      # List.diff: one occurrence per item
         if item in remaining:
             remaining.remove(item)
     return ",".join(remaining)
-
-
-def _java_split(text: str) -> list[str]:
-    """String.split(","): trailing empty strings dropped ("," gives none), a text without a comma
-    is itself ("" gives [""])."""
-    if "," not in text:
-        return [text]
-    parts = text.split(",")
-    while parts and parts[-1] == "":
-        parts.pop()
-    return parts
 
 
 def _refuse_set(names: list[str], message: str) -> None:

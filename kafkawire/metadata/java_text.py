@@ -50,6 +50,17 @@ def java_list(items) -> str:
     return "[" + ", ".join(str(i) for i in items) + "]"
 
 
+def java_split(text: str, separator: str = ",") -> list[str]:
+    """Java's String.split with a one-character literal separator: trailing empty strings dropped
+    ("," gives none), a text without the separator is itself ("" gives [""])."""
+    if separator not in text:
+        return [text]
+    parts = text.split(separator)
+    while parts and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
 def java_string_hash(text: str) -> int:
     """String.hashCode over UTF-16 code units, as an unsigned 32-bit value."""
     data = text.encode("utf-16-be")

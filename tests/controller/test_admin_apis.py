@@ -108,6 +108,20 @@ def test_append_and_subtract_work_on_list_configs_only():
                                     "Can't APPEND to key retention.ms because its type is not LIST.")]
 
 
+def test_append_splits_its_value_as_java_splits_it():
+    """ConfigurationControlManager splits an APPEND's value with String.split(","): trailing empty
+    parts dropped ("compact," appends compact alone), but a value of its own empty ("") is one
+    empty part, appended as one; an unset broker config starts from KafkaConfig's default."""
+    (first, second), _, leader = scenario([create("t")], [
+        (44, 1, incremental((TOPIC, "t", [("cleanup.policy", APPEND, "compact,,")]))),
+        (44, 1, incremental((BROKER, "", [("log.cleanup.policy", APPEND, "")])))])
+    assert config_results(first) == [(TOPIC, "t", "NONE", None)]
+    assert leader.image.configs[(TOPIC, "t")]["cleanup.policy"] == "delete,compact"
+    assert config_results(second) == [(BROKER, "", "NONE", None)]
+    # from KafkaConfig's default ("delete"), the one empty part appended
+    assert leader.image.configs[(BROKER, "")]["log.cleanup.policy"] == "delete,"
+
+
 def test_a_broker_config_is_written_even_when_unchanged_and_the_cluster_default_too():
     request = incremental((BROKER, "2", [("log.cleaner.threads", SET, "2")]), (BROKER, "", [("log.retention.ms", SET, "5")]))
     (first, second), records, _ = scenario([], [(44, 1, request), (44, 1, request)])
