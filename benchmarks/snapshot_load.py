@@ -16,7 +16,7 @@ Then, --rounds times:
   turns included), the driver's longest step in wall and CPU time and its steps (a tree that
   loads in one go: the whole load, one step), the longest garbage collection meanwhile, and the probe's worst and the longest
   garbage collection over as long a time after (at least 1 s; idle).
-* start: a driver started on that store (``start()``: the node's load of its latest
+* start (unless --skip-start): a driver started on that store (``start()``: the node's load of its latest
   snapshot before it listens): wall and CPU time.
 
     PYTHONPATH=. .venv/bin/python benchmarks/snapshot_load.py [--partitions 100000] [--rounds 5]
@@ -153,7 +153,7 @@ def _start_round(directory: str, snapshot_id: OffsetAndEpoch) -> tuple:
     return asyncio.run(run())
 
 
-def measure(path: str, rounds: int) -> list[tuple]:
+def measure(path: str, rounds: int, start: bool = True) -> list[tuple]:
     file_id = parse_snapshot_file_name(os.path.basename(path))[0]
     snapshot_id = OffsetAndEpoch(offset=file_id.end_offset, epoch=file_id.epoch)
     with open(path, "rb") as f:
@@ -163,7 +163,7 @@ def measure(path: str, rounds: int) -> list[tuple]:
         with tempfile.TemporaryDirectory() as tmp:
             directory = os.path.join(tmp, "node")
             installed = asyncio.run(_install_round(snapshot, snapshot_id, directory))
-            started = _start_round(directory, snapshot_id)
+            started = _start_round(directory, snapshot_id) if start else ()
             shutil.rmtree(directory)
         rows.append(installed + started)
         print("  round: " + ", ".join(f"{v:.1f}" for v in rows[-1]), flush=True)
@@ -175,6 +175,8 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=100_000)
     parser.add_argument("--brokers", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--skip-start", action="store_true", help="measure the install's load only, not the start "
+                                                                   "from the snapshot (seconds at 1M partitions)")
     parser.add_argument("--snapshot-dir", help="where the snapshot is kept: built there when it holds none, "
                                                "reused otherwise (so that trees compare on the same bytes)")
     args = parser.parse_args()
@@ -188,7 +190,7 @@ def main() -> None:
     if args.rounds == 0:
         print(f"snapshot kept in {path}")
         return
-    rows = measure(path, args.rounds)
+    rows = measure(path, args.rounds, start=not args.skip_start)
     names = ("install: loop held at most", "load wall", "load CPU", "longest step wall", "longest step CPU",
              "steps", "longest GC", "idle probe after", "longest GC after", "start wall", "start CPU")
     print(f"{os.path.getsize(path) / 1e6:.1f} MB snapshot, {args.rounds} rounds: "
