@@ -225,7 +225,7 @@ class MetadataController:
         """The driver's load in steps (contract.py): the records replayed into a state aside,
         which ``finish`` swaps in whole; readers and writes see the old state until then."""
         load = SnapshotLoad(self.state.supported_features, snapshot_id.offset, snapshot_id.epoch)
-        return SnapshotLoadInSteps(load.add, lambda: self._snapshot_loaded(snapshot_id, load.result()))
+        return SnapshotLoadInSteps(load.add, lambda: self._snapshot_loaded(snapshot_id, load.result()), load.prepare)
 
     def _snapshot_loaded(self, snapshot_id, loaded: ControllerState) -> None:
         if self.pipeline.in_flight:      # raft loads snapshots on followers: not expected with writes ahead

@@ -70,7 +70,7 @@ class MetadataLoader:
         def finish() -> None:
             self.state.adopt(load.result())
             self._publish()
-        return SnapshotLoadInSteps(load.add, finish)
+        return SnapshotLoadInSteps(load.add, finish, load.prepare)
 
     def on_leader_change(self, leader_id: int | None, epoch: int) -> None:
         pass                 # who leads the quorum does not change the image
