@@ -30,6 +30,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -71,14 +72,23 @@ class Probe:
 
 
 class GcPauses:
+    """The longest garbage collection, and of which generation and on which thread."""
+
     def __init__(self):
-        self.longest_ms, self._start = 0.0, None
+        self.loop_thread = threading.get_ident()
+        self.reset()
+
+    def reset(self) -> None:
+        self.longest_ms, self.what, self._start = 0.0, "-", None
 
     def __call__(self, phase, info):
         if phase == "start":
             self._start = time.perf_counter()
         elif self._start is not None:
-            self.longest_ms = max(self.longest_ms, (time.perf_counter() - self._start) * 1000)
+            took = (time.perf_counter() - self._start) * 1000
+            if took > self.longest_ms:
+                thread = "loop" if threading.get_ident() == self.loop_thread else "worker"
+                self.longest_ms, self.what = took, f"gen {info['generation']} on the {thread} thread"
 
 
 async def _serve(cluster: Cluster, stop: asyncio.Event) -> None:
@@ -119,7 +129,8 @@ async def measure(partitions: int, brokers: int, takes: int, serve: bool) -> lis
     endpoints = Endpoints((("CONTROLLER", "127.0.0.1", 1),))
     config = RaftConfig(node_id=1, cluster_id="c", endpoints=endpoints, static_voters=VoterSet.static({1: endpoints}),
                         election_timeout_ms=50)
-    stop, pauses, probe, rows = asyncio.Event(), GcPauses(), Probe(), []
+    stop, probe, rows = asyncio.Event(), Probe(), []
+    pauses = GcPauses()
     serving = asyncio.ensure_future(_serve(cluster, stop)) if serve else None
     try:
         with tempfile.TemporaryDirectory() as directory:
@@ -133,19 +144,21 @@ async def measure(partitions: int, brokers: int, takes: int, serve: bool) -> lis
                 for take in range(1 + takes):          # the first one warms up (the worker thread, imports)
                     await driver.append([b"v"])
                     probe.reset()
-                    pauses.longest_ms = 0.0
+                    pauses.reset()
                     start = time.perf_counter()
                     assert await driver.write_snapshot() is not None
                     took = time.perf_counter() - start
                     row = {"held": probe.worst_ms, "cpu": probe.worst_cpu_ms, "freeze": freeze_cpu[0],
                            "gc": pauses.longest_ms, "take": took * 1000}
+                    gc_what = pauses.what
                     probe.reset()
-                    pauses.longest_ms = 0.0
+                    pauses.reset()
                     await asyncio.sleep(max(took, 1.0))     # as long with no take: the serving alone
                     row.update({"idle held": probe.worst_ms, "idle cpu": probe.worst_cpu_ms, "idle gc": pauses.longest_ms})
                     if take:
                         rows.append(row)
-                        print("  take: " + ", ".join(f"{k} {v:.2f}" for k, v in row.items()), flush=True)
+                        print("  take: " + ", ".join(f"{k} {v:.2f}" for k, v in row.items())
+                              + f" (longest GC during the take: {gc_what})", flush=True)
             finally:
                 gc.callbacks.remove(pauses)
                 await probe.stop()
