@@ -123,15 +123,18 @@ class ControllerState:
         load.add(values)
         self.adopt(load.result())
 
-    def adopt(self, loaded: ControllerState) -> None:
+    def adopt(self, loaded: ControllerState) -> dict:
         """Become ``loaded`` (a state a SnapshotLoad built aside) whole, in one assignment, keeping
-        this object (others hold it) and its replay counts, to which the load's are added."""
+        this object (others hold it) and its replay counts, to which the load's are added.
+        Returns what it was (its attributes), for ``state_release.release_in_steps``."""
         stats = self.replay_stats
         stats.unclean_elections += loaded.replay_stats.unclean_elections
         stats.elr_elections += loaded.replay_stats.elr_elections
         stats.errors += loaded.replay_stats.errors
+        old = dict(self.__dict__)
         self.__dict__.update(loaded.__dict__)
         self.replay_stats = stats
+        return old
 
     def _load_record(self, value, end_offset: int, new_features: list[str]) -> None:
         message = self._decode(value, end_offset - 1)
