@@ -1,6 +1,6 @@
 """A broker's partition-index keys are spread over several sets (partition_index.SHARDS), so that
 no one set of a large cluster grows by rehashing all of a broker's keys inside one record's replay
-(benchmarks/README.md, "The partition index in shards"). Read as one collection, they answer as one set did."""
+(benchmarks/README.md, "A snapshot's load and take at 1M partitions"). Read as one collection, they answer as one set did."""
 import random
 import uuid
 
