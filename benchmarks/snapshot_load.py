@@ -15,8 +15,8 @@ Then, --rounds times:
   install); a probe task sleeping 1 ms at a time measures its worst lateness until the
   controller's committed image holds the snapshot and the replaced state is released (where
   that runs in steps of its own). Printed: the probe's worst (the loop's longest stall), the
-  most CPU time the loop's thread used between two of the probe's turns (the loop's longest
-  hold whatever the machine's load), the load's wall time
+  most CPU time the loop's thread used between two of the probe's turns (an upper bound on
+  the loop's longest hold whatever the machine's load: every task's turns in between count), the load's wall time
   and the loop thread's CPU time (time.thread_time: the probe's own turns included), the
   driver's longest step in wall and CPU time and its steps (a tree that loads in one go: the
   whole load, one step), the longest garbage collection meanwhile, and the probe's worst and

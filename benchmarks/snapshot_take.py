@@ -11,7 +11,8 @@ that warms up. For each take, and for a window as long with no take (the serving
 * loop held: the worst lateness of a task sleeping 1 ms at a time (wall: the loop's own work,
   the worker thread's holds of the GIL and the machine's other load all count);
 * loop CPU: the most CPU time (time.thread_time) the loop's thread used between two of the
-  probe's turns: its own longest hold, whatever the machine does;
+  probe's turns: an upper bound on its longest hold whatever the machine does (every task's
+  turns in between count);
 * freeze: the loop thread's CPU in the state machine's ``frozen_snapshot`` (the image frozen);
 * GC: the longest garbage collection (either thread);
 * take: the whole snapshot's wall time.
