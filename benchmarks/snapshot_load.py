@@ -8,15 +8,20 @@ writes one (kept in
 Then, --rounds times:
 
 * install: a raft driver (its core idle: no peer answers) whose state machine is a follower
-  controller gets the snapshot installed in its store as a fetched one is, and the Ready that
-  loads it (``_apply_effects(Ready(load_snapshot=...))``, what the core hands the driver after an
+  controller (empty, or with --old-state holding the snapshot's state loaded at once: a
+  follower far behind holds one as large, which the load replaces) gets the snapshot installed
+  in its store as a fetched one is, and the Ready that loads it
+  (``_apply_effects(Ready(load_snapshot=...))``, what the core hands the driver after an
   install); a probe task sleeping 1 ms at a time measures its worst lateness until the
-  controller's committed image holds the snapshot. Printed: the probe's worst (the loop's longest
-  stall), the load's wall time and the loop thread's CPU time (time.thread_time: the probe's own
-  turns included), the driver's longest step in wall and CPU time and its steps (a tree that
-  loads in one go: the whole load, one step), the longest garbage collection meanwhile, and the probe's worst and the longest
-  garbage collection over as long a time after (at least 1 s; idle).
-* start: a driver started on that store (``start()``: the node's load of its latest
+  controller's committed image holds the snapshot and the replaced state is released (where
+  that runs in steps of its own). Printed: the probe's worst (the loop's longest stall), the
+  most CPU time the loop's thread used between two of the probe's turns (an upper bound on
+  the loop's longest hold whatever the machine's load: every task's turns in between count), the load's wall time
+  and the loop thread's CPU time (time.thread_time: the probe's own turns included), the
+  driver's longest step in wall and CPU time and its steps (a tree that loads in one go: the
+  whole load, one step), the longest garbage collection meanwhile, and the probe's worst and
+  the longest garbage collection over as long a time after (at least 1 s; idle).
+* start (unless --skip-start): a driver started on that store (``start()``: the node's load of its latest
   snapshot before it listens): wall and CPU time.
 
     PYTHONPATH=. .venv/bin/python benchmarks/snapshot_load.py [--partitions 100000] [--rounds 5]
@@ -45,7 +50,8 @@ from kafkawire.raft.node.driver import RaftDriver  # noqa: E402
 from kafkawire.raft.node.snapshot_writer import SNAPSHOT_BATCH_RECORDS  # noqa: E402
 from kafkawire.raft.types import Endpoints, OffsetAndEpoch  # noqa: E402
 from kafkawire.raft.voters import VoterSet  # noqa: E402
-from kafkawire.storage.snapshot import SnapshotId, SnapshotWriter, parse_snapshot_file_name  # noqa: E402
+from kafkawire.storage.snapshot import (SnapshotId, SnapshotWriter, parse_snapshot_file_name,  # noqa: E402
+                                        stream_snapshot_data)
 from tests.controller.harness import FakeQuorum, add_controller  # noqa: E402
 
 ME = Endpoints((("CONTROLLER", "127.0.0.1", 2),))
@@ -69,11 +75,13 @@ class GcPauses:
 
 
 async def _probe(stop: asyncio.Event, worst: list) -> None:
+    """worst: [the longest lateness (wall), turns, the most loop-thread CPU between two turns]."""
     while not stop.is_set():
-        before = time.perf_counter()
+        before, cpu = time.perf_counter(), time.thread_time()
         await asyncio.sleep(0.001)
         worst[0] = max(worst[0], (time.perf_counter() - before) * 1000 - 1)
         worst[1] += 1
+        worst[2] = max(worst[2], (time.thread_time() - cpu) * 1000)
 
 
 async def _probe_turn(worst: list) -> None:
@@ -103,8 +111,12 @@ def _driver(directory: str, controller) -> RaftDriver:
                       state_machine=controller)
 
 
-async def _install_round(snapshot: bytes, snapshot_id: OffsetAndEpoch, directory: str) -> tuple:
+async def _install_round(snapshot: bytes, snapshot_id: OffsetAndEpoch, directory: str, old_state: bool) -> tuple:
     controller = add_controller(FakeQuorum(), 2)
+    if old_state:       # a follower far behind: a state as large as the snapshot's, a little older
+        values = [v for batch in stream_snapshot_data(snapshot, "snapshot") for v in batch.values()]
+        controller.state.load_snapshot(snapshot_id.offset - 100, snapshot_id.epoch, values)
+        del values
     driver = _driver(directory, controller)
     driver.start()
     try:
@@ -115,17 +127,20 @@ async def _install_round(snapshot: bytes, snapshot_id: OffsetAndEpoch, directory
         gc_pauses = GcPauses()
         gc.collect()
         gc.callbacks.append(gc_pauses)
-        stop, worst = asyncio.Event(), [0.0, 0]
+        stop, worst = asyncio.Event(), [0.0, 0, 0.0]
         probe = asyncio.ensure_future(_probe(stop, worst))
         await asyncio.sleep(0.01)
-        worst[0] = 0.0
+        worst[0] = worst[2] = 0.0
         wall, cpu = time.perf_counter(), time.thread_time()
         driver._apply_effects(Ready(load_snapshot=snapshot_id))
         while controller.committed_offset != snapshot_id.offset - 1 or getattr(driver, "_load", None) is not None:
             await asyncio.sleep(0.001)
+        release = sys.modules.get("kafkawire.controller.state_release")     # the replaced state's release in steps
+        while release is not None and release._running:
+            await asyncio.sleep(0.001)
         wall, cpu = (time.perf_counter() - wall) * 1000, (time.thread_time() - cpu) * 1000
         await _probe_turn(worst)
-        stalled, load_gc = worst[0], gc_pauses.longest_ms
+        stalled, load_gc, loop_cpu = worst[0], gc_pauses.longest_ms, worst[2]
         gc_pauses.longest_ms = 0.0
         steps = getattr(driver, "last_load", None)      # the driver's own account of its steps (after only)
         longest = (steps.longest_step_ms, steps.longest_step_cpu_ms, steps.steps) if steps else (wall, cpu, 1)
@@ -135,7 +150,7 @@ async def _install_round(snapshot: bytes, snapshot_id: OffsetAndEpoch, directory
         gc.callbacks.remove(gc_pauses)
         stop.set()
         await probe
-        return (stalled, wall, cpu, *longest, load_gc, idle, gc_pauses.longest_ms)
+        return (stalled, loop_cpu, wall, cpu, *longest, load_gc, idle, gc_pauses.longest_ms)
     finally:
         await driver.close()
 
@@ -153,7 +168,7 @@ def _start_round(directory: str, snapshot_id: OffsetAndEpoch) -> tuple:
     return asyncio.run(run())
 
 
-def measure(path: str, rounds: int) -> list[tuple]:
+def measure(path: str, rounds: int, start: bool = True, old_state: bool = False) -> list[tuple]:
     file_id = parse_snapshot_file_name(os.path.basename(path))[0]
     snapshot_id = OffsetAndEpoch(offset=file_id.end_offset, epoch=file_id.epoch)
     with open(path, "rb") as f:
@@ -162,8 +177,8 @@ def measure(path: str, rounds: int) -> list[tuple]:
     for _ in range(rounds):
         with tempfile.TemporaryDirectory() as tmp:
             directory = os.path.join(tmp, "node")
-            installed = asyncio.run(_install_round(snapshot, snapshot_id, directory))
-            started = _start_round(directory, snapshot_id)
+            installed = asyncio.run(_install_round(snapshot, snapshot_id, directory, old_state))
+            started = _start_round(directory, snapshot_id) if start else ()
             shutil.rmtree(directory)
         rows.append(installed + started)
         print("  round: " + ", ".join(f"{v:.1f}" for v in rows[-1]), flush=True)
@@ -175,6 +190,10 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=100_000)
     parser.add_argument("--brokers", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--skip-start", action="store_true", help="measure the install's load only, not the start "
+                                                                   "from the snapshot (seconds at 1M partitions)")
+    parser.add_argument("--old-state", action="store_true", help="the follower holds a state as large before the "
+                                                                  "install (a follower far behind), which the load replaces")
     parser.add_argument("--snapshot-dir", help="where the snapshot is kept: built there when it holds none, "
                                                "reused otherwise (so that trees compare on the same bytes)")
     args = parser.parse_args()
@@ -188,8 +207,8 @@ def main() -> None:
     if args.rounds == 0:
         print(f"snapshot kept in {path}")
         return
-    rows = measure(path, args.rounds)
-    names = ("install: loop held at most", "load wall", "load CPU", "longest step wall", "longest step CPU",
+    rows = measure(path, args.rounds, start=not args.skip_start, old_state=args.old_state)
+    names = ("install: loop held at most", "loop CPU between two probe turns at most", "load wall", "load CPU", "longest step wall", "longest step CPU",
              "steps", "longest GC", "idle probe after", "longest GC after", "start wall", "start CPU")
     print(f"{os.path.getsize(path) / 1e6:.1f} MB snapshot, {args.rounds} rounds: "
           + "; ".join(f"{name} median {statistics.median(c):.1f} ms (max {max(c):.1f})"

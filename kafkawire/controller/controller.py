@@ -66,6 +66,7 @@ from .pipeline import InFlight, WritePipeline
 from .registration import ControllerRegistrationManager
 from .snapshot import image_records, iter_image_records
 from .state import ControllerState, SnapshotLoad
+from .state_release import release_in_steps
 from .stats import ControllerStats
 from .topics import TopicDefaults, create_topics
 from .versions import SUPPORTED_FEATURES
@@ -225,16 +226,17 @@ class MetadataController:
         """The driver's load in steps (contract.py): the records replayed into a state aside,
         which ``finish`` swaps in whole; readers and writes see the old state until then."""
         load = SnapshotLoad(self.state.supported_features, snapshot_id.offset, snapshot_id.epoch)
-        return SnapshotLoadInSteps(load.add, lambda: self._snapshot_loaded(snapshot_id, load.result()))
+        return SnapshotLoadInSteps(load.add, lambda: self._snapshot_loaded(snapshot_id, load.result()), load.prepare)
 
     def _snapshot_loaded(self, snapshot_id, loaded: ControllerState) -> None:
         if self.pipeline.in_flight:      # raft loads snapshots on followers: not expected with writes ahead
             self._renounce(f"snapshot {snapshot_id} loaded")
-        self.state.adopt(loaded)
+        old = self.state.adopt(loaded)
         self.committed.state_committed()
         self._applied.set()
         self._applied = asyncio.Event()
         self.poke()
+        release_in_steps(old)       # the old state, as large as the new: freed at once it held the loop
 
     def on_leader_change(self, leader_id: int | None, epoch: int) -> None:
         if self.pipeline.in_flight and (leader_id != self.node_id or epoch != self._claimed_epoch):

@@ -26,6 +26,7 @@ from kafkawire.raft.contract import SnapshotLoadInSteps
 
 from .snapshot import image_records, iter_image_records
 from .state import ControllerState, SnapshotLoad
+from .state_release import release_in_steps
 from .versions import SUPPORTED_FEATURES
 
 __all__ = ["MetadataLoader"]
@@ -68,9 +69,10 @@ class MetadataLoader:
         load = SnapshotLoad(self.state.supported_features, snapshot_id.offset, snapshot_id.epoch)
 
         def finish() -> None:
-            self.state.adopt(load.result())
+            old = self.state.adopt(load.result())
             self._publish()
-        return SnapshotLoadInSteps(load.add, finish)
+            release_in_steps(old)   # the old state, as large as the new: freed at once it held the loop
+        return SnapshotLoadInSteps(load.add, finish, load.prepare)
 
     def on_leader_change(self, leader_id: int | None, epoch: int) -> None:
         pass                 # who leads the quorum does not change the image

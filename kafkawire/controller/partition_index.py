@@ -6,14 +6,19 @@ They let a heartbeat answer "does this broker lead anything?" in constant time a
 fencing, unfencing, controlled shutdown and a new incarnation visit only the partitions
 concerned, instead of walking every partition of the cluster.
 
-Each broker has one set of partition keys: the topic id's 128 bits and the partition id's 32
-in one int, made once per partition change and shared by every set that holds it. (A set per
-broker and topic, as Kafka keeps an array, costs some 500 bytes a partition in Python; this
-costs about 200, and hashes in C where a UUID key would call Python.)
+Each broker's partitions are keys: the topic id's 128 bits and the partition id's 32 in one
+int, made once per partition change and shared by every set that holds it. (A set per broker
+and topic, as Kafka keeps an array, costs some 500 bytes a partition in Python; this costs
+about 200, and hashes in C where a UUID key would call Python.) A broker's keys are spread over
+SHARDS sets (``_Keys``), because a set grows by rehashing all of it at once: at 1M partitions
+and 10 brokers one set of 150k keys took ~10 ms to grow, a loop stall inside one record's replay
+(a snapshot's load, a CreateTopics); a shard holds a 32nd of the keys and grows in a 32nd of
+the time. Lookups stay one hash; iteration is in no order, as the one set's was.
 """
 from __future__ import annotations
 
 import uuid
+from itertools import chain
 
 from kafkawire.metadata.image import MetadataImage
 from kafkawire.metadata.registrations import NO_LEADER
@@ -49,32 +54,76 @@ PID_BITS = _PID_BITS
 partition_id_of = _partition_id
 
 
+SHARD_BITS = 5
+SHARDS = 1 << SHARD_BITS
+_SHARD_MASK = SHARDS - 1
+
+
+def _shard(key: int) -> int:
+    """Which of a broker's sets holds ``key``: the topic id's low bits (random in a v4 UUID)
+    mixed with the partition id, so that a topic's partitions and the topics spread alike."""
+    return (key ^ key >> _PID_BITS) & _SHARD_MASK
+
+
+class _Keys:
+    """A read-only view of one broker's keys, kept in SHARDS sets (``_shard``), as one collection."""
+    __slots__ = ("shards",)
+
+    def __init__(self, shards: list[set[int]]):
+        self.shards = shards
+
+    def __len__(self) -> int:
+        return sum(map(len, self.shards))
+
+    def __bool__(self) -> bool:
+        return any(self.shards)
+
+    def __iter__(self):
+        return chain.from_iterable(self.shards)      # in C, as a set's own iteration
+
+    def __contains__(self, key: int) -> bool:
+        return key in self.shards[_shard(key)]
+
+    def isdisjoint(self, other: _Keys) -> bool:
+        """No key in both (shard by shard: a key is in the same shard everywhere)."""
+        return all(mine.isdisjoint(theirs) for mine, theirs in zip(self.shards, other.shards) if mine and theirs)
+
+
+_NO_KEYS = _Keys([set() for _ in range(SHARDS)])       # what a broker without keys reads as; never added to
+
+
 class _BrokerSets:
-    """broker id -> the keys of its partitions."""
+    """broker id -> the keys of its partitions, in SHARDS sets (a broker is here while it has a key)."""
 
     def __init__(self):
-        self.by_broker: dict[int, set[int]] = {}
+        self.by_broker: dict[int, list[set[int]]] = {}
 
-    def change(self, key: int, before, after) -> None:
-        """The partition was under the brokers ``before`` and is now under ``after``."""
+    def change(self, key: int, shard: int, before, after) -> None:
+        """The partition (``key``, in ``shard``) was under the brokers ``before`` and is now under ``after``."""
         if before == after:
             return
+        by_broker = self.by_broker
         for broker_id in before:
             if broker_id not in after:
-                keys = self.by_broker.get(broker_id)
-                if keys is not None:
+                shards = by_broker.get(broker_id)
+                if shards is not None:
+                    keys = shards[shard]
                     keys.discard(key)
-                    if not keys:
-                        del self.by_broker[broker_id]
+                    if not keys and not any(shards):
+                        del by_broker[broker_id]
         for broker_id in after:
             if broker_id not in before:
-                keys = self.by_broker.get(broker_id)
-                if keys is None:
-                    keys = self.by_broker[broker_id] = set()
-                keys.add(key)
+                shards = by_broker.get(broker_id)
+                if shards is None:
+                    shards = by_broker[broker_id] = [set() for _ in range(SHARDS)]
+                shards[shard].add(key)
 
-    def of(self, broker_id: int) -> set[int]:
-        return self.by_broker.get(broker_id, set())
+    def of(self, broker_id: int) -> _Keys:
+        shards = self.by_broker.get(broker_id)
+        return _NO_KEYS if shards is None else _Keys(shards)
+
+    def shard_sizes(self, broker_id: int) -> list[int]:
+        return [len(keys) for keys in self.by_broker.get(broker_id, ())]
 
 
 class PartitionIndex:
@@ -111,23 +160,25 @@ class PartitionIndex:
     def update(self, topic_id, partition_id: int, before, after) -> None:
         """BrokersToIsrs.update and BrokersToElrs.update: ``before``/``after`` are the
         partition's registrations (None when it does not exist)."""
-        key = _key(topic_id, partition_id)
+        topic_bits = topic_id.int
+        key = topic_bits << _PID_BITS | (partition_id & _PID_MASK)          # _key and _shard, inline
+        shard = (topic_bits & _SHARD_MASK) ^ (partition_id & _SHARD_MASK)
         if before is not None and after is not None:    # a change: most leave the ELR (and many the leader) as is
             if before.isr != after.isr:
-                self._isr.change(key, before.isr, after.isr)
+                self._isr.change(key, shard, before.isr, after.isr)
             if before.elr != after.elr:
-                self._elr.change(key, before.elr, after.elr)
+                self._elr.change(key, shard, before.elr, after.elr)
             if before.leader != after.leader:
-                self._leader.change(key, (before.leader,), (after.leader,))
+                self._leader.change(key, shard, (before.leader,), (after.leader,))
             return
-        self._isr.change(key, before.isr if before else (), after.isr if after else ())
-        self._elr.change(key, before.elr if before else (), after.elr if after else ())
-        self._leader.change(key, (before.leader,) if before else (), (after.leader,) if after else ())
+        self._isr.change(key, shard, before.isr if before else (), after.isr if after else ())
+        self._elr.change(key, shard, before.elr if before else (), after.elr if after else ())
+        self._leader.change(key, shard, (before.leader,) if before else (), (after.leader,) if after else ())
 
     # --- queries --------------------------------------------------------------------------------
     def has_leaderships(self, broker_id: int) -> bool:
         """BrokersToIsrs.hasLeaderships."""
-        return bool(self._leader.of(broker_id))
+        return broker_id in self._leader.by_broker         # a broker is there while it has a key
 
     def isr_count(self, broker_id: int) -> int:
         """How many partitions hold ``broker_id`` in their ISR."""
@@ -191,12 +242,12 @@ class PartitionIndex:
     def as_sets(self) -> dict:
         """Everything indexed, as {kind: {broker: {(topic id, partition id)}}} (for checks)."""
         def flat(index: _BrokerSets):
-            return {b: {(uuid.UUID(int=k >> _PID_BITS), _partition_id(k)) for k in keys}
-                    for b, keys in index.by_broker.items()}
+            return {b: {(uuid.UUID(int=k >> _PID_BITS), _partition_id(k)) for k in chain.from_iterable(shards)}
+                    for b, shards in index.by_broker.items()}
         return {"isr": flat(self._isr), "leader": flat(self._leader), "elr": flat(self._elr)}
 
 
-def _in_walk_order(image: MetadataImage, keys: set[int]):
+def _in_walk_order(image: MetadataImage, keys: _Keys):
     """The partitions topic by topic in the image's order (HashTreePMap's: by Uuid hash), then by
     partition id, as a walk of the whole image would meet them (an iterator: the keys are
     grouped by topic first, the partitions looked up as they are asked for)."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from kafkawire import messages
 from kafkawire.metadata.frame import MetadataRecordError, decode_metadata_record
 from kafkawire.metadata.image import ImageError, MetadataImage, Provenance
 from kafkawire.raft.contract import StateMachineFatal
@@ -122,15 +123,18 @@ class ControllerState:
         load.add(values)
         self.adopt(load.result())
 
-    def adopt(self, loaded: ControllerState) -> None:
+    def adopt(self, loaded: ControllerState) -> dict:
         """Become ``loaded`` (a state a SnapshotLoad built aside) whole, in one assignment, keeping
-        this object (others hold it) and its replay counts, to which the load's are added."""
+        this object (others hold it) and its replay counts, to which the load's are added.
+        Returns what it was (its attributes), for ``state_release.release_in_steps``."""
         stats = self.replay_stats
         stats.unclean_elections += loaded.replay_stats.unclean_elections
         stats.elr_elections += loaded.replay_stats.elr_elections
         stats.errors += loaded.replay_stats.errors
+        old = dict(self.__dict__)
         self.__dict__.update(loaded.__dict__)
         self.replay_stats = stats
+        return old
 
     def _load_record(self, value, end_offset: int, new_features: list[str]) -> None:
         message = self._decode(value, end_offset - 1)
@@ -252,6 +256,15 @@ class SnapshotLoad:
         self.state = ControllerState(supported_features)
         self.end_offset, self.epoch = end_offset, epoch
         self._new_features: list[str] = []
+
+    @staticmethod
+    def prepare() -> None:
+        """Every metadata record's decoder imported (the driver calls this off the loop before
+        the first ``add``: a fresh process imported each on the loop at its first record,
+        10-50 ms apiece, the longest steps of a load)."""
+        for name, _, kind, _ in messages.REGISTRY.index:
+            if kind == "metadata":
+                messages.REGISTRY.by_name(name)
 
     def add(self, values: list[bytes]) -> None:
         """The next records of the snapshot, in order; may raise UnsupportedFeatureLevel."""

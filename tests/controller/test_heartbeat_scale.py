@@ -13,6 +13,7 @@ import uuid
 
 import pytest
 
+from kafkawire.controller.state import SnapshotLoad
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kafkawire.metadata import image as image_module
 from kafkawire.metadata.image import MetadataImage, TopicImage
@@ -160,11 +161,23 @@ def test_the_per_broker_index_says_what_a_walk_of_the_image_says_after_every_ste
 
     cluster = run(_live(5, mv, 200, monkeypatch, after_each=check), timeout=60)
     assert len(checked) == 200 and cluster.leader.state.partition_index.as_sets()["leader"]
-    # A snapshot's replay builds the same index.
+    # A snapshot's replay builds the same index, at once or in steps of any size (the driver's
+    # load in steps hands SnapshotLoad a few records at a time).
     state = cluster.leader.state
+    records = cluster.leader.snapshot_records()
     reloaded = type(state)(state.supported_features)
-    reloaded.load_snapshot(state.next_offset, 1, cluster.leader.snapshot_records())
+    reloaded.load_snapshot(state.next_offset, 1, records)
     assert reloaded.partition_index.as_sets() == state.partition_index.as_sets()
+    for step in (1, 7):
+        load = SnapshotLoad(state.supported_features, state.next_offset, 1)
+        for i in range(0, len(records), step):
+            load.add(records[i:i + step])
+        stepped = load.result()
+        assert stepped.partition_index.as_sets() == state.partition_index.as_sets()
+        for broker in range(-1, 8):
+            for query in ("isr_count", "elr_count", "has_leaderships", "isr_or_elr_keys", "elr_key_list"):
+                got, want = getattr(stepped.partition_index, query)(broker), getattr(state.partition_index, query)(broker)
+                assert (sorted(got) if isinstance(got, list) else got) == (sorted(want) if isinstance(want, list) else want)
 
 
 class Tripwire(dict):

@@ -8,6 +8,7 @@ Readys that follow handed to the driver."""
 import asyncio
 import gc
 import os
+import threading
 import uuid
 
 import pytest
@@ -17,6 +18,7 @@ from kafkawire.controller.loader import MetadataLoader
 from kafkawire.controller.snapshot import image_records
 from kafkawire.controller.state import ControllerState
 from kafkawire.raft.config import RaftConfig
+from kafkawire.raft.contract import SnapshotLoadInSteps
 from kafkawire.raft.io import Append, Ready, WriteSnapshotChunk
 from kafkawire.raft.node import driver_load
 from kafkawire.raft.node.disk_store import DiskLogStore
@@ -288,6 +290,39 @@ def test_the_load_in_steps_and_the_load_in_one_call_make_the_same_state(tmp_path
     assert image_records(stepped.image, stepped.feature_order) == image_records(whole.image, whole.feature_order)
     assert stepped.feature_order == whole.feature_order and len(stepped.feature_order) >= 2
     assert (stepped.next_offset, stepped.image.provenance) == (whole.next_offset, whole.image.provenance)
+    assert stepped.partition_index.as_sets() == whole.partition_index.as_sets()
+    assert len(stepped.partition_index.as_sets()["isr"][2]) == 220
+
+
+def test_a_loads_prepare_runs_off_the_loop_before_its_first_records(tmp_path, small_steps):
+    """contract.SnapshotLoadInSteps.prepare (the controller's imports every record decoder): on
+    the thread that reads the file, once, before any ``add``."""
+    calls = []
+
+    class Preparing(Recorder):
+        def begin_snapshot_load(self, snapshot_id):
+            return SnapshotLoadInSteps(lambda values: calls.append(("add", threading.get_ident())),
+                                       lambda: calls.append(("finish", threading.get_ident())),
+                                       lambda: calls.append(("prepare", threading.get_ident())))
+
+    async def run():
+        driver, loader, _ = await _started(tmp_path)
+        try:
+            driver.register(Preparing())
+            snapshot = OffsetAndEpoch(offset=4000, epoch=3)
+            _install(driver.store, snapshot, bootstrap() + _topics("t", 40, 10_000), [])
+            driver._apply_effects(Ready(load_snapshot=snapshot))
+            async with asyncio.timeout(10):
+                while driver._load is not None:
+                    await asyncio.sleep(0)
+            return threading.get_ident()
+        finally:
+            await driver.close()
+
+    loop_thread = asyncio.run(run())
+    kinds = [kind for kind, _ in calls]
+    assert kinds[0] == "prepare" and kinds.count("prepare") == 1 and kinds[-1] == "finish" and "add" in kinds
+    assert calls[0][1] != loop_thread and {thread for kind, thread in calls[1:]} == {loop_thread}
 
 
 def test_a_snapshot_file_damaged_after_its_install_stops_the_node_naming_where(tmp_path):

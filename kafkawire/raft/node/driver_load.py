@@ -1,7 +1,8 @@
 """The raft driver's load of a snapshot into its listeners, in steps (RaftDriver's part,
 kafkawire.raft.node.driver; the rules are in the driver's docstring).
 
-A load reads the snapshot file off the loop (the default executor: one read of the file), then
+A load reads the snapshot file off the loop (the default executor: one read of the file, and the
+listeners' loads' ``prepare``, such as importing the record decoders), then
 walks its batches on the loop, a few milliseconds of records per step (LOAD_STEP_MS of wall time,
 checked every LOAD_SLICE_RECORDS records), handing them to each listener's
 ``begin_snapshot_load`` (contract.py) and yielding the loop between steps; the last step calls
@@ -67,6 +68,20 @@ def _read_file(path: str) -> bytes:
         return f.read()
 
 
+def _prepare(loads: list) -> None:
+    for load in loads:
+        prepare = getattr(load, "prepare", None)
+        if prepare is not None:
+            prepare()
+
+
+def _read_and_prepare(path: str, loads: list) -> bytes:
+    """On a worker thread: the snapshot file, and the loads' one-time preparations (contract.py)."""
+    data = _read_file(path)
+    _prepare(loads)
+    return data
+
+
 class SnapshotLoads(DriverState):
     """RaftDriver's snapshot loads (a mixin: it uses the driver's store, listeners and failure)."""
 
@@ -99,6 +114,7 @@ class SnapshotLoads(DriverState):
         loads = self._loads_of(snapshot_id)
         gc_pauses.hold_full_collections()
         try:
+            _prepare(loads)
             for values in self._slices(_read_file(path), path, loading):
                 for load in loads:
                     load.add(values)
@@ -135,8 +151,10 @@ class SnapshotLoads(DriverState):
         started, cpu = time.perf_counter(), time.thread_time()
         path = self.store.snapshot_path(loading.snapshot_id)
         try:
-            data = await asyncio.get_running_loop().run_in_executor(None, _read_file, path)
             loads = self._loads_of(loading.snapshot_id)
+            data = await asyncio.get_running_loop().run_in_executor(None, _read_and_prepare, path, loads)
+            if self._load is not loading or self.failure is not None or self._closing:
+                return
             step_started, step_cpu = time.perf_counter(), time.thread_time()
             for values in self._slices(data, path, loading):
                 for load in loads:

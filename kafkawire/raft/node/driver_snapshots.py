@@ -97,7 +97,7 @@ class SnapshotDuties(DriverState):
             discard(path)     # a newer snapshot was installed while this one was written
             return None
         self.store.add_snapshot(snapshot_id)
-        log.info("node %d: wrote snapshot %s (%d records)", self.config.node_id, snapshot_id, len(image.values))
+        log.info("node %d: wrote snapshot %s (%d records)", self.config.node_id, snapshot_id, image.count)
         self._step(SnapshotFrozen(self.clock(), snapshot_id))
         self._maybe_clean()
         self._schedule_snapshot_check()     # commits that came while it was written may call for the next
