@@ -35,36 +35,58 @@ from __future__ import annotations
 
 import collections
 import logging
+import weakref
 
-from kafkawire.metadata.image import MetadataImage
+from kafkawire.metadata.image import ImageChanges, MetadataImage
 
 from .state import ControllerState
 
 log = logging.getLogger(__name__)
+
+# The committed image's top-level maps (and the ACL index) that commits change in place.
+_MAPS = ("topics_by_id", "topics_by_name", "configs", "client_quotas", "scram", "finalized_features", "brokers",
+         "controllers", "acls", "delegation_tokens", "acl_index")
 
 
 class CommittedImage:
     def __init__(self, state: ControllerState):
         self.state = state
         self.listeners: list = []
-        self._view: MetadataImage | None = None    # None: the state itself is committed and not frozen yet
+        # None: the state itself is the committed image (nothing was applied ahead since it last
+        # changed); ``_view`` is then its frozen view, made when first read.
+        self._base: MetadataImage | None = None
+        self._view: MetadataImage | None = None
         self._offset = -1
-        # The writes applied ahead, oldest first: [last offset, the view at their end or None
-        # while the state still ends there].
-        self._versions: collections.deque[list] = collections.deque()
+        # The writes applied ahead, oldest first: (last offset, their changes to the image).
+        self._versions: collections.deque[tuple[int, ImageChanges]] = collections.deque()
+        self._views: list[weakref.ref] = []          # the views of _base handed out (they share its maps)
+        self._shared: set[str] = set()               # _base's maps some view or the state may share
+        self._forced: set[str] = set()               # ... and those to copy whoever shares them
 
     # --- what readers see -----------------------------------------------------------------------
     @property
     def image(self) -> MetadataImage:
-        if self._view is None:          # only while nothing is ahead (see before_ahead)
-            self._view = self.state.image.frozen(lookups=True)
+        """The committed image, as an object that does not change afterwards (hold it, not its
+        maps, across an await: a map no view holds any more may change in place)."""
+        view = self._view
+        if view is not None:
+            return view
+        if self._base is None:
+            view = self.state.image.frozen(lookups=True)
             self._offset = self.state.next_offset - 1
-        return self._view
+        else:
+            view = MetadataImage.__new__(MetadataImage)
+            view.__dict__.update(self._base.__dict__)
+            self._views = [ref for ref in self._views if ref() is not None]
+            self._views.append(weakref.ref(view))
+            self._shared.update(_MAPS)
+        self._view = view
+        return view
 
     @property
     def offset(self) -> int:
         """The offset of the last data record the committed image holds (-1 before any)."""
-        if self._view is None:
+        if self._base is None and self._view is None:
             return self.state.next_offset - 1
         return self._offset
 
@@ -78,37 +100,59 @@ class CommittedImage:
         """The state holds exactly what is committed, changed (a committed batch applied with
         nothing ahead, a snapshot loaded, the state rebuilt after a rollback)."""
         self._versions.clear()
-        self._view = None
+        self._base = self._view = None
+        self._views.clear()
         self._moved()
 
     def before_ahead(self) -> None:
-        """A write is about to be applied ahead of its commit: freeze the state as it is now."""
-        if not self._versions:
-            self.image                  # noqa: B018 (the committed view, made now if not yet)
-        elif self._versions[-1][1] is None:
-            self._versions[-1][1] = self.state.image.frozen(lookups=True)
+        """A write is about to be applied ahead of its commit: record what it changes."""
+        if self._base is None:
+            self._follow_state()
+        self.state.image.record_changes()
 
     def applied_ahead(self, last_offset: int) -> None:
-        self._versions.append([last_offset, None])
+        self._versions.append((last_offset, self.state.image.take_changes()))
 
     def committed_through(self, last_offset: int) -> None:
         """The batch ending at ``last_offset``, applied ahead, committed."""
-        ended = None
-        while self._versions and self._versions[0][0] <= last_offset:
-            ended = self._versions.popleft()
-        if ended is None:
+        versions = self._versions
+        if not versions or versions[0][0] > last_offset:
             return
-        if self._versions:
-            self._view, self._offset = ended[1], ended[0]
-        else:
-            self._view = None           # the state is the committed one again
+        self._view = None
+        while versions and versions[0][0] <= last_offset:
+            self._offset, changes = versions.popleft()
+            changes.replay(self._base, self._writable)
         self._moved()
 
     def rolled_back(self) -> None:
         """The writes ahead are dropped and the state rebuilt as committed: the committed image
         does not move (it never held them)."""
         self._versions.clear()
-        self._view = None
+
+    # --- the committed image kept beside the state ----------------------------------------------
+    def _follow_state(self) -> None:
+        """Start keeping the committed image apart from the state, which is committed now."""
+        view = self._view
+        if view is None:
+            self._base = self.state.image.frozen(lookups=True)
+            self._offset = self.state.next_offset - 1
+            self._shared, self._forced = {"acl_index"}, {"acl_index"}   # the state's until its next ACL record
+        else:                   # handed out already: the base starts as a view of it
+            self._base = MetadataImage.__new__(MetadataImage)
+            self._base.__dict__.update(view.__dict__)
+            self._views = [weakref.ref(view)]
+            self._shared, self._forced = set(_MAPS), {"acl_index"}
+
+    def _writable(self, name: str):
+        """``_base``'s map ``name``, copied first if a view handed out still holds it."""
+        value = getattr(self._base, name)
+        if name in self._shared:
+            self._shared.discard(name)
+            if name in self._forced or any(getattr(ref(), name, None) is value for ref in self._views):
+                self._forced.discard(name)
+                value = value.copy()
+                setattr(self._base, name, value)
+        return value
 
     def _moved(self) -> None:
         for listener in self.listeners:
