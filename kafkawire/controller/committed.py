@@ -6,27 +6,36 @@ MetadataLoader image, which its BrokerMetadataPublisher and the controller's pub
 The active controller applies its writes to its state before they commit (pipeline.py), so its
 state may hold records that a lost leadership rolls back; nothing outside the controller may
 act on them. Kafka builds a second image from the committed batches. Here nothing is replayed
-twice: the committed image is a frozen view of the controller's own image
-(MetadataImage.frozen(lookups=True): copies of its top-level maps, the rest shared and copied
-on write), taken at the points where the state is what has committed:
+twice:
 
-* when nothing is applied ahead (every follower, and the leader between writes), the state is
-  the committed one: its view is taken when first read after a change (one per change read,
-  none while nobody reads);
-* before a write is applied ahead, the state as it is then is frozen: the committed image when
-  nothing else is ahead, else the end of the last write in flight, kept as that write's
-  version until it commits;
-* at a commit the committed image becomes the version of the last write it ends (or, nothing
-  being ahead any more, the state itself);
-* a rollback keeps the committed image it had; a snapshot load or a rebuilt state starts over
-  from the state.
+* while nothing has been applied ahead since the state last changed (every follower, a leader
+  before its first write), the state is the committed image: its frozen view
+  (MetadataImage.frozen(lookups=True): copies of its top-level maps, the rest shared and copied
+  on write) is taken when first read after a change, none while nobody reads;
+* from the first write applied ahead on, the committed image is kept beside the state, as an
+  image of its own top-level maps sharing everything below them with the state. Each write
+  applied ahead records, as the state applies it, which key of which top-level map it set or
+  removed, in order (MetadataImage.record_changes; the state copies an inner object, a topic
+  or a config resource's map, before changing it, so what was recorded stays as it was); at
+  the write's end the values are taken (take_changes: the keys the write touched, not the
+  image). At its commit the committed image replays those changes: the same dict operations in
+  the same order, so its maps hold what the state's held then, in the same order (CPython dict
+  order: a key set in place keeps its place, a key removed and set again goes last);
+* a reader gets a view of the committed image: a shallow copy of its attributes, the same
+  object until the committed image next moves. A commit copies a map first only if a view
+  still alive (weakly tracked) holds it, so a reader that keeps an image across commits (a
+  combined node's broker) costs a copy of each map a commit changes, and one that reads and
+  lets go (the authorizer, the quotas, ApiVersions) costs nothing;
+* a rollback keeps the committed image (it never held the writes dropped) and drops their
+  changes; a snapshot load or a batch applied with nothing ahead starts over from the state.
 
-So a committed view costs a copy of the image's top-level maps per write (C-level dict copies,
-nothing per partition), against a second replay of every record on every node. At 1M partitions
-in 10,000 topics that is ~1.3 ms a write, its copy and, at the commit, its release: a broker's
-fencing in 1,200 steps pays ~1.6 s of CPU for it, some 40% of its events' (benchmarks/README.md,
-"Fencing at 1M within 2 s"); a view made only when read while a write is in flight, from the state
-and the write's registrations before, would cost what a step touches. Not done.
+So a write costs what it touches: the keys it changed, recorded once each, and their replay at
+the commit; nothing per topic or partition of the cluster (before, a view frozen before each
+write copied the top-level maps: ~1.3 ms a write at 1M partitions in 10,000 topics,
+benchmarks/README.md "The committed image kept beside the state"). The memory beside the
+state is the committed image's top-level maps and the changes of the writes in flight (bounded
+by the pipeline's records in flight). tests/controller/test_committed_differential.py checks
+it against replaying only the committed records, step by step.
 
 ``listeners`` are called whenever the committed image moves (a commit, a snapshot loaded);
 they must be cheap (a publisher schedules its work, kafkawire.broker.metadata_publisher).

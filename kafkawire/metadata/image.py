@@ -14,8 +14,11 @@ and from then on this image copies a topic, a config resource, a quota entity or
 mechanism before the first record that changes it (copy on write), so another thread may
 read the view while replay goes on. ``frozen(lookups=True)`` also gives the view the topics
 by name and the ACL index (copied on the first ACL record after it), for readers that look
-up (the committed image a combined node's broker and the node's authorizer read,
-kafkawire.controller.committed).
+up. ``record_changes()``/``take_changes()`` record which key of which top-level map each
+record set or removed, in order, with the values at the end: replayed on an image that was
+this one when recording began, they make it this one again, orders included (the committed
+image a combined node's broker and the node's authorizer read follows the controller's state
+so, write by write: kafkawire.controller.committed).
 """
 from __future__ import annotations
 
