@@ -3,7 +3,8 @@ cluster's size (issue 28: a write's fixed cost independent of the number of topi
 process: benchmarks/controller_scale.py's Cluster (the fake raft of tests/controller/
 harness.py, appends commit on the next loop turn; --brokers brokers, topics of 100 partitions),
 then --rounds CreateTopics one after the other, each timed in the thread's CPU (time.thread_time)
-from the request until its answer (its commit included). ``--hold``: a reader keeps the
+from the request until its answer (its commit included); between rounds, once a second has
+passed, every broker heartbeats (untimed) so that no session expires. ``--hold``: a reader keeps the
 committed image it last read across the next commit (as a combined node's broker does), which
 makes the commit copy the maps it changes.
 
@@ -36,8 +37,12 @@ async def measure(partitions: int, brokers: int, rounds: int, hold: bool) -> dic
     built_s = time.monotonic() - start
     gc.collect()
     gc.freeze()                     # the built image out of the collections timed below
-    samples, held = [], None
+    samples, held, last_beats = [], None, time.monotonic()
     for i in range(rounds):
+        if time.monotonic() - last_beats > 1:       # untimed: the brokers' sessions must not expire
+            for b in cluster.epochs:
+                await cluster.beat(b)
+            last_beats = time.monotonic()
         if hold:
             held = cluster.controller.image         # noqa: F841 (held across the next commit)
         request = CreateTopicsRequest(topics=[_topic(f"cost{i}", 10)], timeout_ms=30_000)
