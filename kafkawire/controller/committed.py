@@ -6,27 +6,36 @@ MetadataLoader image, which its BrokerMetadataPublisher and the controller's pub
 The active controller applies its writes to its state before they commit (pipeline.py), so its
 state may hold records that a lost leadership rolls back; nothing outside the controller may
 act on them. Kafka builds a second image from the committed batches. Here nothing is replayed
-twice: the committed image is a frozen view of the controller's own image
-(MetadataImage.frozen(lookups=True): copies of its top-level maps, the rest shared and copied
-on write), taken at the points where the state is what has committed:
+twice:
 
-* when nothing is applied ahead (every follower, and the leader between writes), the state is
-  the committed one: its view is taken when first read after a change (one per change read,
-  none while nobody reads);
-* before a write is applied ahead, the state as it is then is frozen: the committed image when
-  nothing else is ahead, else the end of the last write in flight, kept as that write's
-  version until it commits;
-* at a commit the committed image becomes the version of the last write it ends (or, nothing
-  being ahead any more, the state itself);
-* a rollback keeps the committed image it had; a snapshot load or a rebuilt state starts over
-  from the state.
+* while nothing has been applied ahead since the state last changed (every follower, a leader
+  before its first write), the state is the committed image: its frozen view
+  (MetadataImage.frozen(lookups=True): copies of its top-level maps, the rest shared and copied
+  on write) is taken when first read after a change, none while nobody reads;
+* from the first write applied ahead on, the committed image is kept beside the state, as an
+  image of its own top-level maps sharing everything below them with the state. Each write
+  applied ahead records, as the state applies it, which key of which top-level map it set or
+  removed, in order (MetadataImage.record_changes; the state copies an inner object, a topic
+  or a config resource's map, before changing it, so what was recorded stays as it was); at
+  the write's end the values are taken (take_changes: the keys the write touched, not the
+  image). At its commit the committed image replays those changes: the same dict operations in
+  the same order, so its maps hold what the state's held then, in the same order (CPython dict
+  order: a key set in place keeps its place, a key removed and set again goes last);
+* a reader gets a view of the committed image: a shallow copy of its attributes, the same
+  object until the committed image next moves. A commit copies a map first only if a view
+  still alive (weakly tracked) holds it, so a reader that keeps an image across commits (a
+  combined node's broker) costs a copy of each map a commit changes, and one that reads and
+  lets go (the authorizer, the quotas, ApiVersions) costs nothing;
+* a rollback keeps the committed image (it never held the writes dropped) and drops their
+  changes; a snapshot load or a batch applied with nothing ahead starts over from the state.
 
-So a committed view costs a copy of the image's top-level maps per write (C-level dict copies,
-nothing per partition), against a second replay of every record on every node. At 1M partitions
-in 10,000 topics that is ~1.3 ms a write, its copy and, at the commit, its release: a broker's
-fencing in 1,200 steps pays ~1.6 s of CPU for it, some 40% of its events' (benchmarks/README.md,
-"Fencing at 1M within 2 s"); a view made only when read while a write is in flight, from the state
-and the write's registrations before, would cost what a step touches. Not done.
+So a write costs what it touches: the keys it changed, recorded once each, and their replay at
+the commit; nothing per topic or partition of the cluster (before, a view frozen before each
+write copied the top-level maps: ~1.3 ms a write at 1M partitions in 10,000 topics,
+benchmarks/README.md "The committed image kept beside the state"). The memory beside the
+state is the committed image's top-level maps and the changes of the writes in flight (bounded
+by the pipeline's records in flight). tests/controller/test_committed_differential.py checks
+it against replaying only the committed records, step by step.
 
 ``listeners`` are called whenever the committed image moves (a commit, a snapshot loaded);
 they must be cheap (a publisher schedules its work, kafkawire.broker.metadata_publisher).
@@ -35,36 +44,58 @@ from __future__ import annotations
 
 import collections
 import logging
+import weakref
 
-from kafkawire.metadata.image import MetadataImage
+from kafkawire.metadata.image import ImageChanges, MetadataImage
 
 from .state import ControllerState
 
 log = logging.getLogger(__name__)
+
+# The committed image's top-level maps (and the ACL index) that commits change in place.
+_MAPS = ("topics_by_id", "topics_by_name", "configs", "client_quotas", "scram", "finalized_features", "brokers",
+         "controllers", "acls", "delegation_tokens", "acl_index")
 
 
 class CommittedImage:
     def __init__(self, state: ControllerState):
         self.state = state
         self.listeners: list = []
-        self._view: MetadataImage | None = None    # None: the state itself is committed and not frozen yet
+        # None: the state itself is the committed image (nothing was applied ahead since it last
+        # changed); ``_view`` is then its frozen view, made when first read.
+        self._base: MetadataImage | None = None
+        self._view: MetadataImage | None = None
         self._offset = -1
-        # The writes applied ahead, oldest first: [last offset, the view at their end or None
-        # while the state still ends there].
-        self._versions: collections.deque[list] = collections.deque()
+        # The writes applied ahead, oldest first: (last offset, their changes to the image).
+        self._versions: collections.deque[tuple[int, ImageChanges]] = collections.deque()
+        self._views: list[weakref.ref] = []          # the views of _base handed out (they share its maps)
+        self._shared: set[str] = set()               # _base's maps some view or the state may share
+        self._forced: set[str] = set()               # ... and those to copy whoever shares them
 
     # --- what readers see -----------------------------------------------------------------------
     @property
     def image(self) -> MetadataImage:
-        if self._view is None:          # only while nothing is ahead (see before_ahead)
-            self._view = self.state.image.frozen(lookups=True)
+        """The committed image, as an object that does not change afterwards (hold it, not its
+        maps, across an await: a map no view holds any more may change in place)."""
+        view = self._view
+        if view is not None:
+            return view
+        if self._base is None:
+            view = self.state.image.frozen(lookups=True)
             self._offset = self.state.next_offset - 1
-        return self._view
+        else:
+            view = MetadataImage.__new__(MetadataImage)
+            view.__dict__.update(self._base.__dict__)
+            self._views = [ref for ref in self._views if ref() is not None]
+            self._views.append(weakref.ref(view))
+            self._shared.update(_MAPS)
+        self._view = view
+        return view
 
     @property
     def offset(self) -> int:
         """The offset of the last data record the committed image holds (-1 before any)."""
-        if self._view is None:
+        if self._base is None and self._view is None:
             return self.state.next_offset - 1
         return self._offset
 
@@ -78,37 +109,59 @@ class CommittedImage:
         """The state holds exactly what is committed, changed (a committed batch applied with
         nothing ahead, a snapshot loaded, the state rebuilt after a rollback)."""
         self._versions.clear()
-        self._view = None
+        self._base = self._view = None
+        self._views.clear()
         self._moved()
 
     def before_ahead(self) -> None:
-        """A write is about to be applied ahead of its commit: freeze the state as it is now."""
-        if not self._versions:
-            self.image                  # noqa: B018 (the committed view, made now if not yet)
-        elif self._versions[-1][1] is None:
-            self._versions[-1][1] = self.state.image.frozen(lookups=True)
+        """A write is about to be applied ahead of its commit: record what it changes."""
+        if self._base is None:
+            self._follow_state()
+        self.state.image.record_changes()
 
     def applied_ahead(self, last_offset: int) -> None:
-        self._versions.append([last_offset, None])
+        self._versions.append((last_offset, self.state.image.take_changes()))
 
     def committed_through(self, last_offset: int) -> None:
         """The batch ending at ``last_offset``, applied ahead, committed."""
-        ended = None
-        while self._versions and self._versions[0][0] <= last_offset:
-            ended = self._versions.popleft()
-        if ended is None:
+        versions = self._versions
+        if not versions or versions[0][0] > last_offset:
             return
-        if self._versions:
-            self._view, self._offset = ended[1], ended[0]
-        else:
-            self._view = None           # the state is the committed one again
+        self._view = None
+        while versions and versions[0][0] <= last_offset:
+            self._offset, changes = versions.popleft()
+            changes.replay(self._base, self._writable)
         self._moved()
 
     def rolled_back(self) -> None:
         """The writes ahead are dropped and the state rebuilt as committed: the committed image
         does not move (it never held them)."""
         self._versions.clear()
-        self._view = None
+
+    # --- the committed image kept beside the state ----------------------------------------------
+    def _follow_state(self) -> None:
+        """Start keeping the committed image apart from the state, which is committed now."""
+        view = self._view
+        if view is None:
+            self._base = self.state.image.frozen(lookups=True)
+            self._offset = self.state.next_offset - 1
+            self._shared, self._forced = {"acl_index"}, {"acl_index"}   # the state's until its next ACL record
+        else:                   # handed out already: the base starts as a view of it
+            self._base = MetadataImage.__new__(MetadataImage)
+            self._base.__dict__.update(view.__dict__)
+            self._views = [weakref.ref(view)]
+            self._shared, self._forced = set(_MAPS), {"acl_index"}
+
+    def _writable(self, name: str):
+        """``_base``'s map ``name``, copied first if a view handed out still holds it."""
+        value = getattr(self._base, name)
+        if name in self._shared:
+            self._shared.discard(name)
+            if name in self._forced or any(getattr(ref(), name, None) is value for ref in self._views):
+                self._forced.discard(name)
+                value = value.copy()
+                setattr(self._base, name, value)
+        return value
 
     def _moved(self) -> None:
         for listener in self.listeners:

@@ -14,8 +14,11 @@ and from then on this image copies a topic, a config resource, a quota entity or
 mechanism before the first record that changes it (copy on write), so another thread may
 read the view while replay goes on. ``frozen(lookups=True)`` also gives the view the topics
 by name and the ACL index (copied on the first ACL record after it), for readers that look
-up (the committed image a combined node's broker and the node's authorizer read,
-kafkawire.controller.committed).
+up. ``record_changes()``/``take_changes()`` record which key of which top-level map each
+record set or removed, in order, with the values at the end: replayed on an image that was
+this one when recording began, they make it this one again, orders included (the committed
+image a combined node's broker and the node's authorizer read follows the controller's state
+so, write by write: kafkawire.controller.committed).
 """
 from __future__ import annotations
 
@@ -26,8 +29,8 @@ from .kafka_names import METADATA_VERSION_FEATURE
 from .registrations import (BrokerRegistration, ControllerRegistration, DelegationToken, ImageError,
                             PartitionRegistration, ScramCredential, StandardAcl, kafka_uuid)
 
-__all__ = ["MetadataImage", "TopicImage", "Provenance", "ImageError", "TOPIC_RESOURCE", "has_collision_chars",
-           "unify_collision_chars"]
+__all__ = ["MetadataImage", "ImageChanges", "TopicImage", "Provenance", "ImageError", "TOPIC_RESOURCE",
+           "has_collision_chars", "unify_collision_chars"]
 
 TOPIC_RESOURCE = 2   # ConfigResource.Type.TOPIC
 BROKER_RESOURCE = 4
@@ -127,6 +130,9 @@ class MetadataImage:
         # by collection; only those may change in place. None: never frozen, all are its own.
         self._own: dict[str, set] | None = None
         self._acl_index_shared = False                # a frozen view shares acl_index: copy it first
+        # While recorded (record_changes): each change to a top-level map, in order, as
+        # (collection, key, removed); the committed image replays them (take_changes).
+        self.changes: list | None = None
 
     # -- frozen views --
 
@@ -147,8 +153,39 @@ class MetadataImage:
         else:
             view.topics_by_name = view.acl_index = None
         view._own = {name: set() for name in _COPY_ON_WRITE}     # it shares everything below its maps
+        view.changes = None
         self._own = {name: set() for name in _COPY_ON_WRITE}
         return view
+
+    # -- changes recorded, for an image that follows this one (kafkawire.controller.committed) --
+
+    def record_changes(self) -> None:
+        """From now on, record every change to the top-level maps (``take_changes``), and copy
+        every inner object before changing it (what was recorded before is shared)."""
+        self._own = {name: set() for name in _COPY_ON_WRITE}
+        self.changes = []
+
+    def take_changes(self) -> ImageChanges:
+        """The changes recorded since ``record_changes``, each with its value now (later records
+        copy an inner object before changing it, so these stay as they are), and stop recording.
+        Replayed in order on an image that was what this one was at ``record_changes``
+        (``ImageChanges.replay``), they make it what this one is now, its maps' orders included:
+        the same dict operations on the same keys, in the same order."""
+        changes, self.changes = self.changes or [], None
+        entries = []
+        for collection, key, removed in changes:
+            if removed:
+                entries.append((collection, key, _REMOVED))
+                continue
+            value = getattr(self, collection).get(key, _REMOVED)
+            if value is not _REMOVED:     # else removed later in these changes: that removal follows
+                entries.append((collection, key, value))
+        return ImageChanges(entries, (self.provenance, self.metadata_version, self.zk_migration_state,
+                                      self.next_producer_id))
+
+    def _changed(self, collection: str, key, removed: bool = False) -> None:
+        if self.changes is not None:
+            self.changes.append((collection, key, removed))
 
     def _writable_acl_index(self) -> AclIndex:
         if self._acl_index_shared:
@@ -166,12 +203,14 @@ class MetadataImage:
             return value
         value = outer[key] = copy(value)
         own[collection].add(key)
+        self._changed(collection, key)
         return value
 
     def _owned(self, collection: str, key) -> None:
         """``key``'s inner object in ``collection`` was made just now, by this image."""
         if self._own is not None:
             self._own[collection].add(key)
+        self._changed(collection, key)
 
     def _writable_topic(self, topic_id) -> TopicImage | None:
         """``_writable("topics_by_id", ...)``, the copy put in topics_by_name too; written out
@@ -186,8 +225,13 @@ class MetadataImage:
             return topic
         copy = self.topics_by_id[topic_id] = _copied_topic(topic)
         owned.add(topic_id)
+        changes = self.changes
+        if changes is not None:
+            changes.append(("topics_by_id", topic_id, False))
         if self.topics_by_name.get(topic.name) is topic:
             self.topics_by_name[topic.name] = copy
+            if changes is not None:
+                changes.append(("topics_by_name", topic.name, False))
         return copy
 
     # -- applying records --
@@ -204,10 +248,12 @@ class MetadataImage:
     def _feature_level(self, r):
         if r.name == METADATA_VERSION_FEATURE:
             self.metadata_version = r.feature_level
-        elif r.feature_level == 0:
+            return
+        if r.feature_level == 0:
             self.finalized_features.pop(r.name, None)   # level 0 removes the feature
         else:
             self.finalized_features[r.name] = r.feature_level
+        self._changed("finalized_features", r.name, removed=r.feature_level == 0)
 
     def _zk_migration_state(self, r):
         self.zk_migration_state = r.zk_migration_state
@@ -216,9 +262,11 @@ class MetadataImage:
 
     def _register_broker(self, r):
         self.brokers[r.broker_id] = BrokerRegistration.from_record(r)
+        self._changed("brokers", r.broker_id)
 
     def _unregister_broker(self, r):
         self.brokers.pop(r.broker_id, None)
+        self._changed("brokers", r.broker_id, removed=True)
 
     def _broker_or_throw(self, broker_id: int, epoch: int, action: str) -> BrokerRegistration:
         broker = self.brokers.get(broker_id)
@@ -231,9 +279,11 @@ class MetadataImage:
 
     def _fence_broker(self, r):
         self.brokers[r.id] = self._broker_or_throw(r.id, r.epoch, "fence").clone_with(fenced=True)
+        self._changed("brokers", r.id)
 
     def _unfence_broker(self, r):
         self.brokers[r.id] = self._broker_or_throw(r.id, r.epoch, "unfence").clone_with(fenced=False)
+        self._changed("brokers", r.id)
 
     def _broker_registration_change(self, r):
         broker = self._broker_or_throw(r.broker_id, r.broker_epoch, "change")
@@ -251,12 +301,15 @@ class MetadataImage:
                                                       in_controlled_shutdown=shutdown[in_shutdown],
                                                       directories=log_dirs or None,
                                                       cordoned_directories=getattr(r, "cordoned_log_dirs", None))
+        self._changed("brokers", r.broker_id)
 
     def _register_controller(self, r):
         self.controllers[r.controller_id] = ControllerRegistration.from_record(r)
+        self._changed("controllers", r.controller_id)
 
     def _unregister_controller(self, r):
         self.controllers.pop(r.controller_id, None)
+        self._changed("controllers", r.controller_id, removed=True)
 
     # topics
 
@@ -268,11 +321,13 @@ class MetadataImage:
         self.topics_by_id[r.topic_id] = topic
         self._owned("topics_by_id", r.topic_id)
         self.topics_by_name[r.name] = topic
+        self._changed("topics_by_name", r.name)
         if has_collision_chars(r.name):
             self.topics_with_collision_chars.setdefault(unify_collision_chars(r.name), {})[r.name] = None
 
     def _forget_topic_name(self, name: str) -> None:
         del self.topics_by_name[name]
+        self._changed("topics_by_name", name, removed=True)
         if has_collision_chars(name):
             unified = unify_collision_chars(name)
             colliding = self.topics_with_collision_chars[unified]
@@ -309,10 +364,12 @@ class MetadataImage:
         topic = self.topics_by_id.pop(r.topic_id, None)
         if topic is None:
             raise ImageError(f"Unable to delete topic with id {kafka_uuid(r.topic_id)}: no such topic found.")
+        self._changed("topics_by_id", r.topic_id, removed=True)
         if self.topics_by_name.get(topic.name) is topic:
             self._forget_topic_name(topic.name)
         # ConfigurationsDelta.replay(RemoveTopicRecord): the topic's configs go with it.
         self.configs.pop((TOPIC_RESOURCE, topic.name), None)
+        self._changed("configs", (TOPIC_RESOURCE, topic.name), removed=True)
 
     def _clear_elr(self, r):
         if r.topic_name:
@@ -338,6 +395,7 @@ class MetadataImage:
                 data.pop(r.name, None)
                 if not data:
                     del self.configs[key]
+                    self._changed("configs", key, removed=True)
         else:
             if data is None:
                 data = self.configs[key] = {}
@@ -354,6 +412,7 @@ class MetadataImage:
                 quotas.pop(r.key, None)
                 if not quotas:
                     del self.client_quotas[entity]
+                    self._changed("client_quotas", entity, removed=True)
         else:
             if quotas is None:
                 quotas = self.client_quotas[entity] = {}
@@ -368,10 +427,12 @@ class MetadataImage:
     def _acl(self, r):
         acl = self.acls[r.id] = StandardAcl.from_record(r)
         self._writable_acl_index().add(r.id, acl)
+        self._changed("acls", r.id)
 
     def _remove_acl(self, r):
         self.acls.pop(r.id, None)
         self._writable_acl_index().remove(r.id)
+        self._changed("acls", r.id, removed=True)
 
     def _scram(self, r):
         users = self._writable("scram", r.mechanism, dict)
@@ -387,12 +448,44 @@ class MetadataImage:
 
     def _delegation_token(self, r):
         self.delegation_tokens[r.token_id] = DelegationToken.from_record(r)
+        self._changed("delegation_tokens", r.token_id)
 
     def _remove_delegation_token(self, r):
         self.delegation_tokens.pop(r.token_id, None)
+        self._changed("delegation_tokens", r.token_id, removed=True)
 
     def _no_op(self, r):
         pass
+
+
+_REMOVED = object()
+
+
+class ImageChanges:
+    """What ``MetadataImage.take_changes`` recorded: ``entries``, (collection, key, the value
+    then or _REMOVED) in the order made, and the image's scalars then."""
+    __slots__ = ("entries", "scalars")
+
+    def __init__(self, entries: list, scalars: tuple):
+        self.entries, self.scalars = entries, scalars
+
+    def replay(self, image: MetadataImage, writable) -> None:
+        """Make ``image`` (without the collision map) what the recorded one was when taken;
+        ``writable(name)``: ``image``'s map (or ``"acl_index"``) ``name``, its own to change."""
+        maps = {}
+        for collection, key, value in self.entries:
+            target = maps.get(collection)
+            if target is None:
+                target = maps[collection] = writable(collection)
+            if value is _REMOVED:
+                target.pop(key, None)
+                if collection == "acls":
+                    writable("acl_index").remove(key)
+            else:
+                target[key] = value
+                if collection == "acls":
+                    writable("acl_index").add(key, value)
+        image.provenance, image.metadata_version, image.zk_migration_state, image.next_producer_id = self.scalars
 
 
 def _copied_topic(topic: TopicImage) -> TopicImage:
