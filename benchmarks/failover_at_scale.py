@@ -9,29 +9,34 @@ the time until a new active controller serves a CreateTopics, how many brokers w
 The cluster is built once (the brokers registered by raw BrokerRegistration, the partitions by
 CreateTopics of 1,000-partition topics, as tests/nemesis/paced_storm.py builds it, with
 broker.session.timeout.ms at 10 minutes so that the build fences nobody, and the fetch timeout at
-20 s so that a long garbage collection of a loaded machine does not cost the build its leader) and kept in ``--dir``
-with what the fake brokers need to come back (DIR/built.json: cluster id, ports, broker
-epochs). Each run then:
+20 s so that a long garbage collection of a loaded machine does not cost the build its leader)
+and kept in ``--dir`` with what the fake brokers need to come back (DIR/built.json: cluster id,
+ports, broker epochs). Then the three nodes are cold-started from DIR, and the load runs from then
+to the end; once every broker is unfenced, the two followers are restarted one at a time with
+broker.session.timeout.ms at Kafka's default (9 s, or ``--session-timeout-ms``), so that every
+new leader has real sessions (the cold start itself keeps the build's 10 minutes: see _runs).
+The load:
 
-1. cold-starts the three nodes from DIR with broker.session.timeout.ms at Kafka's default
-   (9 s, or ``--session-timeout-ms``): the brokers' sessions are real ones;
-2. every broker heartbeats every 500 ms (one connection each, a broker sends its next heartbeat
-   500 ms after the answer, a failed one too, as Kafka's BrokerLifecycleManager; a failure,
-   NOT_CONTROLLER or a lost connection, makes it try the next node, as a broker finds the new
-   controller), and ``--creators`` clients
-   create 10-partition topics back to back, each trying the next node on an error; the run
-   waits until every broker is answered unfenced and then ``--warmup`` seconds;
-3. kill -9 of the active controller (CreateTopics are in flight then: the creators never stop);
-   the run goes on for ``--after`` seconds, then:
-   * failover: from the kill to the first CreateTopics answered NONE by another node (the
-     creators' answers, so it is served, not merely elected); the new leader's log gives the
-     election (its "-> Leader" line) and its activation ("is the active controller") against
-     the kill's wall time;
-   * fenced: heartbeats answered with is_fenced after the broker had been answered unfenced,
-     and the brokers the leaders' logs say they fenced ("whose session expired");
-   * lost: every topic whose CreateTopics was answered NONE (before or after the kill) asked
-     again with validate_only on the new leader: each must be TOPIC_ALREADY_EXISTS.
-4. every node is stopped (SIGKILL at the end; the next run starts cold again from DIR).
+* every broker heartbeats every 500 ms (one connection each, a broker sends its next heartbeat
+  500 ms after the answer, a failed one too, as Kafka's BrokerLifecycleManager; a failure,
+  NOT_CONTROLLER or a lost connection, makes it try the next node, as a broker finds the new
+  controller);
+* ``--creators`` clients create 10-partition topics back to back, each trying the next node
+  after an error (100 ms later, a client's retry.backoff.ms).
+
+Each of ``--runs`` runs waits until every broker's last answer says unfenced, then ``--warmup``
+seconds, kills -9 the active controller (CreateTopics are in flight then: the creators never
+stop) and goes on for ``--after`` seconds; the killed node is then started again, and the next
+run begins once it has registered with the new leader. Per run:
+
+* failover: from the kill to the first CreateTopics answered NONE by another node (the
+  creators' answers, so it is served, not merely elected); the new leader's log gives its
+  pre-vote ("-> Prospective"), its election ("-> Leader") and its activation ("is the active
+  controller") against the kill's wall time, and its full collections until it served;
+* fenced: the brokers unfenced at the kill and answered fenced after it, and the lines of the
+  surviving nodes' logs after the kill of a broker fenced for its session ("whose session expired");
+* lost: every topic whose CreateTopics was answered NONE so far, asked again with validate_only
+  on the new leader: each must be TOPIC_ALREADY_EXISTS.
 
 Bounded: every request has a timeout, every wait a deadline; loopback only; the nodes are this
 process's children, killed by pid on the way out.
@@ -65,7 +70,7 @@ HEARTBEAT_TIMEOUT_MS = 5000
 CREATE_TIMEOUT_MS = 10_000
 PROBE_PARTITIONS = 10
 START_BOUND_S = 300                  # a cold start of 1M partitions takes ~30 s; loaded, more
-UNFENCED_BOUND_S = 120
+UNFENCED_BOUND_S = 300
 BUILT = "built.json"
 # The build only (not the runs): a full collection of the leader on a loaded machine can outlast
 # the 2 s fetch timeout while the image grows, and a lost leadership fails the build's CreateTopics.
@@ -120,17 +125,18 @@ def build_once(base: str, brokers: int, partitions: int) -> dict:
 @dataclass
 class Load:
     addresses: list
-    started: float = field(default_factory=time.monotonic)
     target: int = 0                          # index into addresses: where clients send first
-    beats: Counter = field(default_factory=Counter)
-    unfenced: set = field(default_factory=set)          # brokers answered unfenced at least once
-    fenced_after_unfenced: Counter = field(default_factory=Counter)
+    beats: list = field(default_factory=list)       # (monotonic answered, broker, answer: error, "fenced" or "NONE")
+    fenced_now: dict = field(default_factory=dict)  # broker -> its last answer said fenced
     creates: list = field(default_factory=list)     # (monotonic sent, answered, address index, name, error)
     stop: bool = False
 
     def next_target(self, failed: int) -> None:
         if self.target == failed:
             self.target = (failed + 1) % len(self.addresses)
+
+    def all_unfenced(self, count: int) -> bool:
+        return len(self.fenced_now) == count and not any(self.fenced_now.values())
 
 
 async def _heartbeats(load: Load, broker: int, epoch: int, index: int, count: int) -> None:
@@ -142,21 +148,15 @@ async def _heartbeats(load: Load, broker: int, epoch: int, index: int, count: in
             try:
                 reply = await client.send(load.addresses[at], BrokerHeartbeatRequest(
                     broker_id=broker, broker_epoch=epoch, current_metadata_offset=2**62))
+                answer = Errors.for_code(reply.error_code).name
             except (TransportError, asyncio.TimeoutError, OSError) as exc:
-                load.beats[type(exc).__name__] += 1
+                answer = type(exc).__name__
+            if answer == "NONE":
+                load.fenced_now[broker] = reply.is_fenced
+                answer = "fenced" if reply.is_fenced else answer
+            else:
                 load.next_target(at)
-                await asyncio.sleep(HEARTBEAT_EVERY_S)
-                continue
-            error = Errors.for_code(reply.error_code)
-            load.beats[error.name] += 1
-            if error != Errors.NONE:
-                load.next_target(at)
-                await asyncio.sleep(HEARTBEAT_EVERY_S)
-                continue
-            if reply.is_fenced and broker in load.unfenced:
-                load.fenced_after_unfenced[broker] += 1
-            elif not reply.is_fenced:
-                load.unfenced.add(broker)
+            load.beats.append((time.monotonic(), broker, answer))
             await asyncio.sleep(HEARTBEAT_EVERY_S)
 
 
@@ -228,19 +228,19 @@ def _timeline(lines, kill_wall: float, served_wall: float) -> dict:
             "active": since(r"is the active controller"), "full_gcs_ms": gcs}
 
 
-# --- one run ---------------------------------------------------------------------------------------
+# --- the runs -------------------------------------------------------------------------------------
 @dataclass
 class RunResult:
     leader_before: int
     leader_after: int
     failover_s: float
     timeline: dict
-    beats: Counter
-    fenced: dict                 # broker -> heartbeats answered fenced after being unfenced
-    session_expiries: list       # the leaders' log lines of a broker fenced for its session
+    beats: Counter               # the heartbeats' answers after the kill
+    fenced: list                 # brokers unfenced at the kill and answered fenced after it
+    session_expiries: list       # the nodes' log lines after the kill of a broker fenced for its session
     creates_in_flight: int       # sent before the kill, answered after it
     create_answers: Counter      # after the kill
-    acknowledged: int
+    acknowledged: int            # every CreateTopics answered NONE so far (all runs)
     missing: list
     leader_rss_mb: float
     load: tuple
@@ -248,10 +248,10 @@ class RunResult:
     def line(self) -> str:
         return (f"leader {self.leader_before} killed -> node {self.leader_after} served CreateTopics after "
                 f"{self.failover_s:.2f} s (its log, s after the kill: {self.timeline}); brokers fenced "
-                f"{len(self.fenced)} {dict(self.fenced) or ''} (sessions expired in the logs: "
-                f"{len(self.session_expiries)}); CreateTopics in flight at the kill {self.creates_in_flight}, "
-                f"answers after it {dict(self.create_answers)}; acknowledged {self.acknowledged}, missing after "
-                f"{len(self.missing)} {self.missing[:5]}; heartbeats {dict(self.beats)}; killed leader's RSS "
+                f"{len(self.fenced)} {self.fenced[:10]} (sessions expired in the logs: {len(self.session_expiries)}); "
+                f"CreateTopics in flight at the kill {self.creates_in_flight}, answers after it "
+                f"{dict(self.create_answers)}; acknowledged so far {self.acknowledged}, missing {len(self.missing)} "
+                f"{self.missing[:5]}; heartbeats after the kill {dict(self.beats)}; killed leader's RSS "
                 f"{self.leader_rss_mb:.0f} MB; load {self.load[0]:.1f} -> {self.load[1]:.1f}")
 
 
@@ -270,68 +270,105 @@ async def _leader(quorum: LocalQuorum, bound_s: float) -> int:
     raise RuntimeError(f"no leader within {bound_s} s")
 
 
-async def _measure(quorum: LocalQuorum, saved: dict, args) -> tuple[Load, int, float, float, float]:
-    """The load, the kill of the leader then, its end; returns the load and the kill's (leader,
-    wall time, monotonic time, the leader's RSS)."""
+async def _until(predicate, bound_s: float, what: str) -> None:
+    deadline = time.monotonic() + bound_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out after {bound_s} s waiting for {what}")
+        await asyncio.sleep(0.2)
+
+
+def _log_size(quorum: LocalQuorum, node_id: int) -> int:
+    path = quorum.log_path(node_id)
+    return os.path.getsize(path) if os.path.exists(path) else 0
+
+
+def _log_says(quorum: LocalQuorum, node_id: int, offset: int, text: str) -> bool:
+    with open(quorum.log_path(node_id), errors="replace") as f:
+        f.seek(offset)
+        return text in f.read()
+
+
+async def _result(quorum, load: Load, kill: tuple, unfenced_at_kill: set, offsets: dict, after_s: float) -> RunResult:
+    victim, kill_wall, kill_mono, rss, load_before = kill
+    served = [(answered, at) for _, answered, at, _, error in load.creates
+              if answered > kill_mono and error == "NONE" and quorum.node_ids[at] != victim]
+    if not served:
+        raise RuntimeError(f"no CreateTopics served within {after_s} s of the kill\n"
+                           + "\n".join(quorum.log_tail(i) for i in quorum.node_ids))
+    first, at = min(served)
+    new_leader = quorum.node_ids[at]
+    acknowledged = [name for *_, name, error in load.creates if error == "NONE"]
+    missing = await _missing(quorum.address(new_leader), acknowledged)
+    logs = {i: _log_lines(quorum.log_path(i), offsets[i]) for i in quorum.node_ids}
+    after = [(t, b, answer) for t, b, answer in load.beats if t > kill_mono]
+    return RunResult(
+        victim, new_leader, first - kill_mono,
+        _timeline(logs[new_leader], kill_wall, kill_wall + first - kill_mono),
+        Counter(answer for _, _, answer in after),
+        sorted({b for _, b, answer in after if answer == "fenced" and b in unfenced_at_kill}),
+        [text for i in quorum.node_ids if i != victim for _, text in logs[i] if "whose session expired" in text],
+        sum(sent < kill_mono < answered for sent, answered, *_ in load.creates),
+        Counter(error for _, answered, _, _, error in load.creates if answered > kill_mono),
+        len(acknowledged), missing, rss, (load_before, os.getloadavg()[0]))
+
+
+async def _kill_the_leader(quorum: LocalQuorum, load: Load, args) -> RunResult:
+    victim = await _leader(quorum, 30)
+    offsets = {i: _log_size(quorum, i) for i in quorum.node_ids}
+    unfenced_at_kill = {b for b, fenced in load.fenced_now.items() if not fenced}
+    kill = (victim, time.time(), time.monotonic(), rss_mb(quorum.processes[victim].pid), os.getloadavg()[0])
+    quorum.kill(victim)
+    await asyncio.sleep(args.after)
+    return await _result(quorum, load, kill, unfenced_at_kill, offsets, args.after)
+
+
+async def _restart(quorum: LocalQuorum, node_id: int, stop: bool) -> None:
+    """Start ``node_id`` again (stopped first if ``stop``) with the quorum's properties, and wait
+    until it has registered with the active controller (it has caught up with the log)."""
+    if stop:
+        await asyncio.get_running_loop().run_in_executor(None, quorum.stop, node_id)
+    quorum.write_config(node_id)
+    offset = _log_size(quorum, node_id)
+    quorum.start(node_id)
+    await _until(lambda: _log_says(quorum, node_id, offset, "active controller acknowledged our registration"),
+                 START_BOUND_S, f"node {node_id} started again and registered")
+
+
+async def _runs(quorum: LocalQuorum, saved: dict, args, properties: dict) -> list[RunResult]:
+    """The load from the quorum's cold start to the end. The cold start runs with
+    broker.session.timeout.ms at 10 minutes: under load, the loading of 1M partitions and the
+    first leader's first full collections kept brokers from it past 9 s and it fenced them, and
+    their partitions' moves then took minutes; so once every broker is unfenced, the followers
+    are restarted one at a time with ``properties`` (the runs' session timeout), and each run's
+    new leader has them. Then ``args.runs`` kills of the leader, the killed node started again
+    with ``properties`` before the next."""
     ids = quorum.node_ids
     load = Load([quorum.address(i) for i in ids])
     load.target = ids.index(await _leader(quorum, START_BOUND_S))
     epochs = {int(b): e for b, e in saved["epochs"].items()}
     tasks = [asyncio.ensure_future(_heartbeats(load, b, e, i, len(epochs))) for i, (b, e) in enumerate(epochs.items())]
     tasks += [asyncio.ensure_future(_creator(load, f"fo{int(time.time())}-{c}")) for c in range(args.creators)]
+    results = []
     try:
-        deadline = time.monotonic() + UNFENCED_BOUND_S
-        while len(load.unfenced) < len(epochs):
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"only {len(load.unfenced)} of {len(epochs)} brokers answered unfenced "
-                                   f"within {UNFENCED_BOUND_S} s: {dict(load.beats)}")
-            await asyncio.sleep(0.1)
-        await asyncio.sleep(args.warmup)
-        victim = await _leader(quorum, 5)
-        rss = rss_mb(quorum.processes[victim].pid)
-        kill_wall, kill_mono = time.time(), time.monotonic()
-        quorum.kill(victim)
-        await asyncio.sleep(args.after)
+        await _until(lambda: load.all_unfenced(len(epochs)), UNFENCED_BOUND_S, "every broker answered unfenced")
+        leader = await _leader(quorum, 30)
+        quorum.properties = properties              # the runs' session timeout, node by node
+        for follower in (i for i in ids if i != leader):
+            await _restart(quorum, follower, stop=True)
+        for run in range(args.runs):
+            await _until(lambda: load.all_unfenced(len(epochs)), UNFENCED_BOUND_S, "every broker answered unfenced")
+            await asyncio.sleep(args.warmup)
+            results.append(await _kill_the_leader(quorum, load, args))
+            print(f"run {run + 1}: {results[-1].line()}", flush=True)
+            if run + 1 < args.runs:
+                await _restart(quorum, results[-1].leader_before, stop=False)
     finally:
         load.stop = True
         await asyncio.wait(tasks, timeout=CREATE_TIMEOUT_MS / 1000 + 1)
         for task in tasks:
             task.cancel()
-    return load, victim, kill_wall, kill_mono, rss
-
-
-def one_run(base: str, saved: dict, args) -> RunResult:
-    properties = dict(p.split("=", 1) for p in args.property)
-    properties.setdefault("broker.session.timeout.ms", str(args.session_timeout_ms))
-    quorum = _quorum(base, properties, saved)
-    offsets = {}
-    for i in quorum.node_ids:
-        quorum.write_config(i)
-        offsets[i] = os.path.getsize(quorum.log_path(i)) if os.path.exists(quorum.log_path(i)) else 0
-    load_before = os.getloadavg()[0]
-    try:
-        quorum.start_all()
-        load, victim, kill_wall, kill_mono, rss = asyncio.run(_measure(quorum, saved, args))
-        served = [(answered, at) for _, answered, at, _, error in load.creates
-                  if answered > kill_mono and error == "NONE" and quorum.node_ids[at] != victim]
-        if not served:
-            raise RuntimeError(f"no CreateTopics served within {args.after} s of the kill\n"
-                               + "\n".join(quorum.log_tail(i) for i in quorum.node_ids))
-        first, at = min(served)
-        new_leader = quorum.node_ids[at]
-        acknowledged = [name for *_, name, error in load.creates if error == "NONE"]
-        missing = asyncio.run(_missing(quorum.address(new_leader), acknowledged))
-    finally:
-        quorum.__exit__()
-    logs = {i: _log_lines(quorum.log_path(i), offsets[i]) for i in quorum.node_ids}
-    expiries = [text for lines in logs.values() for _, text in lines if "whose session expired" in text]
-    return RunResult(
-        victim, new_leader, first - kill_mono,
-        _timeline(logs[new_leader], kill_wall, kill_wall + first - kill_mono), load.beats,
-        dict(load.fenced_after_unfenced), expiries,
-        sum(sent < kill_mono < answered for sent, answered, *_ in load.creates),
-        Counter(error for _, answered, _, _, error in load.creates if answered > kill_mono),
-        len(acknowledged), missing, rss, (load_before, os.getloadavg()[0]))
+    return results
 
 
 def main() -> None:
@@ -341,21 +378,29 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--dir", required=True, help="where the cluster is built once and kept (DIR/built.json)")
     parser.add_argument("--creators", type=int, default=4, help="clients creating topics back to back")
-    parser.add_argument("--warmup", type=float, default=10, help="s of load before the kill")
-    parser.add_argument("--after", type=float, default=20, help="s of load after the kill")
+    parser.add_argument("--warmup", type=float, default=10, help="s of load before a kill, every broker unfenced")
+    parser.add_argument("--after", type=float, default=20, help="s of load after a kill")
     parser.add_argument("--session-timeout-ms", type=int, default=9000, help="broker.session.timeout.ms of the runs")
     parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
                         help="a setting for every node in the runs (repeatable)")
     args = parser.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     saved = build_once(args.dir, args.brokers, args.partitions)
-    results = []
-    for run in range(args.runs):
-        results.append(one_run(args.dir, saved, args))
-        print(f"run {run + 1}: {results[-1].line()}", flush=True)
+    properties = dict(p.split("=", 1) for p in args.property)
+    properties.setdefault("broker.session.timeout.ms", str(args.session_timeout_ms))
+    quorum = _quorum(args.dir, {**properties, **STORM_PROPERTIES}, saved)     # the cold start's (see _runs)
+    for i in quorum.node_ids:
+        quorum.write_config(i)
+    started = time.monotonic()
+    try:
+        quorum.start_all()
+        results = asyncio.run(_runs(quorum, saved, args, properties))
+    finally:
+        quorum.__exit__()
     times = [r.failover_s for r in results]
     print(f"failover: median {statistics.median(times):.2f} s of {[round(t, 2) for t in times]}; brokers fenced "
-          f"{[len(r.fenced) for r in results]}; acknowledged CreateTopics missing {[len(r.missing) for r in results]}")
+          f"{[len(r.fenced) for r in results]}; acknowledged CreateTopics missing {[len(r.missing) for r in results]} "
+          f"({time.monotonic() - started:.0f} s in all)")
 
 
 if __name__ == "__main__":
