@@ -69,6 +69,11 @@ class CommittedImage:
         return self._offset
 
     @property
+    def view_while_ahead(self) -> MetadataImage | None:
+        """The committed image while writes are ahead (before_ahead made it); None otherwise."""
+        return self._view if self._versions else None
+
+    @property
     def ahead(self) -> int:
         """Writes applied to the state and not committed yet."""
         return len(self._versions)
