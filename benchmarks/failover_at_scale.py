@@ -24,7 +24,8 @@ The load:
 * ``--creators`` clients create 10-partition topics back to back, each trying the next node
   after an error (100 ms later, a client's retry.backoff.ms).
 
-Each of ``--runs`` runs waits until every broker's last answer says unfenced, then ``--warmup``
+Each of ``--runs`` runs waits until every broker's last answer says unfenced (or
+``--min-unfenced`` of them), then ``--warmup``
 seconds, kills -9 the active controller (CreateTopics are in flight then: the creators never
 stop) and goes on for ``--after`` seconds; the killed node is then started again, and the next
 run begins once it has registered with the new leader. Per run:
@@ -135,8 +136,8 @@ class Load:
         if self.target == failed:
             self.target = (failed + 1) % len(self.addresses)
 
-    def all_unfenced(self, count: int) -> bool:
-        return len(self.fenced_now) == count and not any(self.fenced_now.values())
+    def unfenced_fraction(self, count: int) -> float:
+        return sum(not fenced for fenced in self.fenced_now.values()) / count
 
 
 async def _heartbeats(load: Load, broker: int, epoch: int, index: int, count: int) -> None:
@@ -237,6 +238,7 @@ class RunResult:
     timeline: dict
     beats: Counter               # the heartbeats' answers after the kill
     fenced: list                 # brokers unfenced at the kill and answered fenced after it
+    unfenced_at_kill: int
     session_expiries: list       # the nodes' log lines after the kill of a broker fenced for its session
     creates_in_flight: int       # sent before the kill, answered after it
     create_answers: Counter      # after the kill
@@ -247,8 +249,9 @@ class RunResult:
 
     def line(self) -> str:
         return (f"leader {self.leader_before} killed -> node {self.leader_after} served CreateTopics after "
-                f"{self.failover_s:.2f} s (its log, s after the kill: {self.timeline}); brokers fenced "
-                f"{len(self.fenced)} {self.fenced[:10]} (sessions expired in the logs: {len(self.session_expiries)}); "
+                f"{self.failover_s:.2f} s (its log, s after the kill: {self.timeline}); of "
+                f"{self.unfenced_at_kill} brokers unfenced at the kill, fenced after it {len(self.fenced)} "
+                f"{self.fenced[:10]} (sessions expired in the logs: {len(self.session_expiries)}); "
                 f"CreateTopics in flight at the kill {self.creates_in_flight}, answers after it "
                 f"{dict(self.create_answers)}; acknowledged so far {self.acknowledged}, missing {len(self.missing)} "
                 f"{self.missing[:5]}; heartbeats after the kill {dict(self.beats)}; killed leader's RSS "
@@ -306,7 +309,7 @@ async def _result(quorum, load: Load, kill: tuple, unfenced_at_kill: set, offset
         victim, new_leader, first - kill_mono,
         _timeline(logs[new_leader], kill_wall, kill_wall + first - kill_mono),
         Counter(answer for _, _, answer in after),
-        sorted({b for _, b, answer in after if answer == "fenced" and b in unfenced_at_kill}),
+        sorted({b for _, b, answer in after if answer == "fenced" and b in unfenced_at_kill}), len(unfenced_at_kill),
         [text for i in quorum.node_ids if i != victim for _, text in logs[i] if "whose session expired" in text],
         sum(sent < kill_mono < answered for sent, answered, *_ in load.creates),
         Counter(error for _, answered, _, _, error in load.creates if answered > kill_mono),
@@ -351,13 +354,15 @@ async def _runs(quorum: LocalQuorum, saved: dict, args, properties: dict) -> lis
     tasks += [asyncio.ensure_future(_creator(load, f"fo{int(time.time())}-{c}")) for c in range(args.creators)]
     results = []
     try:
-        await _until(lambda: load.all_unfenced(len(epochs)), UNFENCED_BOUND_S, "every broker answered unfenced")
+        def unfenced() -> bool:
+            return load.unfenced_fraction(len(epochs)) >= args.min_unfenced
+        await _until(unfenced, UNFENCED_BOUND_S, f"{args.min_unfenced:.0%} of the brokers answered unfenced")
         leader = await _leader(quorum, 30)
         quorum.properties = properties              # the runs' session timeout, node by node
         for follower in (i for i in ids if i != leader):
             await _restart(quorum, follower, stop=True)
         for run in range(args.runs):
-            await _until(lambda: load.all_unfenced(len(epochs)), UNFENCED_BOUND_S, "every broker answered unfenced")
+            await _until(unfenced, UNFENCED_BOUND_S, f"{args.min_unfenced:.0%} of the brokers answered unfenced")
             await asyncio.sleep(args.warmup)
             results.append(await _kill_the_leader(quorum, load, args))
             print(f"run {run + 1}: {results[-1].line()}", flush=True)
@@ -378,6 +383,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--dir", required=True, help="where the cluster is built once and kept (DIR/built.json)")
     parser.add_argument("--creators", type=int, default=4, help="clients creating topics back to back")
+    parser.add_argument("--min-unfenced", type=float, default=1.0,
+                        help="the fraction of the brokers answered unfenced before a kill (the fenced ones are "
+                             "left out of the count of brokers fenced by the failover)")
     parser.add_argument("--warmup", type=float, default=10, help="s of load before a kill, every broker unfenced")
     parser.add_argument("--after", type=float, default=20, help="s of load after a kill")
     parser.add_argument("--session-timeout-ms", type=int, default=9000, help="broker.session.timeout.ms of the runs")
