@@ -100,6 +100,12 @@ class CommittedImage:
         return self._offset
 
     @property
+    def view_while_ahead(self) -> MetadataImage | None:
+        """The committed image while writes are ahead (kept beside the state since before_ahead),
+        for a rollback to go back to (rollback.py); None when nothing is ahead."""
+        return self.image if self._versions else None
+
+    @property
     def ahead(self) -> int:
         """Writes applied to the state and not committed yet."""
         return len(self._versions)

@@ -137,12 +137,14 @@ class PartitionMoves:
         """On activation: a job for each fenced or shutting-down broker that still leads, and a
         sweep when a leaderless partition holds an active broker in its ISR or ELR (unfencing.py)."""
         index = state.partition_index
+        active = set()
         for broker in state.image.brokers.values():
             if (broker.fenced or broker.in_controlled_shutdown) and index.has_leaderships(broker.id):
                 self.start(state, broker.id)
-            elif (self._sweep is None and not broker.fenced and not broker.in_controlled_shutdown
-                  and index.leaderless_in_isr_or_elr(broker.id)):
-                self.start_sweep(state)
+            elif not broker.fenced and not broker.in_controlled_shutdown:
+                active.add(broker.id)
+        if self._sweep is None and active and index.leaderless_in_isr_or_elr_of_any(state.image, active):
+            self.start_sweep(state)
 
     # --- unfencing and offline directories (unfencing.py) ---------------------------------------
     def needs_sweep(self, state: ControllerState) -> bool:

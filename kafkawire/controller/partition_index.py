@@ -196,11 +196,21 @@ class PartitionIndex:
         """The keys of the partitions without a leader, in no order (a copy in C)."""
         return list(self._leader.of(NO_LEADER))
 
-    def leaderless_in_isr_or_elr(self, broker_id: int) -> bool:
-        """Whether a partition without a leader holds ``broker_id`` in its ISR or ELR (a set
-        intersection in C, no partition visited)."""
-        leaderless = self._leader.of(NO_LEADER)
-        return not (leaderless.isdisjoint(self._isr.of(broker_id)) and leaderless.isdisjoint(self._elr.of(broker_id)))
+    def leaderless_in_isr_or_elr_of_any(self, image: MetadataImage, broker_ids: set[int]) -> bool:
+        """Whether a partition without a leader holds one of ``broker_ids`` in its ISR or ELR: one
+        look at each leaderless partition (a UUID made per topic), not an intersection of the
+        leaderless set with each broker's ISR and ELR sets (at 1M partitions, 500 brokers and
+        ~5,000 leaderless partitions that took 0.1-0.2 s of CPU on each activation)."""
+        by_topic: dict[int, list[int]] = {}
+        for key in self._leader.of(NO_LEADER):
+            by_topic.setdefault(key >> _PID_BITS, []).append(_partition_id(key))
+        for topic_int, partition_ids in by_topic.items():
+            topic = image.topics_by_id.get(uuid.UUID(int=topic_int))
+            for pid in partition_ids if topic is not None else ():
+                p = topic.partitions.get(pid)
+                if p is not None and not (broker_ids.isdisjoint(p.isr) and broker_ids.isdisjoint(p.elr)):
+                    return True
+        return False
 
     def isr_or_elr_keys(self, broker_id: int) -> list[int]:
         """The keys of the partitions whose ISR or ELR holds ``broker_id``, each once, in no order."""

@@ -7,7 +7,8 @@ from kafkawire.metadata import decode_metadata_record
 from kafkawire.metadata.frame import encode_metadata_record
 from kafkawire import messages
 
-from .harness import FakeClock, FakeQuorum, Running, add_controller, bootstrap, run, until
+from .harness import FakeClock, FakeQuorum, Running, add_controller, bootstrap, heartbeat, run, until
+from .test_brokers import call, register_unfenced, start
 
 
 def decoded(records):
@@ -167,3 +168,36 @@ def test_an_idle_interval_of_zero_writes_no_noop_records():
     run(go())
     assert quorum.names().count("NoOpRecord") == 0
     assert quorum.names()[0] == "BeginTransactionRecord"        # it did activate
+
+
+def test_a_new_active_controller_gives_every_unfenced_broker_a_whole_session_from_its_activation(caplog):
+    """ClusterControlManager.activate: every unfenced broker's contact time is the activation's,
+    however long ago (by the new leader's clock) it heartbeat the old leader; a failover fences
+    nobody that heartbeats the new leader within broker.session.timeout.ms of its activation."""
+    async def go():
+        quorum, leader, running = await start()
+        clock = FakeClock()
+        other = add_controller(quorum, 2, clock=clock)
+        for base, epoch, records in quorum.committed_batches:       # what it missed, joining late
+            other.on_committed(base, epoch, 0, list(records))
+        async with running, Running(other):
+            epochs = {b: await register_unfenced(quorum, leader, b) for b in (1, 2)}
+            clock.now += 60_000          # the heartbeats to the old leader are long past on this clock
+            with caplog.at_level("INFO", logger="kafkawire.controller.controller"):
+                quorum.elect(2)
+                await until(other.is_active, "the new leader's activation")
+            clock.now += other.sessions.session_timeout_ms           # a whole session: not expired yet
+            other.poke()
+            for _ in range(20):
+                await until(lambda: True, "a turn of the loop")
+            assert not other.image.brokers[1].fenced and not other.image.brokers[2].fenced
+            reply = await call(other, 63, heartbeat(1, epochs[1], quorum.end_offset))
+            assert reply.error_code == 0 and not reply.is_fenced
+            clock.now += 1                                           # broker 2 never heartbeat the new leader
+            other.poke()
+            await until(lambda: other.image.brokers[2].fenced, "broker 2 fenced when its session ran out")
+            assert not other.image.brokers[1].fenced
+    run(go())
+    active = [r.getMessage() for r in caplog.records if "is the active controller in epoch" in r.getMessage()
+              and r.getMessage().startswith("controller 2 ")]
+    assert len(active) == 1 and "the sessions of 2 brokers start now" in active[0], active
