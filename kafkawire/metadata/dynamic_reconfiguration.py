@@ -572,11 +572,4 @@ def _scala_set(names: list[str]) -> str:
 def _values_order() -> tuple[str, ...]:
     """The iteration order of a KafkaConfig's values() (a java.util.HashMap of every key): by
     hash bucket of a table sized for them."""
-    capacity = 16
-    while len(ALL_NAMES) > capacity * 3 // 4:
-        capacity *= 2
-
-    def bucket(name: str) -> int:
-        h = java_string_hash(name)
-        return (h ^ (h >> 16)) & (capacity - 1)
-    return tuple(sorted(sorted(ALL_NAMES), key=bucket))
+    return tuple(java_hashset_order(sorted(ALL_NAMES)))

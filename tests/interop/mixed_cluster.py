@@ -47,7 +47,25 @@ INTERNAL_TOPICS = {"transaction.state.log.num.partitions": "2", "transaction.sta
                   "log.cleaner.dedupe.buffer.size": str(2 * 1024 * 1024)}
 
 
-class MixedCluster:
+class WaitsShowingLogs:
+    """``wait_until`` for a cluster of processes: a bounded wait whose failure shows the processes'
+    log tails (``log_tails()``)."""
+
+    def wait_until(self, condition, what: str, timeout_s: float = WAIT_S):
+        deadline = time.monotonic() + timeout_s
+        last = None
+        while time.monotonic() < deadline:
+            last = condition()
+            if last:
+                return last
+            time.sleep(0.1)
+        raise AssertionError(f"not within {timeout_s} s: {what} (last: {last!r})\n{self.log_tails()}")
+
+    def log_tails(self) -> str:
+        raise NotImplementedError
+
+
+class MixedCluster(WaitsShowingLogs):
     """Node 1 the controller (kafkawire's, or with ``controller="kafka"`` a Kafka 4.3.1 controller
     JVM), node 2 a kafkawire broker, node 3 a Kafka 4.3.1 broker."""
 
@@ -156,16 +174,6 @@ class MixedCluster:
         return (f"--- Kafka broker {KAFKA}:\n{self.kafka.log_tail(60)}\n--- kafkawire broker {OURS}:\n"
                 f"{self.quorum.log_tail(OURS, 60)}\n--- kafkawire controller {CONTROLLER}:\n"
                 f"{(self.kafka_controller.log_tail(30) if self.kafka_controller else self.quorum.log_tail(CONTROLLER, 30))}")
-
-    def wait_until(self, condition, what: str, timeout_s: float = WAIT_S):
-        deadline = time.monotonic() + timeout_s
-        last = None
-        while time.monotonic() < deadline:
-            last = condition()
-            if last:
-                return last
-            time.sleep(0.1)
-        raise AssertionError(f"not within {timeout_s} s: {what} (last: {last!r})\n{self.log_tails()}")
 
     # --- asking the brokers ------------------------------------------------------------------------
     def brokers_seen(self, address) -> set[int]:

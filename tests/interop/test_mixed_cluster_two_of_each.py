@@ -40,6 +40,8 @@ from tests.interop.kafka_procs import KafkaNode
 confluent_kafka = pytest.importorskip("confluent_kafka")
 pytestmark = pytest.mark.slow
 
+from tests.interop.mixed_cluster import WaitsShowingLogs  # noqa: E402  (after the skip: it imports confluent_kafka)
+
 TOPIC = "mixed4"
 CONTROLLER, OURS, KAFKAS = 1, (2, 3), (4, 5)
 ASSIGNMENT = {0: [2, 4, 3], 1: [4, 3, 5], 2: [3, 5, 2], 3: [5, 2, 4]}
@@ -47,7 +49,7 @@ REASSIGNED = {0: [5, 4, 3], 1: [4, 2, 5]}
 WAIT_S = 60
 
 
-class TwoOfEach:
+class TwoOfEach(WaitsShowingLogs):
     def __init__(self, base):
         self.began = time.monotonic()
         self.timings: dict[str, float] = {}
@@ -98,16 +100,6 @@ class TwoOfEach:
         tails = [f"--- kafkawire node {n}:\n{self.quorum.log_tail(n, 40)}" for n in (CONTROLLER, *OURS)]
         tails += [f"--- Kafka broker {n}:\n{k.log_tail(40)}" for n, k in self.kafkas.items()]
         return "\n".join(tails)
-
-    def wait_until(self, condition, what: str, timeout_s: float = WAIT_S):
-        deadline = time.monotonic() + timeout_s
-        last = None
-        while time.monotonic() < deadline:
-            last = condition()
-            if last:
-                return last
-            time.sleep(0.1)
-        raise AssertionError(f"not within {timeout_s} s: {what} (last: {last!r})\n{self.log_tails()}")
 
     def bootstrap(self, nodes) -> str:
         return ",".join(f"{host}:{port}" for host, port in (self.addresses[n] for n in nodes))
