@@ -176,6 +176,9 @@ class SteadyProducer:
         self.stopped.set()
         self.thread.join(90)
         assert not self.thread.is_alive() and self.producer.flush(30) == 0
+        # librdkafka's client goes with the last reference to it (the thread's bound method held
+        # this object in a cycle: left to the collector, it went on dialling the dead brokers)
+        self.producer = self.thread = None
         assert self.errors == [], self.errors
         return self.acked
 

@@ -60,6 +60,9 @@ class IdempotentProducer(threading.Thread):
                     pass
             self.producer.poll(0.01)
         self.producer.flush(90)
+        # librdkafka's client goes with its last reference: kept by a finished thread that the run's
+        # report still holds, it went on dialling the stopped cluster's brokers during later tests
+        self.producer = None
 
 
 class TransactionalProducer(threading.Thread):
