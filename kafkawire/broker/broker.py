@@ -42,6 +42,7 @@ KafkaApis does (kafkawire.broker.authorization); a broker given none is refused 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import socket
@@ -122,7 +123,7 @@ class Broker:
                  image: Callable, metadata_offset: Callable[[], int], send_to_controller,
                  supported_features: dict, scram_lookup=None, describe_configs=None,
                  kraft_version: Callable[[], int] = lambda: 0, authorizer=None,
-                 metadata_loaded: Callable[[], bool] = lambda: True):
+                 metadata_loaded: Callable[[], bool] = lambda: True, max_versions: dict[int, int] | None = None):
         try:
             # one log directory keeps the id the node read; several each have their own meta.properties
             known = {config.log_dirs[0] if len(set(config.log_dirs)) == 1 else config.metadata_log_dir: directory_id}
@@ -150,6 +151,7 @@ class Broker:
         # be unfenced); a combined node's committed image is published as it commits.
         self.metadata_loaded = metadata_loaded
         self.scram_lookup = scram_lookup
+        self.max_versions = dict(max_versions or {})    # --max-api-versions: API key -> highest advertised
         self.describe_configs = describe_configs      # request -> DescribeConfigsResponse, from the image
         self.partitions: dict[tuple[str, int], LeaderPartition] = {}
         self.topic_stats = BrokerTopicStats()    # BrokerTopicMetrics' meters (kafkawire.broker.metrics)
@@ -233,7 +235,9 @@ class Broker:
         handlers = self._handlers()
         if self.authorizer is not None:
             handlers = authorize_broker_handlers(handlers, self.authorizer, self)
-        return self.quotas.wrap(handlers)     # client quotas (kafkawire.broker.quotas)
+        handlers = self.quotas.wrap(handlers)     # client quotas (kafkawire.broker.quotas)
+        return {key: dataclasses.replace(handler, max_version=self.max_versions[key]) if key in self.max_versions
+                else handler for key, handler in handlers.items()}
 
     def _handlers(self) -> dict[int, ApiHandler]:
         own = {} if self.describe_configs is None else {DESCRIBE_CONFIGS: ApiHandler(

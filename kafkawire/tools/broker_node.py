@@ -26,11 +26,13 @@ With ``metric.reporters`` naming kafkawire.metrics.PrometheusReporter, the node 
 metrics (an observer's KafkaRaftMetrics) and the broker's (kafkawire.broker.metrics) on the
 Prometheus endpoint, as a combined node does.
 
-Not here yet (the combined node has them): the raft metrics file, and --max-api-versions (a
-broker-only node advertises every version it serves).
+As a combined node, it writes its raft metrics (the observer's) to
+``METADATA_LOG_DIR/kafkawire-raft-metrics.json`` every second and at stop, and ``max_versions``
+(``server-start --max-api-versions``) caps the versions its listeners advertise and serve.
 """
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import itertools
 import logging
@@ -46,9 +48,9 @@ from kafkawire.net.authorizer import StandardAuthorizer
 from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.metrics_http import EndpointStartError, MetricsEndpoint, start_metrics_endpoint
 from kafkawire.raft.contract import StateMachineFatal
-from kafkawire.raft.node.controller_node import (METADATA_PARTITION_DIR, NodeStartError, controller_client_options,
-                                                 raft_config_from, raft_network_client, read_node_meta,
-                                                 scram_credential)
+from kafkawire.raft.node.controller_node import (METADATA_PARTITION_DIR, METRICS_FILE, NodeStartError,
+                                                 controller_client_options, raft_config_from, raft_network_client,
+                                                 read_node_meta, scram_credential)
 from kafkawire.raft.node.disk_store import DiskLogStore
 from kafkawire.raft.node.driver import RaftDriver
 from kafkawire.raft.node.metrics import RaftMetrics
@@ -64,12 +66,16 @@ class BrokerOnlyNode:
     broker serving it (see the module docstring). ``start`` raises NodeStartError, with the
     reason, for a node that cannot run."""
 
-    def __init__(self, config: ServerConfig, *, fsync: bool = True):
+    def __init__(self, config: ServerConfig, *, fsync: bool = True, metrics_interval_ms: int = 1000,
+                 max_versions: dict[int, int] | None = None):
         if config.is_controller or not config.is_broker:
             raise NodeStartError(f"process.roles={','.join(config.process_roles)}: a broker-only node has "
                                  "process.roles=broker")
         self.config = config
         self.fsync = fsync
+        self.metrics_interval_ms = metrics_interval_ms
+        self.max_versions = dict(max_versions or {})    # API key -> highest version to advertise
+        self._metrics_task: asyncio.Task | None = None
         self.driver: RaftDriver | None = None
         self.loader = MetadataLoader()
         self.broker: Broker | None = None
@@ -117,6 +123,7 @@ class BrokerOnlyNode:
             raise NodeStartError(f"cannot start the broker: {exc}") from None
         driver.hw_listeners.append(self.broker.on_metadata)
         await self._start_metrics_endpoint()
+        self._metrics_task = asyncio.ensure_future(self._publish_metrics())
         log.info("broker-only node %d (cluster %s) following the controller quorum on %s", c.node_id, cluster_id,
                  raft_config.listener)
 
@@ -133,6 +140,20 @@ class BrokerOnlyNode:
         log.info("node %d: metrics on http://%s:%d/metrics", self.config.node_id, listener[0] or "0.0.0.0",
                  endpoint.port)
 
+    async def _publish_metrics(self) -> None:
+        """The raft metrics file, as ControllerNode writes it (kafkawire.raft.node.controller_node)."""
+        while True:
+            await asyncio.sleep(self.metrics_interval_ms / 1000)
+            self._write_metrics()
+
+    def _write_metrics(self) -> None:
+        path = os.path.join(self.config.metadata_log_dir, METRICS_FILE)
+        try:
+            if self.driver is not None:
+                self.driver.metrics.write(path)
+        except OSError as exc:
+            log.warning("cannot write %s: %s", path, exc)
+
     def _make_broker(self, directory_id) -> Broker:
         driver, loader, c = self.driver, self.loader, self.config
         assert driver is not None and self.cluster_id is not None
@@ -145,7 +166,7 @@ class BrokerOnlyNode:
                           send_to_controller=driver.send_to_leader, supported_features=features,
                           scram_lookup=lambda mechanism, user: scram_credential(loader.image, mechanism, user),
                           kraft_version=driver.kraft_version, authorizer=self.authorizer,
-                          metadata_loaded=self._metadata_loaded,
+                          metadata_loaded=self._metadata_loaded, max_versions=self.max_versions,
                           describe_configs=lambda request: describe_configs(
                               c.node_id, loader.image, request, static=static, broker_keys=known))
         except BrokerStartError as exc:
@@ -162,6 +183,9 @@ class BrokerOnlyNode:
 
     async def stop(self, *, graceful: bool = True) -> None:
         """Stop the broker (``graceful``: after its controlled shutdown), then raft."""
+        if self._metrics_task is not None:
+            self._metrics_task.cancel()
+            await asyncio.gather(self._metrics_task, return_exceptions=True)
         if self.metrics_endpoint is not None:
             await self.metrics_endpoint.close()
         if self.broker is not None:
@@ -170,4 +194,5 @@ class BrokerOnlyNode:
         if driver is not None:
             await driver.client.close()
             await driver.close()
+            self._write_metrics()
         log.info("node %d stopped", self.config.node_id)

@@ -105,7 +105,7 @@ async def serve(config: ServerConfig, state_machine_factory: StateMachineFactory
     else:                                   # process.roles=broker: a raft observer and the broker
         # imported only here: the broker's modules are a controller-only node's slowest second of start-up
         from kafkawire.tools.broker_node import BrokerOnlyNode
-        node = BrokerOnlyNode(config)
+        node = BrokerOnlyNode(config, max_versions=max_versions)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     signals = 0
@@ -169,7 +169,7 @@ async def start_broker(node):
                         image=lambda: published.image, metadata_offset=lambda: published.offset,
                         send_to_controller=driver.send_to_leader, supported_features=features,
                         scram_lookup=node._scram_credential, kraft_version=driver.kraft_version,
-                        authorizer=node.authorizer,
+                        authorizer=node.authorizer, max_versions=node.max_versions,
                         describe_configs=lambda request: describe_configs(
                             node.config.node_id, published.image, request, static=static, broker_keys=known))
         published.listeners.append(broker.on_metadata)

@@ -3,17 +3,20 @@ operators run brokers: one `kafkawire server-start` controller (process.roles=co
 two broker-only nodes, subprocesses on free ports of 127.0.0.1. Each broker follows the metadata
 log as a raft observer (never a voter), registers with the active controller over the network
 and is unfenced; together they serve kafka-python's produce (a topic of two replicas, in sync on
-both) and group consume; a restarted broker keeps its data and its metadata log. One quorum for
-the whole module (killed by pid at teardown).
+both) and group consume; a restarted broker keeps its data and its metadata log; each writes
+its raft metrics file, and node 3, started with --max-api-versions, advertises no more than it was
+told. One quorum for the whole module (killed by pid at teardown).
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import urllib.request
 
 import pytest
 
+from kafkawire.messages.api_versions_request import ApiVersionsRequest
 from kafkawire.messages.describe_cluster_request import DescribeClusterRequest
 from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
@@ -30,6 +33,9 @@ kafka = pytest.importorskip("kafka")
 WAIT_S = 60
 CONTROLLER, BROKERS = 1, [2, 3]
 PROMETHEUS_REPORTER = "kafkawire.metrics.PrometheusReporter"
+LIST_GROUPS, CAPPED_LIST_GROUPS = 16, 3
+# node 3's server-start flags (kept for its restart): ListGroups advertised up to v3 only
+START_ARGS = {2: (), 3: ("--max-api-versions", f"{LIST_GROUPS}:{CAPPED_LIST_GROUPS}")}
 
 
 class Cluster:
@@ -90,8 +96,9 @@ def cluster(tmp_path_factory):
             "metric.reporters": PROMETHEUS_REPORTER,
             "kafkawire.metrics.prometheus.listener": f"http://127.0.0.1:{metrics_ports[broker]}"}
     quorum.format(mode="standalone")      # node 1 the one voter; the brokers --no-initial-controllers
-    for node_id in (CONTROLLER, *BROKERS):
-        quorum.start(node_id)
+    quorum.start(CONTROLLER)
+    for broker in BROKERS:
+        quorum.start(broker, *START_ARGS[broker])
     try:
         c = Cluster(quorum, metrics_ports)
         c.wait_unfenced(BROKERS[0])
@@ -201,7 +208,7 @@ def test_a_restarted_broker_only_node_keeps_its_data_and_metadata(cluster):
     sent = produce_records(cluster.bootstrap, "kept", 5, partitions=1)
     assert cluster.quorum.stop(leader) == 0
     assert "the controller has allowed us to shut down" in cluster.quorum.log_tail(leader, 40)
-    cluster.quorum.start(leader)
+    cluster.quorum.start(leader, *START_ARGS[leader])
     cluster.wait_unfenced(leader)
     with open(cluster.quorum.log_path(leader)) as f:
         started = re.findall(rf"node {leader} started: \w+, log (\d+)\.\.(\d+)", f.read())
@@ -210,3 +217,36 @@ def test_a_restarted_broker_only_node_keeps_its_data_and_metadata(cluster):
                               "the restarted broker leading kept again")
     assert cluster.fetch_values(leader, "kept", 0) == sent
     assert [v.replica_id for v in cluster.quorum.describe(CONTROLLER).voters] == [CONTROLLER]
+
+
+def test_each_broker_only_node_writes_its_raft_metrics_file(cluster):
+    """METADATA_LOG_DIR/kafkawire-raft-metrics.json, as a combined node writes it (every second):
+    the observer's raft metrics, its node id, the controller as the leader and the one voter,
+    no vote of its own."""
+    def written(broker):
+        path = os.path.join(cluster.quorum.data_dir(broker), "kafkawire-raft-metrics.json")
+        try:
+            with open(path) as f:
+                content = json.load(f)
+        except (OSError, ValueError):        # not written yet (it is replaced whole, never partial)
+            return None
+        return content if content["metrics"].get("current-leader") == CONTROLLER else None
+    for broker in BROKERS:
+        content = cluster.quorum.wait_until(lambda: written(broker), WAIT_S, f"broker {broker}'s raft metrics file")
+        assert content["node-id"] == broker and content["group"] == "raft-metrics"
+        assert content["metrics"]["current-vote"] == -1 and content["metrics"]["number-of-voters"] == 1
+        assert content["metrics"]["high-watermark"] > 0
+
+
+def test_max_api_versions_caps_what_a_broker_only_node_advertises(cluster):
+    """server-start --max-api-versions 16:3 on node 3: its ApiVersions lists ListGroups up to v3
+    (a packet dissector's versions), node 2, started without it, the highest it serves."""
+    def advertised(broker):
+        response = cluster.call(broker, ApiVersionsRequest(client_software_name="kafkawire-tests",
+                                                           client_software_version="1"))
+        assert response.error_code == Errors.NONE
+        return {k.api_key: k.max_version for k in response.api_keys}
+    capped, uncapped = advertised(3), advertised(2)
+    assert capped[LIST_GROUPS] == CAPPED_LIST_GROUPS < uncapped[LIST_GROUPS]
+    assert {k: v for k, v in capped.items() if k != LIST_GROUPS} == \
+        {k: v for k, v in uncapped.items() if k != LIST_GROUPS}
