@@ -27,7 +27,8 @@ from kafkawire.messages.join_group_response import JoinGroupResponse
 from kafkawire.messages.leave_group_response import LeaveGroupResponse, MemberResponse
 from kafkawire.net.admin_authorization import allowed
 from kafkawire.net.authorizer import RESOURCE_TOPIC, Op
-from kafkawire.metadata.group_configs import GroupBounds, cached_by_configs, effective_consumer_timeouts
+from kafkawire.metadata.group_configs import (GroupBounds, cached_by_configs, effective_consumer_assignment_interval,
+                                              effective_consumer_timeouts)
 from kafkawire.metadata.image import GROUP_RESOURCE
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
@@ -75,12 +76,14 @@ class ConsumerApis:
     def __init__(self, apis):
         self.apis = apis
         self.coordinator = ConsumerCoordinator(apis.coordinator, consumer_settings_of(apis.broker.config),
-                                               topics=self.topics, group_timeouts=self.group_timeouts)
+                                               topics=self.topics, group_timeouts=self.group_timeouts,
+                                               assignment_interval=self.assignment_interval)
         self.classic_members = ClassicMembers(self.coordinator)
         self._group_bounds = GroupBounds.of(apis.broker.config)
         # group id -> (its GROUP configs as last read, its timeouts): evaluated once per change, as
         # Kafka's GroupConfigManager does (its clamping WARN once, not at every heartbeat)
         self._timeouts: dict[str, tuple[tuple, tuple[int, int]]] = {}
+        self._intervals: dict[str, tuple[tuple, int]] = {}     # the same for the assignment interval
         self._sizes: dict = {}                  # topic name -> (id, partitions) at the last metadata change
         self._view: TopicsView | None = None    # the image's topics, made again after each metadata change
 
@@ -94,6 +97,18 @@ class ConsumerApis:
             return self._group_bounds.consumer_session_timeout_ms, self._group_bounds.consumer_heartbeat_interval_ms
         return cached_by_configs(self._timeouts, group_id, configs,
                                  lambda: effective_consumer_timeouts(group_id, configs, self._group_bounds))
+
+    def assignment_interval(self, group_id: str) -> int:
+        """The group's interval between target assignments: its consumer.assignment.interval.ms in
+        the image, clamped to this broker's bounds, else group.consumer.assignment.interval.ms."""
+        image = self.apis.broker.image()
+        configs = None if image is None else image.configs.get((GROUP_RESOURCE, group_id))
+        default = self.coordinator.settings.assignment_interval_ms
+        if not configs:
+            self._intervals.pop(group_id, None)
+            return default
+        return cached_by_configs(self._intervals, group_id, configs, lambda: effective_consumer_assignment_interval(
+            group_id, configs, self._group_bounds, default))
 
     def topics(self) -> TopicsView:
         if self._view is None:

@@ -59,7 +59,8 @@ class ConsumerSettings:
     regex_refresh_interval_ms: int = 600_000     # group.consumer.regex.refresh.interval.ms (internal in Kafka)
     # The session and heartbeat bounds (group.consumer.{min,max}.*) are checked with the other
     # settings (kafkawire.net.config); a group's own consumer.session.timeout.ms and
-    # consumer.heartbeat.interval.ms (GROUP configs) come through ``group_timeouts``.
+    # consumer.heartbeat.interval.ms (GROUP configs) come through ``group_timeouts``, its
+    # consumer.assignment.interval.ms through ``assignment_interval``.
 
 
 @dataclass(frozen=True)
@@ -122,14 +123,15 @@ class ConsumerCoordinator:
     """The consumer groups of ``classic`` (a kafkawire.broker.group_coordinator.GroupCoordinator,
     whose timer, clock and persist it shares)."""
 
-    def __init__(self, classic, settings: ConsumerSettings, *, topics, group_timeouts=None):
-        """``group_timeouts(group_id)``: the group's (session timeout, heartbeat interval), its GROUP
-        configs over the broker's settings; by default the settings'."""
+    def __init__(self, classic, settings: ConsumerSettings, *, topics, group_timeouts=None, assignment_interval=None):
+        """``group_timeouts(group_id)``: the group's (session timeout, heartbeat interval), and
+        ``assignment_interval(group_id)``: its GROUP configs over the broker's; default the settings'."""
         self.classic = classic
         self.settings = settings
         self.topics = topics
         self.group_timeouts = group_timeouts or (lambda group_id: (settings.session_timeout_ms,
                                                                    settings.heartbeat_interval_ms))
+        self.assignment_interval = assignment_interval or (lambda group_id: settings.assignment_interval_ms)
         self.groups: dict[str, ConsumerGroup] = {}
         self.join_timeouts: set = set()     # (group id, member id) of classic members told to rejoin
         self.regexes = RegexRefresher(self, settings.regex_refresh_interval_ms)
@@ -342,8 +344,9 @@ class ConsumerCoordinator:
         return group_epoch, new.get(member.member_id, {})
 
     def _may_assign(self, group: ConsumerGroup, now: int) -> bool:
-        """canComputeNextTargetAssignment: not more often than group.consumer.assignment.interval.ms."""
-        interval = self.settings.assignment_interval_ms
+        """canComputeNextTargetAssignment: not more often than the group's consumer.assignment.interval.ms
+        (else group.consumer.assignment.interval.ms)."""
+        interval = self.assignment_interval(group.group_id)
         return group.assignment_timestamp_ms == 0 or interval == 0 or now >= group.assignment_timestamp_ms + interval
 
     # -- leaving and fencing --

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from .config_def import ConfigKey, ConfigValueError, check_range, parse_type
 
 __all__ = ["cached_by_configs", "GROUP_CONFIG_KEYS", "BROKER_SYNONYMS", "FROM_BROKER_VALUES", "GroupBounds", "GroupNameError",
-           "validate_group_configs", "effective_consumer_timeouts", "effective_share_configs",
+           "validate_group_configs", "effective_consumer_timeouts", "effective_consumer_assignment_interval",
+           "effective_share_configs",
            "effective_streams_configs", "by_duration_ns",
            "with_dynamic_streams_assignment_interval"]
 
@@ -281,6 +282,15 @@ def effective_consumer_timeouts(group_id: str, configs: dict[str, str] | None,
                     "min/max bounds for the session timeout and the heartbeat interval do not overlap",
                     group_id, CONSUMER_SESSION, own_session, CONSUMER_HEARTBEAT, own_heartbeat)
     return own_session, own_heartbeat
+
+
+def effective_consumer_assignment_interval(group_id: str, configs: dict[str, str] | None, bounds: GroupBounds,
+                                           default: int) -> int:
+    """A consumer group's interval between target assignments (consumerGroupAssignmentIntervalMs):
+    its own consumer.assignment.interval.ms clamped to this broker's bounds (with a WARN), else
+    ``default``, the broker's group.consumer.assignment.interval.ms."""
+    return _clamped(group_id, CONSUMER_ASSIGNMENT, (configs or {}).get(CONSUMER_ASSIGNMENT), default,
+                    bounds.consumer_min_assignment_interval_ms, bounds.consumer_max_assignment_interval_ms)
 
 
 def _clamped(group_id: str, key: str, value: str | None, default: int, low: int, high: int) -> int:

@@ -490,6 +490,59 @@ def test_a_failed_write_answers_its_error_and_changes_nothing():
     assert set(h.group.members) == {"m1"} and h.group.group_epoch == 1
 
 
+def consumer_apis_of(h: Harness, image, **config):
+    """A ConsumerApis on ``h``'s classic coordinator and ``image``, its broker settings Kafka's
+    defaults but for the assignment interval (0) and ``config`` (group_consumer_* attributes)."""
+    from types import SimpleNamespace
+
+    from kafkawire.broker.consumer_apis import ConsumerApis
+    settings = dict(group_consumer_session_timeout_ms=45_000, group_consumer_heartbeat_interval_ms=5000,
+                    group_consumer_max_size=10, group_consumer_assignors=("uniform", "range"),
+                    group_consumer_assignment_interval_ms=0, group_consumer_migration_policy="bidirectional",
+                    group_consumer_regex_refresh_interval_ms=600_000,
+                    group_consumer_min_session_timeout_ms=45_000, group_consumer_max_session_timeout_ms=60_000,
+                    group_consumer_min_heartbeat_interval_ms=5000, group_consumer_max_heartbeat_interval_ms=15_000,
+                    group_consumer_min_assignment_interval_ms=0, group_consumer_max_assignment_interval_ms=15_000,
+                    **{"group_" + name: getattr(GroupBounds(), name) for name in GroupBounds.__dataclass_fields__
+                       if name.startswith(("streams_", "share_"))})
+    store = SimpleNamespace(coordinator_error=lambda group_id: Errors.NONE)
+    apis = SimpleNamespace(coordinator=h.classic, store=store, broker=SimpleNamespace(
+        config=SimpleNamespace(**{**settings, **config}), image=lambda: image, authorizer=None))
+    return ConsumerApis(apis)
+
+
+def test_a_groups_own_assignment_interval_paces_its_target_assignments(caplog):
+    """consumerGroupAssignmentIntervalMs: the group's consumer.assignment.interval.ms (a GROUP
+    config in the image) over the broker's group.consumer.assignment.interval.ms (0 here), clamped
+    to group.consumer.max.assignment.interval.ms with a WARN (GroupConfig.evaluate)."""
+    from types import SimpleNamespace
+
+    from kafkawire.metadata.image import GROUP_RESOURCE
+    h = Harness()
+    topic = SimpleNamespace(id=T1, partitions={i: SimpleNamespace(replicas=[]) for i in range(4)})
+    configs = {(GROUP_RESOURCE, GROUP): {"consumer.assignment.interval.ms": "3000"}}
+    image = SimpleNamespace(finalized_features={"group.version": 1}, topics_by_name={"t1": topic}, brokers={},
+                            configs=configs, provenance=SimpleNamespace(offset=0))
+    h.coordinator = consumer_apis_of(h, image, group_consumer_max_assignment_interval_ms=5000).coordinator
+    h.timer.now = 10_000
+    assert h.join("m1").member_epoch == 1                # the first target: at once
+    assert h.join("m2").member_epoch == 1                # the group at 2, its target kept at 1
+    h.timer.now = 12_999
+    assert (h.beat("m2", 1, owned={}).member_epoch, h.group.assignment_epoch) == (1, 1)
+    h.timer.now = 13_000
+    assert (h.beat("m2", 1, owned={}).member_epoch, h.group.assignment_epoch) == (2, 2)
+    configs[(GROUP_RESOURCE, GROUP)] = {"consumer.assignment.interval.ms": "20000"}    # above the broker's 5000
+    h.join("m3")
+    h.timer.now = 17_999
+    assert (h.beat("m3", h.group.members["m3"].member_epoch, owned={}).member_epoch, h.group.assignment_epoch) == (2, 2)
+    assert "consumer.assignment.interval.ms=20000 is outside this broker's bounds [0, 5000]; using 5000" in caplog.text
+    h.timer.now = 18_000
+    assert (h.beat("m3", 2, owned={}).member_epoch, h.group.assignment_epoch) == (3, 3)
+    del configs[(GROUP_RESOURCE, GROUP)]                  # the broker's interval again: 0, at every change
+    h.join("m4")
+    assert h.group.assignment_epoch == h.group.group_epoch == 4
+
+
 def test_without_group_version_1_the_apis_are_unsupported_version():
     """Kafka's isConsumerGroupProtocolEnabled: the finalized group.version must be 1 or more."""
     import asyncio
@@ -501,19 +554,7 @@ def test_without_group_version_1_the_apis_are_unsupported_version():
     features: dict = {}
     image = SimpleNamespace(finalized_features=features, topics_by_name={}, configs={},
                             provenance=SimpleNamespace(offset=0))
-    store = SimpleNamespace(coordinator_error=lambda group_id: Errors.NONE)
-    config = SimpleNamespace(group_consumer_session_timeout_ms=45_000, group_consumer_heartbeat_interval_ms=5000,
-                             group_consumer_max_size=10, group_consumer_assignors=("uniform", "range"),
-                             group_consumer_assignment_interval_ms=0, group_consumer_migration_policy="bidirectional",
-                             group_consumer_regex_refresh_interval_ms=600_000,
-                             group_consumer_min_session_timeout_ms=45_000, group_consumer_max_session_timeout_ms=60_000,
-                             group_consumer_min_heartbeat_interval_ms=5000, group_consumer_max_heartbeat_interval_ms=15_000,
-                             group_consumer_min_assignment_interval_ms=0, group_consumer_max_assignment_interval_ms=15_000,
-                             **{"group_" + name: getattr(GroupBounds(), name) for name in GroupBounds.__dataclass_fields__
-                                if name.startswith(("streams_", "share_"))})
-    apis = SimpleNamespace(coordinator=h.classic, store=store,
-                           broker=SimpleNamespace(config=config, image=lambda: image, authorizer=None))
-    consumer_apis = ConsumerApis(apis)
+    consumer_apis = consumer_apis_of(h, image)
     ctx = SimpleNamespace(api_version=1, client_id="c", peer=("127.0.0.1", 1))
     request = ConsumerGroupHeartbeatRequest(group_id=GROUP, member_id="m", member_epoch=0, rebalance_timeout_ms=1000,
                                             subscribed_topic_names=[], topic_partitions=[])
