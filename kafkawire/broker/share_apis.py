@@ -138,7 +138,9 @@ class ShareApis:
         values = self._effective(group_id)
         return ShareSettings(record_lock_duration_ms=values[SHARE_LOCK_DURATION],
                              delivery_count_limit=values[SHARE_DELIVERY_LIMIT],
-                             max_record_locks=values[SHARE_RECORD_LOCKS])
+                             max_record_locks=values[SHARE_RECORD_LOCKS],
+                             renew_acknowledge_enabled=self._configs(group_id).get(
+                                 "share.renew.acknowledge.enable", "true").strip().lower() == "true")
 
     @property
     def starts(self) -> ShareStarts:

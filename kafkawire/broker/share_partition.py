@@ -51,6 +51,7 @@ class ShareSettings:
     record_lock_duration_ms: int = 30_000        # share.record.lock.duration.ms
     delivery_count_limit: int = 5                # share.delivery.count.limit
     max_record_locks: int = 2_000                # share.partition.max.record.locks
+    renew_acknowledge_enabled: bool = True       # share.renew.acknowledge.enable (no broker setting)
 
 
 class _Entry:
@@ -191,7 +192,8 @@ class SharePartition:
                     settings: ShareSettings, renew_allowed: bool = False, changed: list | None = None) -> int:
         """Acknowledge offsets ``first``..``last`` acquired by ``member_id``: ``types`` holds one
         type for the whole range or one per offset. An error code; nothing changes on an error
-        (INVALID_RECORD_STATE: an offset not acquired by this member, its lock expired meanwhile).
+        (INVALID_RECORD_STATE: an offset not acquired by this member, its lock expired meanwhile; a
+        RENEW in a group with share.renew.acknowledge.enable=false, as Kafka's SharePartition).
         The changed offsets are appended to ``changed`` as a transition (``commit``/``rollback``
         once written); without it they are kept at once and written with the next write."""
         allowed = RENEW_TYPES if renew_allowed else ACK_TYPES
@@ -205,6 +207,8 @@ class SharePartition:
             entry = self.entries.get(offset)
             if entry is None or entry.state != ACQUIRED or entry.member_id != member_id:
                 return Errors.INVALID_RECORD_STATE
+        if RENEW in types and not settings.renew_acknowledge_enabled:
+            return Errors.INVALID_RECORD_STATE     # "Renewing acquisition locks is not enabled for the group."
         moved = []
         for i, offset in enumerate(range(first, last + 1)):
             entry = self.entries[offset]

@@ -224,3 +224,10 @@ def test_the_brokers_group_share_settings_apply():
     assert (share.settings("plain").record_lock_duration_ms, share.settings("plain").delivery_count_limit) == (
         20_000, 5)
     assert share.settings("tuned").delivery_count_limit == 6     # 9 clamped to group.share.max.delivery.count.limit
+
+
+def test_share_renew_acknowledge_enable_is_read_per_group():
+    """ShareGroupConfigProvider.isRenewAcknowledgeEnabled: the group's own value, else true."""
+    share = share_apis(group_configs={"off": {"share.renew.acknowledge.enable": "false"},
+                                      "on": {"share.renew.acknowledge.enable": "TRUE"}})
+    assert [share.settings(g).renew_acknowledge_enabled for g in ("off", "on", "plain")] == [False, True, True]

@@ -118,6 +118,23 @@ def test_renew_extends_the_lock():
     assert sp.first_available(1_900, SETTINGS) == 0
 
 
+def test_renew_in_a_group_with_renew_acknowledge_disabled_is_invalid_record_state_and_changes_nothing():
+    """share.renew.acknowledge.enable=false (SharePartition: "Renewing acquisition locks is not
+    enabled for the group."): a RENEW, for the batch or for one offset of it, is refused and no
+    offset's state or lock moves; the other types are acknowledged as ever."""
+    disabled = ShareSettings(record_lock_duration_ms=1_000, delivery_count_limit=3, max_record_locks=100,
+                             renew_acknowledge_enabled=False)
+    sp = SharePartition(0)
+    acquire(sp, now=0)
+    before = {o: (e.state, e.deadline_ms) for o, e in sp.entries.items()}
+    for types in ([RENEW], [ACCEPT, RENEW, ACCEPT, ACCEPT, ACCEPT]):
+        assert sp.acknowledge("m1", 0, 4, types, now_ms=900, settings=disabled,
+                              renew_allowed=True) == Errors.INVALID_RECORD_STATE
+    assert {o: (e.state, e.deadline_ms) for o, e in sp.entries.items()} == before
+    assert sp.acknowledge("m1", 0, 4, [ACCEPT], now_ms=900, settings=disabled, renew_allowed=True) == Errors.NONE
+    assert sp.start_offset == 5
+
+
 def test_a_member_leaving_releases_its_records_and_the_log_start_moves_the_window():
     sp = SharePartition(0)
     acquire(sp, batches=[(0, 4, False)], member="m1")
