@@ -27,7 +27,7 @@ from kafkawire.messages.join_group_response import JoinGroupResponse
 from kafkawire.messages.leave_group_response import LeaveGroupResponse, MemberResponse
 from kafkawire.net.admin_authorization import allowed
 from kafkawire.net.authorizer import RESOURCE_TOPIC, Op
-from kafkawire.metadata.group_configs import (GroupBounds, cached_by_configs, effective_consumer_assignment_interval,
+from kafkawire.metadata.group_configs import (GroupBounds, cached_by_configs, effective_assignment_interval,
                                               effective_consumer_timeouts)
 from kafkawire.metadata.image import GROUP_RESOURCE
 from kafkawire.protocol.error_codes import Errors
@@ -107,8 +107,8 @@ class ConsumerApis:
         if not configs:
             self._intervals.pop(group_id, None)
             return default
-        return cached_by_configs(self._intervals, group_id, configs, lambda: effective_consumer_assignment_interval(
-            group_id, configs, self._group_bounds, default))
+        return cached_by_configs(self._intervals, group_id, configs, lambda: effective_assignment_interval(
+            "consumer", group_id, configs, self._group_bounds, default))
 
     def topics(self) -> TopicsView:
         if self._view is None:

@@ -6,7 +6,8 @@ GroupMetadataManager runs them (shareGroupHeartbeat, shareGroupLeave, the sessio
 
 A heartbeat (1) creates or updates the member, bumping the group epoch when its subscription or
 the hash of the subscribed topics' metadata changed, (2) computes a new target assignment with
-the simple assignor when the group epoch is ahead of the assignment epoch, (3) gives the member
+the simple assignor when the group epoch is ahead of the assignment epoch (at most once per
+``share.assignment.interval.ms``), (3) gives the member
 its target at once (share members own no partitions exclusively: nothing to revoke). Every change
 is a kafkawire.broker.share_records record written through the classic coordinator's ``persist``
 to ``__consumer_offsets`` and then replayed into the state, as for consumer groups.
@@ -95,8 +96,10 @@ class ShareGroups:
                  on_member_gone: Callable = lambda group_id, member_id: None,
                  on_group_deleted: Callable = lambda group_id: None,
                  on_initialize: Callable = lambda group_id, group_epoch, change, adopt: None,
-                 max_size: int = MAX_SIZE, initialize_retry_ms: int = RETRY_INTERVAL_MS):
+                 max_size: int = MAX_SIZE, initialize_retry_ms: int = RETRY_INTERVAL_MS,
+                 assignment_interval: Callable[[str], int] = lambda group_id: 0):
         self.classic = classic
+        self.assignment_interval = assignment_interval   # the group's share.assignment.interval.ms
         self.max_size = max_size                         # group.share.max.size
         self.initialize_retry_ms = initialize_retry_ms   # group.share.initialize.retry.interval.ms
         self.topics = topics
@@ -174,7 +177,8 @@ class ShareGroups:
             records.append(rec.epoch_record(group_id, group_epoch, new_hash))
             log.info("[GroupId %s] Bumped group epoch to %d with metadata hash %d.", group_id, group_epoch, new_hash)
         targets, target_epoch = group.targets, group.assignment_epoch
-        if group_epoch > group.assignment_epoch:
+        now = self.classic.now_ms()
+        if group_epoch > group.assignment_epoch and self._may_assign(group, now):
             targets, target_epoch = self._assign(group, updated, group_epoch, view, records), group_epoch
         target = targets.get(member_id, {})
         reconciled = updated
@@ -183,7 +187,6 @@ class ShareGroups:
                                       assigned=_subscribed_only(target, updated.subscribed, view))
             if reconciled != updated or member_id not in group.members:
                 records.append(rec.current_record(group_id, reconciled))
-        now = self.classic.now_ms()
         change = uninitialized(group, names, view, now, self.initialize_retry_ms)
         adopt = not group.has_state_metadata
         if change:
@@ -210,6 +213,12 @@ class ShareGroups:
             response.assignment = Assignment(topic_partitions=[
                 TopicPartitions(topic_id=t, partitions=sorted(ps)) for t, ps in reconciled.assigned.items()])
         return response
+
+    def _may_assign(self, group: ShareGroup, now: int) -> bool:
+        """canComputeNextTargetAssignment: at once for a group never assigned or an interval of 0,
+        else not before the group's assignment interval has passed since the last one."""
+        interval = self.assignment_interval(group.group_id)
+        return group.assignment_timestamp_ms == 0 or interval == 0 or now >= group.assignment_timestamp_ms + interval
 
     def _assign(self, group: ShareGroup, updated: ShareMember, group_epoch: int, view: TopicsView,
                 records: list) -> dict:

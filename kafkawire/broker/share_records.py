@@ -76,6 +76,7 @@ class ShareGroup:
         self.group_epoch = 0
         self.metadata_hash = 0
         self.assignment_epoch = 0
+        self.assignment_timestamp_ms = 0              # when the last target assignment was computed
         self.members: dict[str, ShareMember] = {}
         self.targets: dict[str, dict] = {}           # member id -> its target partitions
         # ShareGroupStatePartitionMetadata: topic id -> (topic name, frozenset(partitions))
@@ -198,6 +199,7 @@ def apply(groups: dict, record) -> None:
             group.group_epoch, group.metadata_hash = value.epoch, value.metadata_hash
     elif record_type == TARGET_METADATA:
         group.assignment_epoch = 0 if value is None else value.assignment_epoch
+        group.assignment_timestamp_ms = 0 if value is None else value.assignment_timestamp
     elif record_type == TARGET_MEMBER:
         if value is None:
             group.targets.pop(key.member_id, None)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from .config_def import ConfigKey, ConfigValueError, check_range, parse_type
 
 __all__ = ["cached_by_configs", "GROUP_CONFIG_KEYS", "BROKER_SYNONYMS", "FROM_BROKER_VALUES", "GroupBounds", "GroupNameError",
-           "validate_group_configs", "effective_consumer_timeouts", "effective_consumer_assignment_interval",
+           "validate_group_configs", "effective_consumer_timeouts", "effective_assignment_interval",
            "effective_share_configs",
            "effective_streams_configs", "by_duration_ns",
            "with_dynamic_streams_assignment_interval"]
@@ -284,13 +284,16 @@ def effective_consumer_timeouts(group_id: str, configs: dict[str, str] | None,
     return own_session, own_heartbeat
 
 
-def effective_consumer_assignment_interval(group_id: str, configs: dict[str, str] | None, bounds: GroupBounds,
-                                           default: int) -> int:
-    """A consumer group's interval between target assignments (consumerGroupAssignmentIntervalMs):
-    its own consumer.assignment.interval.ms clamped to this broker's bounds (with a WARN), else
-    ``default``, the broker's group.consumer.assignment.interval.ms."""
-    return _clamped(group_id, CONSUMER_ASSIGNMENT, (configs or {}).get(CONSUMER_ASSIGNMENT), default,
-                    bounds.consumer_min_assignment_interval_ms, bounds.consumer_max_assignment_interval_ms)
+def effective_assignment_interval(kind: str, group_id: str, configs: dict[str, str] | None, bounds: GroupBounds,
+                                  default: int) -> int:
+    """A consumer or share group's (``kind``) interval between target assignments
+    (consumerGroupAssignmentIntervalMs, shareGroupAssignmentIntervalMs): its own
+    ``<kind>.assignment.interval.ms`` clamped to this broker's bounds (with a WARN), else
+    ``default``, the broker's ``group.<kind>.assignment.interval.ms``."""
+    key = f"{kind}.assignment.interval.ms"
+    return _clamped(group_id, key, (configs or {}).get(key), default,
+                    getattr(bounds, f"{kind}_min_assignment_interval_ms"),
+                    getattr(bounds, f"{kind}_max_assignment_interval_ms"))
 
 
 def _clamped(group_id: str, key: str, value: str | None, default: int, low: int, high: int) -> int:

@@ -38,6 +38,7 @@ class FakeClassic:
         self.share_groups, self.share = {}, None
         self.streams_groups = {}
         self.error = Errors.NONE
+        self.now = 1_000
 
     def persist(self, group_id, records):
         if self.error == Errors.NONE:
@@ -45,7 +46,7 @@ class FakeClassic:
         return self.error
 
     def now_ms(self):
-        return 1_000
+        return self.now
 
 
 def coordinator(gone=None, initialized=True, **settings):
@@ -91,6 +92,26 @@ def test_members_join_get_a_balanced_assignment_and_epochs_are_checked():
     assert (described.group_state, described.group_epoch, described.assignment_epoch) == ("Stable", 2, 2)
     assert {m.member_id: m.assignment.topic_partitions[0].topic_name for m in described.members} == \
         {"m1": "orders", "m2": "orders"}
+
+
+def test_the_assignment_interval_defers_a_new_target_until_it_passed():
+    """canComputeNextTargetAssignment: the first target at once, the next not before the group's
+    assignment interval (1 s here) since the last; meanwhile a joining member is at the last
+    assignment epoch with no partitions. The time of the last one is in the records (replayed)."""
+    classic, groups = coordinator(assignment_interval=lambda group_id: 1_000)
+    first = beat(groups, "m1", 0, ["orders"])
+    assert (first.member_epoch, assigned(first)) == (1, {T1: [0, 1]})
+    classic.now = 1_999
+    second = beat(groups, "m2", 0, ["orders"])
+    assert (second.member_epoch, assigned(second)) == (1, {})
+    assert (groups.groups["g"].group_epoch, groups.groups["g"].assignment_epoch) == (2, 1)
+    classic.now = 2_000
+    again = beat(groups, "m2", 1)
+    assert (again.member_epoch, assigned(again)) == (2, {T1: [0]})
+    replica_classic, replica = coordinator()
+    for key, value in classic.written:
+        consumer_admin.replay(replica_classic, key, value)
+    assert replica.groups["g"].assignment_timestamp_ms == groups.groups["g"].assignment_timestamp_ms == 2_000
 
 
 def test_the_records_replay_into_the_same_state():
@@ -224,6 +245,17 @@ def test_the_brokers_group_share_settings_apply():
     assert (share.settings("plain").record_lock_duration_ms, share.settings("plain").delivery_count_limit) == (
         20_000, 5)
     assert share.settings("tuned").delivery_count_limit == 6     # 9 clamped to group.share.max.delivery.count.limit
+
+
+def test_a_groups_share_assignment_interval_over_the_brokers(caplog):
+    """shareGroupAssignmentIntervalMs: the group's share.assignment.interval.ms clamped to
+    group.share.{min,max}.assignment.interval.ms with a WARN, else group.share.assignment.interval.ms."""
+    share = share_apis("group.share.assignment.interval.ms=2000\ngroup.share.max.assignment.interval.ms=5000\n",
+                       {"own": {"share.assignment.interval.ms": "3000"}, "big": {"share.assignment.interval.ms": "9000"},
+                        "other": {"share.delivery.count.limit": "4"}})
+    assert [share.assignment_interval(g) for g in ("plain", "other", "own", "big")] == [2_000, 2_000, 3_000, 5_000]
+    assert "share.assignment.interval.ms=9000 is outside this broker's bounds [0, 5000]; using 5000" in caplog.text
+    assert share.groups.assignment_interval("own") == 3_000           # what the coordinator asks
 
 
 def test_share_renew_acknowledge_enable_is_read_per_group():
