@@ -27,7 +27,8 @@ from kafkawire.messages.join_group_response import JoinGroupResponse
 from kafkawire.messages.leave_group_response import LeaveGroupResponse, MemberResponse
 from kafkawire.net.admin_authorization import allowed
 from kafkawire.net.authorizer import RESOURCE_TOPIC, Op
-from kafkawire.metadata.group_configs import (GroupBounds, cached_by_configs, effective_assignment_interval,
+from kafkawire.metadata.group_configs import (BrokerAssignmentInterval, GroupBounds, cached_by_configs,
+                                              effective_assignment_interval,
                                               effective_consumer_timeouts)
 from kafkawire.metadata.image import GROUP_RESOURCE
 from kafkawire.protocol.error_codes import Errors
@@ -83,7 +84,8 @@ class ConsumerApis:
         # group id -> (its GROUP configs as last read, its timeouts): evaluated once per change, as
         # Kafka's GroupConfigManager does (its clamping WARN once, not at every heartbeat)
         self._timeouts: dict[str, tuple[tuple, tuple[int, int]]] = {}
-        self._intervals: dict[str, tuple[tuple, int]] = {}     # the same for the assignment interval
+        self._intervals: dict[str, tuple[tuple, int]] = {}     # the same for its own assignment interval
+        self._broker_interval = BrokerAssignmentInterval("consumer", apis.broker.config)
         self._sizes: dict = {}                  # topic name -> (id, partitions) at the last metadata change
         self._view: TopicsView | None = None    # the image's topics, made again after each metadata change
 
@@ -100,15 +102,15 @@ class ConsumerApis:
 
     def assignment_interval(self, group_id: str) -> int:
         """The group's interval between target assignments: its consumer.assignment.interval.ms in
-        the image, clamped to this broker's bounds, else group.consumer.assignment.interval.ms."""
+        the image, clamped to this broker's bounds, else group.consumer.assignment.interval.ms
+        (the dynamic broker config, else the static setting)."""
         image = self.apis.broker.image()
         configs = None if image is None else image.configs.get((GROUP_RESOURCE, group_id))
-        default = self.coordinator.settings.assignment_interval_ms
-        if not configs:
+        if not configs or "consumer.assignment.interval.ms" not in configs:
             self._intervals.pop(group_id, None)
-            return default
+            return self._broker_interval.interval(image)
         return cached_by_configs(self._intervals, group_id, configs, lambda: effective_assignment_interval(
-            "consumer", group_id, configs, self._group_bounds, default))
+            "consumer", group_id, configs, self._group_bounds, 0))
 
     def topics(self) -> TopicsView:
         if self._view is None:

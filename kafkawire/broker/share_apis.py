@@ -44,7 +44,8 @@ from kafkawire.messages.share_group_describe_response import DescribedGroup, Sha
 from kafkawire.messages.share_group_heartbeat_response import ShareGroupHeartbeatResponse
 from kafkawire.metadata.group_configs import (SHARE_DELIVERY_LIMIT, SHARE_HEARTBEAT, SHARE_LOCK_DURATION,
                                               SHARE_RECORD_LOCKS, SHARE_SESSION, GroupBounds, by_duration_ns, cached_by_configs,
-                                              effective_assignment_interval, effective_share_configs)
+                                              BrokerAssignmentInterval, effective_assignment_interval,
+                                              effective_share_configs)
 from kafkawire.metadata.image import GROUP_RESOURCE
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
@@ -82,7 +83,8 @@ class ShareApis:
         config = apis.broker.config
         self.bounds = GroupBounds.of(config)         # the broker's group.share.* settings
         self._effective_configs: dict[str, tuple] = {}   # group id -> (its configs, their effective values)
-        self._intervals: dict[str, tuple] = {}           # the same for its assignment interval
+        self._intervals: dict[str, tuple] = {}           # the same for its own assignment interval
+        self._broker_interval = BrokerAssignmentInterval("share", config)
         # Kafka's effective retry interval is at least offsets.commit.timeout.ms (GroupCoordinatorConfig)
         retry_ms = max(config.group_share_initialize_retry_interval_ms, config.offsets_commit_timeout_ms)
         self.groups = ShareGroups(apis.coordinator, topics=apis.consumer_apis.topics, timeouts=self.timeouts,
@@ -132,13 +134,13 @@ class ShareApis:
 
     def assignment_interval(self, group_id: str) -> int:
         """shareGroupAssignmentIntervalMs: the group's share.assignment.interval.ms clamped to the
-        broker's bounds, else group.share.assignment.interval.ms."""
-        configs, default = self._configs(group_id), self.broker.config.group_share_assignment_interval_ms
-        if not configs:
+        broker's bounds, else group.share.assignment.interval.ms (dynamic, else static)."""
+        configs = self._configs(group_id)
+        if "share.assignment.interval.ms" not in configs:
             self._intervals.pop(group_id, None)
-            return default
+            return self._broker_interval.interval(self.broker.image())
         return cached_by_configs(self._intervals, group_id, configs, lambda: effective_assignment_interval(
-            "share", group_id, configs, self.bounds, default))
+            "share", group_id, configs, self.bounds, 0))
 
     def timeouts(self, group_id: str) -> tuple[int, int]:
         """The group's (session timeout, heartbeat interval)."""

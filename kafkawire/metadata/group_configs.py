@@ -20,12 +20,13 @@ import re
 from dataclasses import dataclass
 
 from .config_def import ConfigKey, ConfigValueError, check_range, parse_type
+from .topic_config_synonyms import dynamic_broker_configs
 
 __all__ = ["cached_by_configs", "GROUP_CONFIG_KEYS", "BROKER_SYNONYMS", "FROM_BROKER_VALUES", "GroupBounds", "GroupNameError",
            "validate_group_configs", "effective_consumer_timeouts", "effective_assignment_interval",
            "effective_share_configs",
            "effective_streams_configs", "by_duration_ns",
-           "with_dynamic_streams_assignment_interval"]
+           "with_dynamic_streams_assignment_interval", "BrokerAssignmentInterval"]
 
 log = logging.getLogger(__name__)
 
@@ -359,16 +360,46 @@ def with_dynamic_streams_assignment_interval(bounds: GroupBounds, value: str | N
     this node's, else the cluster default's, else None) in place of the static one, clamped to the
     static min/max with a WARN as GroupCoordinatorConfig.clampDynamicConfigs does. A value that is
     not an int (kafkawire's broker forwards broker configs unchecked) is ignored with a WARN."""
+    clamped = _dynamic_interval("group.streams.assignment.interval.ms", value, bounds.streams_assignment_interval_ms,
+                                bounds.streams_min_assignment_interval_ms, bounds.streams_max_assignment_interval_ms)
+    return dataclasses.replace(bounds, streams_assignment_interval_ms=clamped)
+
+
+def _dynamic_interval(name: str, value: str | None, static: int, low: int, high: int) -> int:
     if value is None:
-        return bounds
+        return static
     try:
         number = int(value.strip())
     except ValueError:
-        log.warning("ignoring the dynamic group.streams.assignment.interval.ms %r: not an int", value)
-        return bounds
-    low, high = bounds.streams_min_assignment_interval_ms, bounds.streams_max_assignment_interval_ms
+        log.warning("ignoring the dynamic %s %r: not an int", name, value)
+        return static
     clamped = min(max(number, low), high)
     if clamped != number:
-        log.warning("group.streams.assignment.interval.ms=%d is outside this broker's bounds [%d, %d]; using %d",
-                    number, low, high, clamped)
-    return dataclasses.replace(bounds, streams_assignment_interval_ms=clamped)
+        log.warning("%s=%d is outside this broker's bounds [%d, %d]; using %d", name, number, low, high, clamped)
+    return clamped
+
+
+class BrokerAssignmentInterval:
+    """``group.<kind>.assignment.interval.ms`` (consumer or share) as a broker applies it, one of
+    GroupCoordinatorConfig's reconfigurable settings: the dynamic broker config of this node, else
+    the cluster default's (``kafka-configs --entity-type brokers``), clamped to the static
+    ``group.<kind>.{min,max}.assignment.interval.ms`` with a WARN (clampDynamicConfigs), else the
+    static setting. ``interval(image)``; worked out again only when the dynamic value changes."""
+
+    def __init__(self, kind: str, config):
+        self.name = f"group.{kind}.assignment.interval.ms"
+        self.static = getattr(config, f"group_{kind}_assignment_interval_ms")
+        self.low = getattr(config, f"group_{kind}_min_assignment_interval_ms")
+        self.high = getattr(config, f"group_{kind}_max_assignment_interval_ms")
+        self.node = str(config.node_id)
+        self._seen: tuple[str | None, int] = (None, self.static)
+
+    def interval(self, image) -> int:
+        value = None
+        if image is not None:
+            value = dynamic_broker_configs(image, self.node).get(self.name)
+            if value is None:
+                value = dynamic_broker_configs(image, "").get(self.name)
+        if value != self._seen[0]:
+            self._seen = (value, _dynamic_interval(self.name, value, self.static, self.low, self.high))
+        return self._seen[1]

@@ -496,7 +496,7 @@ def consumer_apis_of(h: Harness, image, **config):
     from types import SimpleNamespace
 
     from kafkawire.broker.consumer_apis import ConsumerApis
-    settings = dict(group_consumer_session_timeout_ms=45_000, group_consumer_heartbeat_interval_ms=5000,
+    settings = dict(node_id=1, group_consumer_session_timeout_ms=45_000, group_consumer_heartbeat_interval_ms=5000,
                     group_consumer_max_size=10, group_consumer_assignors=("uniform", "range"),
                     group_consumer_assignment_interval_ms=0, group_consumer_migration_policy="bidirectional",
                     group_consumer_regex_refresh_interval_ms=600_000,
@@ -517,7 +517,7 @@ def test_a_groups_own_assignment_interval_paces_its_target_assignments(caplog):
     to group.consumer.max.assignment.interval.ms with a WARN (GroupConfig.evaluate)."""
     from types import SimpleNamespace
 
-    from kafkawire.metadata.image import GROUP_RESOURCE
+    from kafkawire.metadata.image import BROKER_RESOURCE, GROUP_RESOURCE
     h = Harness()
     topic = SimpleNamespace(id=T1, partitions={i: SimpleNamespace(replicas=[]) for i in range(4)})
     configs = {(GROUP_RESOURCE, GROUP): {"consumer.assignment.interval.ms": "3000"}}
@@ -541,6 +541,18 @@ def test_a_groups_own_assignment_interval_paces_its_target_assignments(caplog):
     del configs[(GROUP_RESOURCE, GROUP)]                  # the broker's interval again: 0, at every change
     h.join("m4")
     assert h.group.assignment_epoch == h.group.group_epoch == 4
+    # group.consumer.assignment.interval.ms as a dynamic broker config (reconfigurable in Kafka):
+    # this node's over the cluster default's, clamped to the static bounds with a WARN
+    configs[(BROKER_RESOURCE, "")] = {"group.consumer.assignment.interval.ms": "2000"}
+    configs[(BROKER_RESOURCE, "1")] = {"group.consumer.assignment.interval.ms": "99999"}
+    h.join("m5")
+    assert (h.group.group_epoch, h.group.assignment_epoch) == (5, 4)
+    assert "group.consumer.assignment.interval.ms=99999 is outside this broker's bounds [0, 5000]; using 5000" in \
+        caplog.text
+    h.timer.now = 22_999
+    assert h.beat("m5", 4, owned={}).member_epoch == 4
+    h.timer.now = 23_000
+    assert h.beat("m5", 4, owned={}).member_epoch == 5
 
 
 def test_without_group_version_1_the_apis_are_unsupported_version():

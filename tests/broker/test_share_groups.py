@@ -256,6 +256,15 @@ def test_a_groups_share_assignment_interval_over_the_brokers(caplog):
     assert [share.assignment_interval(g) for g in ("plain", "other", "own", "big")] == [2_000, 2_000, 3_000, 5_000]
     assert "share.assignment.interval.ms=9000 is outside this broker's bounds [0, 5000]; using 5000" in caplog.text
     assert share.groups.assignment_interval("own") == 3_000           # what the coordinator asks
+    # the dynamic broker config (this node's, else the cluster default's), clamped to the static bounds
+    from kafkawire.metadata.image import BROKER_RESOURCE
+    dynamic = share.broker.image().configs
+    dynamic[(BROKER_RESOURCE, "")] = {"group.share.assignment.interval.ms": "4000"}
+    assert [share.assignment_interval(g) for g in ("plain", "own")] == [4_000, 3_000]
+    dynamic[(BROKER_RESOURCE, "1")] = {"group.share.assignment.interval.ms": "7000"}
+    assert share.assignment_interval("plain") == 5_000
+    assert "group.share.assignment.interval.ms=7000 is outside this broker's bounds [0, 5000]; using 5000" in \
+        caplog.text
 
 
 def test_share_renew_acknowledge_enable_is_read_per_group():
