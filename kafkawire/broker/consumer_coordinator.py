@@ -7,7 +7,7 @@ runs them (consumerGroupHeartbeat, consumerGroupLeave, the session and rebalance
 A heartbeat (1) creates or updates the member, bumping the group epoch when its subscription or
 the subscribed topics' metadata changed, (2) computes a new target assignment with the
 group's server assignor when the group epoch is ahead of the assignment epoch (at most once per
-``group.consumer.assignment.interval.ms``), (3) moves the member towards its target
+its ``consumer.assignment.interval.ms``, else the broker's), (3) moves the member towards its target
 (kafkawire.broker.consumer_reconcile). Every change is a record of kafkawire.broker.consumer_records
 written through the classic coordinator's ``persist`` and then replayed into the state
 (kafkawire.broker.consumer_group.apply), as Kafka's coordinator runtime applies its records, so the
