@@ -27,8 +27,10 @@ registers them; a refusal is wrapped as Kafka wraps it:
 ``Invalid value org.apache.kafka.common.config.ConfigException: <why> for configuration Invalid
 dynamic configuration`` (Kafka's ConfigException(name, value) given the cause as the value):
 - per data-plane listener, its connection quota (max.connections and
-  max.connection.creation.rate with the listener's prefix override: more than 0) and its
-  network threads (num.network.threads: at most double, at least half the current);
+  max.connection.creation.rate with the listener's prefix override: more than 0), its
+  network threads (num.network.threads: at most double, at least half the current) and, for an
+  SSL or SASL_SSL listener, its channel builder's check of a changed key or trust store
+  (kafkawire.metadata.dynamic_ssl_reconfiguration);
 - BrokerDynamicThreadPool: num.io.threads, num.replica.fetchers,
   num.recovery.threads.per.data.dir, background.threads at most double, at least half;
 - DynamicLogConfig: log.local.retention.ms/bytes against log.retention.ms/bytes, cordoned.log.dirs;
@@ -48,8 +50,11 @@ import re
 
 from .config_def import INT_MAX, INT_MIN, ConfigValueError
 from .dynamic_broker_config_table import ALL_NAMES, DYNAMIC, DYNAMIC_SECURITY, RECONFIGURABLE, STATIC_DEFAULTS
+from . import dynamic_ssl_reconfiguration
 from .dynamic_broker_configs import parse_value
-from .java_text import java_hashset_order, java_string_hash
+from .dynamic_ssl_reconfiguration import SSL_RECONFIGURABLE
+from .java_text import java_hashset_order
+from .scala_text import scala_set, scala_set_order
 
 __all__ = ["check", "merged"]
 
@@ -111,6 +116,7 @@ def _check_components(current: _Config, new: _Config, changed: set[str]) -> None
     for listener in current.data_plane_listener_names():
         _check_listener_quota(current, new, listener)
         _check_network_threads(current, new, listener)
+        _check_channel_builder(current, new, listener)
     if changed & RECONFIGURABLE["thread_pool"]:
         _check_thread_counts(current, new, [n for n in _values_order() if n in RECONFIGURABLE["thread_pool"]])
     if changed & RECONFIGURABLE["log"]:
@@ -139,6 +145,22 @@ def _check_network_threads(current: _Config, new: _Config, listener: str) -> Non
     num.network.threads."""
     name = "num.network.threads"
     _thread_count(name, new.for_listener(listener, name), current.for_listener(listener, name))
+
+
+def _check_channel_builder(current: _Config, new: _Config, listener: str) -> None:
+    """The listener's SslChannelBuilder or SaslChannelBuilder (SASL_SSL): its SslFactory's check
+    of a changed key store or trust store (kafkawire.metadata.dynamic_ssl_reconfiguration)."""
+    if current.protocols().get(listener) not in ("SSL", "SASL_SSL"):
+        return
+    old_values, new_values = (dict((n, c.listener_text(listener, n)) for n in SSL_RECONFIGURABLE) for c in (current, new))
+    if old_values == new_values:
+        return
+    try:
+        dynamic_ssl_reconfiguration.check(old_values, new_values,
+                                          allow_dn_changes=current.listener_flag(listener, "ssl.allow.dn.changes"),
+                                          allow_san_changes=current.listener_flag(listener, "ssl.allow.san.changes"))
+    except dynamic_ssl_reconfiguration.SslRefused as exc:
+        raise _Refused(str(exc)) from None
 
 
 def _check_thread_counts(current: _Config, new: _Config, names: list[str]) -> None:
@@ -195,12 +217,12 @@ def _check_listeners(current: _Config, new: _Config) -> None:
     new_names = [name for name, _, _ in new.listeners()]
     old_advertised = [name for name, _, _ in current.advertised_broker_listeners()]
     if not set(old_advertised) <= set(new_names):
-        raise _Refused(f"Advertised listeners '{_scala_set(old_advertised)}' must be a subset of listeners "
-                       f"'{_scala_set(new_names)}'")
+        raise _Refused(f"Advertised listeners '{scala_set(old_advertised)}' must be a subset of listeners "
+                       f"'{scala_set(new_names)}'")
     old_names = [name for name, _, _ in current.listeners()]
     old_protocols, new_protocols = current.protocols(), new.protocols()
     kept = set(old_names)
-    for name in [n for n in _scala_set_order(new_names) if n in kept]:     # newListeners.intersect(old)
+    for name in [n for n in scala_set_order(new_names) if n in kept]:     # newListeners.intersect(old)
         if current.immutable_listener_configs(name) != new.immutable_listener_configs(name):
             raise _Refused(f"Configs cannot be updated dynamically for existing listener ListenerName({name}), "
                            f"restart broker or create a new listener for update")
@@ -242,6 +264,17 @@ class _Config:
         if override in self.props:
             return parse_value(override, DYNAMIC[name], self.props[override])
         return self.get(name)
+
+    def listener_text(self, listener: str, name: str) -> str | None:
+        """A dynamic STRING or PASSWORD key's value for the listener (its prefixed override, else
+        the key, else the default), trimmed as ConfigDef parses it."""
+        text = self.props.get(f"listener.name.{listener.lower()}.{name}", self.props.get(name, DYNAMIC[name].default))
+        return None if text is None else text.strip()
+
+    def listener_flag(self, listener: str, name: str) -> bool:
+        """A static BOOLEAN key for the listener (ssl.allow.dn.changes: false unless set)."""
+        text = self.props.get(f"listener.name.{listener.lower()}.{name}", self.props.get(name, "false"))
+        return text.strip().lower() == "true"
 
     def retention_ms(self) -> int:
         """KafkaConfig.logRetentionTimeMillis."""
@@ -373,14 +406,14 @@ class _Config:
             _require(bool(advertised), "There must be at least one broker advertised listener. Perhaps all listeners "
                                        "appear in controller.listener.names?")
             inter_broker = self.inter_broker_listener()
-            shown = ",".join(_scala_set_order(advertised))
+            shown = ",".join(scala_set_order(advertised))
             _require(inter_broker in advertised, f"inter.broker.listener.name must be a listener name defined in "
                                                  f"advertised.listeners. The valid options based on currently "
                                                  f"configured listeners are {shown}")
             _require(set(advertised) <= set(listener_names),
                      f"advertised.listeners listener names must be equal to or a subset of the ones defined in "
                      f"listeners. Found {shown}. The valid options based on the current configuration are "
-                     f"{','.join(_scala_set_order(listener_names))}")
+                     f"{','.join(scala_set_order(listener_names))}")
             self._validate_cordoned_log_dirs()
         _require(all(host != "0.0.0.0" for _, host, _ in self.advertised_broker_listeners()),
                  "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. Use a routable IP address.")
@@ -530,42 +563,6 @@ def _java_int_hashmap_order(keys: list[int]) -> list[int]:
     while len(keys) > capacity * 3 // 4:
         capacity *= 2
     return sorted(keys, key=lambda k: (k ^ (k >> 16)) & (capacity - 1))
-
-
-def _scala_set_order(names: list[str]) -> list[str]:
-    """How a Scala 2.13 immutable Set of these listener names (ListenerName's hash is its name's
-    String.hashCode) iterates: insertion order up to four elements (Set1-Set4), then a CHAMP
-    HashSet's order (by the improved hash's 5-bit fragments, a node's own elements before its
-    sub-nodes)."""
-    unique = list(dict.fromkeys(names))
-    if len(unique) <= 4:
-        return unique
-    return _champ_order([(_scala_improve(java_string_hash(n)), n) for n in unique], 0)
-
-
-def _scala_improve(code: int) -> int:
-    """scala.collection.Hashing.improve, on a 32-bit int (kept unsigned here)."""
-    h = (code + (~(code << 9) & 0xFFFFFFFF)) & 0xFFFFFFFF
-    h ^= h >> 14
-    h = (h + (h << 4)) & 0xFFFFFFFF
-    return h ^ (h >> 10)
-
-
-def _champ_order(entries: list[tuple[int, str]], shift: int) -> list[str]:
-    by_fragment: dict[int, list[tuple[int, str]]] = {}
-    for entry in entries:
-        by_fragment.setdefault((entry[0] >> shift) & 31, []).append(entry)
-    own = [group[0][1] for _, group in sorted(by_fragment.items()) if len(group) == 1]
-    if shift >= 30:                     # a full hash collision: a collision node keeps insertion order
-        return own + [n for _, group in sorted(by_fragment.items()) if len(group) > 1 for _, n in group]
-    nested = [n for _, group in sorted(by_fragment.items()) if len(group) > 1 for n in _champ_order(group, shift + 5)]
-    return own + nested
-
-
-def _scala_set(names: list[str]) -> str:
-    order = _scala_set_order(names)
-    kind = "Set" if len(order) <= 4 else "HashSet"
-    return f"{kind}({', '.join(f'ListenerName({n})' for n in order)})"
 
 
 @functools.cache

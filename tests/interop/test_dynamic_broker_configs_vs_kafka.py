@@ -4,13 +4,16 @@ change (kafkawire.metadata.dynamic_broker_configs and dynamic_reconfiguration): 
 tests/broker/data/dynamic_broker_config_cases.json (so the test without Java keeps Kafka's
 answers), a sweep of values over every dynamic key, and a sweep of changes to the keys the
 reconfigurable components and the rebuilt KafkaConfig check, on brokers with and without
-their own settings; the generated table is fresh."""
+their own settings, and the recorded SSL cases (tests/broker/data/dynamic_ssl_config_cases.json)
+on key and trust stores made in a temporary directory; the generated table is fresh."""
 from __future__ import annotations
 
 import pytest
 
 from kafkawire.metadata.dynamic_broker_config_table import DYNAMIC
+from tests.broker.dynamic_ssl_stores import with_directory, write_stores
 from tests.broker.test_dynamic_broker_configs import CASES, our_answer
+from tests.broker.test_dynamic_ssl_configs import CASES as SSL_CASES
 from tests.interop import dynamic_broker_configs
 
 SWEEP_VALUES = ("x", "-1", "0", "1", "2.5", " 7 ", "", "a,,b", "true", "99999999999", "-131073", "1e3")
@@ -60,9 +63,12 @@ def _value_sweep() -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def kafkas(kafka_libs) -> dict[str, list]:
-    """Kafka's answers to the recorded cases and both sweeps, from one JVM: name -> [(case, answer)]."""
-    parts = {"cases": CASES, "values": _value_sweep(), "reconfigurations": _reconfiguration_sweep()}
+def kafkas(kafka_libs, tmp_path_factory) -> dict[str, list]:
+    """Kafka's answers to the recorded cases (the SSL ones on stores made here) and both sweeps,
+    from one JVM: name -> [(case, answer)]."""
+    stores = write_stores(tmp_path_factory.mktemp("stores"))
+    parts = {"cases": CASES, "values": _value_sweep(), "reconfigurations": _reconfiguration_sweep(),
+             "ssl": with_directory(SSL_CASES, stores)}
     answers = iter(dynamic_broker_configs.kafkas_answers([case for cases in parts.values() for case in cases]))
     return {name: [(case, next(answers)) for case in cases] for name, cases in parts.items()}
 
@@ -83,6 +89,11 @@ def test_kafka_answers_a_sweep_of_reconfigurations_as_we_do(kafkas):
     refused = [kafka for _, kafka in sweep if kafka is not None]
     assert sum("Invalid dynamic configuration" in a for a in refused) > 50
     assert sum(a.startswith("requirement failed") for a in refused) > 20
+
+
+def test_kafka_answers_the_recorded_ssl_cases_as_recorded(kafkas):
+    """The recorded answers tests/broker/test_dynamic_ssl_configs.py holds ours to."""
+    assert [kafka for _, kafka in kafkas["ssl"]] == [case["kafka"] for case, _ in kafkas["ssl"]]
 
 
 def test_the_generated_table_is_fresh(kafka_libs):

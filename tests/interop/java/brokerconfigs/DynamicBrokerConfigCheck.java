@@ -7,7 +7,8 @@
 // "static" server.properties and holding the "default" and "per_broker" dynamic configs: the
 // KafkaConfig rebuilt with the change, then the validateReconfiguration of the reconfigurables a
 // KRaft broker registers that can be built without a running broker: the listener connection
-// quotas (ConnectionQuotas.addListener, one per data-plane listener), BrokerDynamicThreadPool,
+// quotas (ConnectionQuotas.addListener, one per data-plane listener) and channel builders (an SSL
+// or SASL_SSL listener's checks its changed key and trust stores), BrokerDynamicThreadPool,
 // DynamicLogConfig, DynamicListenerConfig, DynamicProducerStateManagerConfig,
 // DynamicRemoteLogConfig and the LogCleaner (when log.cleaner.enable), in the broker's order.
 // The broker's KafkaBroker is a proxy answering only config(), all these read of it.
@@ -33,8 +34,15 @@ import kafka.server.DynamicRemoteLogConfig;
 import kafka.server.KafkaBroker;
 import kafka.server.KafkaConfig;
 import org.apache.kafka.common.Endpoint;
+import org.apache.kafka.common.Reconfigurable;
+import org.apache.kafka.common.network.ChannelBuilder;
+import org.apache.kafka.common.network.ChannelBuilders;
+import org.apache.kafka.common.security.authenticator.CredentialCache;
+import org.apache.kafka.common.security.token.delegation.internals.DelegationTokenCache;
+import org.apache.kafka.common.utils.LogContext;
 import org.apache.kafka.common.metrics.Metrics;
 import org.apache.kafka.common.network.ListenerName;
+import org.apache.kafka.common.security.auth.SecurityProtocol;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.coordinator.transaction.TransactionLogConfig;
 import org.apache.kafka.server.config.DynamicBrokerConfig;
@@ -105,12 +113,23 @@ public class DynamicBrokerConfigCheck {
                 if (method.getName().equals("config")) return config;
                 throw new UnsupportedOperationException(method.getName());
             });
-        // The broker's SocketServer: each data-plane listener's ConnectionQuotas.addListener (its
-        // DataPlaneAcceptor needs a running socket server and is left out)
+        // The broker's SocketServer: each data-plane listener's ConnectionQuotas.addListener, then
+        // (its DataPlaneAcceptor needs a running socket server and is left out) the channel builder
+        // of its processor when SSL or SASL_SSL (one stands for the listener's num.network.threads
+        // identical ones; a PLAINTEXT one is not Reconfigurable and a SASL_PLAINTEXT one watches
+        // no config, so leaving them out changes no answer)
         ConnectionQuotas quotas = new ConnectionQuotas(config, Time.SYSTEM, new Metrics());
         List<Endpoint> listeners = scala.jdk.javaapi.CollectionConverters.asJava(config.dataPlaneListeners());
         for (Endpoint endpoint : listeners) {
-            quotas.addListener(config, ListenerName.normalised(endpoint.listener()));
+            ListenerName listenerName = ListenerName.normalised(endpoint.listener());
+            quotas.addListener(config, listenerName);
+            SecurityProtocol protocol = endpoint.securityProtocol();
+            if (protocol != SecurityProtocol.SSL && protocol != SecurityProtocol.SASL_SSL) continue;
+            ChannelBuilder builder = ChannelBuilders.serverChannelBuilder(listenerName,
+                listenerName.equals(config.interBrokerListenerName()), protocol, config,
+                new CredentialCache(), new DelegationTokenCache(List.of()), Time.SYSTEM, new LogContext(),
+                version -> null);
+            if (builder instanceof Reconfigurable reconfigurable) dynamic.addReconfigurable(reconfigurable);
         }
         // DynamicBrokerConfig.addReconfigurables(broker), in its order
         dynamic.addBrokerReconfigurable(new BrokerDynamicThreadPool(server));

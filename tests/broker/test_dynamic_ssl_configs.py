@@ -1,0 +1,43 @@
+"""A dynamic change of a listener's key store or trust store checked as Kafka 4.3.1's SSL channel
+builder checks it (kafkawire.metadata.dynamic_ssl_reconfiguration, through
+dynamic_reconfiguration.check): Kafka's recorded answers (``python -m
+tests.interop.dynamic_broker_configs --record-ssl-cases``, judged again by
+tests/interop/test_dynamic_broker_configs_vs_kafka.py) on stores made here, in a temporary
+directory, by tests/broker/dynamic_ssl_stores.py."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.broker.dynamic_ssl_stores import with_directory, write_stores
+from tests.broker.test_dynamic_broker_configs import our_answer
+
+pytest.importorskip("cryptography")
+
+CASES = json.loads((Path(__file__).parent / "data" / "dynamic_ssl_config_cases.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory) -> Path:
+    return write_stores(tmp_path_factory.mktemp("stores"))
+
+
+def _case_id(case: dict) -> str:
+    return ",".join(f"{k.rpartition('.ssl.')[2] or k}={v.rpartition('/')[2]}"[:40] for k, v in case["props"].items())
+
+
+@pytest.mark.parametrize("case", CASES, ids=_case_id)
+def test_kafkas_recorded_answer_is_ours(case, stores):
+    case = with_directory(case, stores)
+    assert our_answer(case) == case["kafka"]
+
+
+def test_the_cases_cover_every_refusal():
+    messages = [c["kafka"] or "" for c in CASES]
+    for part in ("DistinguishedName does not match", "SubjectAltNames do not match", "Failed to load SSL keystore",
+                 "Failed to load PEM SSL keystore", "Cannot add SSL truststore", "but key store password is not",
+                 "cannot be specified with PEM format", "UnrecoverableKeyException"):
+        assert any(part in m for m in messages), part
+    assert sum(c["kafka"] is None for c in CASES) >= 10
