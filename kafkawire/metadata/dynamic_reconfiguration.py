@@ -325,6 +325,15 @@ class _Config:
                                    f"found in listener.security.protocol.map.")
         return name.upper()
 
+    def advertised_controller_names(self) -> set[str]:
+        """The names of KafkaConfig.effectiveAdvertisedControllerListeners that advertised.listeners
+        gives (the others are the listeners'). Its advertised 0.0.0.0 check is not made here: a
+        dynamic change touches neither advertised.listeners nor controller.listener.names, and
+        Kafka's broker does not start with one."""
+        advertised = self.get("advertised.listeners")
+        endpoints = [] if advertised is None else _endpoints(advertised, self.protocols(), False)
+        return {name for name, _, _ in endpoints if name in {n.upper() for n in self.controller_listener_names()}}
+
     def advertised_broker_listeners(self) -> list[tuple[str, str | None, int]]:
         """KafkaConfig.effectiveAdvertisedBrokerListeners."""
         advertised = self.get("advertised.listeners")
@@ -396,7 +405,8 @@ class _Config:
                         f"listener is required if listener.security.protocol.map is non-empty, or if there are "
                         f"security protocols other than PLAINTEXT in use)")
         if "controller" in roles:
-            _require(any(n in listener_names for n in self.controller_listener_names()),
+            advertised_controllers = self.advertised_controller_names()
+            _require(any(n in listener_names or n in advertised_controllers for n in self.controller_listener_names()),
                      "controller.listener.names must contain at least one value appearing in the 'listeners' "
                      "configuration when running the KRaft controller role")
             _require(all(n in listener_names for n in self.controller_listener_names()),
@@ -434,10 +444,19 @@ class _Config:
                                   f"Missing entries : {', '.join(missing)}")
 
     def _validate_connection_limits(self) -> None:
+        """KafkaConfig.maxConnectionsPerIpOverrides (the map parsed, each count an Integer) read
+        by the zero check and then by the host pattern check."""
+        name = "max.connections.per.ip.overrides"
+        overrides = _csv_map(name, self.get(name) or "")
+        for count in overrides.values():
+            if re.fullmatch(r"[+-]?[0-9]+", count) is None or not INT_MIN <= int(count) <= INT_MAX:
+                raise ConfigValueError(f'For input string: "{count}"')          # Integer.parseInt
         if self.get("max.connections.per.ip") == 0:
-            _require(bool(_csv_map(self.get("max.connections.per.ip.overrides"))),
-                     "max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property "
-                     "is set.")
+            _require(bool(overrides), "max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides "
+                                      "property is set.")
+        invalid = [host for host in overrides if re.fullmatch(r"[0-9a-zA-Z\-%._:]*", host) is None]
+        if invalid:                                 # Utils.validHostPattern; an IllegalArgumentException
+            raise ConfigValueError(f"{name} contains invalid addresses : {','.join(invalid)}")
 
 
 def _static_int(name: str, text: str) -> int:
@@ -458,26 +477,30 @@ def _java_div(a: int, b: int) -> int:
     return quotient if (a >= 0) == (b >= 0) else -quotient
 
 
-def _csv_map(text: str | None) -> dict[str, str]:
-    return {k.strip(): v.strip() for k, _, v in (e.partition(":") for e in (text or "").split(",") if e.strip())}
-
-
-def _protocol_map(text: str) -> dict[str, str]:
-    """AbstractKafkaConfig.getMap (Csv.parseCsvMap) then each listener name normalised and its
-    protocol named, in the parsed HashMap's order, with Kafka's messages."""
+def _csv_map(name: str, text: str) -> dict[str, str]:
+    """AbstractKafkaConfig.getMap (Csv.parseCsvMap) with its message, in the HashMap's order."""
     parsed: dict[str, str] = {}
     if text:
         entries = re.split(r"\s*,\s*", text)
         while len(entries) > 1 and entries[-1] == "":           # String.split drops trailing empty strings
             entries.pop()
+        if entries == [""] and text:                          # all of them when the text is separators only
+            entries = []
         for entry in entries:
             if ":" not in entry:                              # substring(0, lastIndexOf(":")) fails
-                raise ConfigValueError(f"Error parsing configuration property 'listener.security.protocol.map': "
-                                       f"begin 0, end -1, length {len(entry)}")
-            name, _, protocol = entry.rpartition(":")
-            parsed[name.strip()] = protocol.strip()
+                raise ConfigValueError(f"Error parsing configuration property '{name}': begin 0, end -1, length "
+                                       f"{len(entry)}")
+            key, _, value = entry.rpartition(":")
+            parsed[key.strip()] = value.strip()
+    return {key: parsed[key] for key in java_hashset_order(parsed)}
+
+
+def _protocol_map(text: str) -> dict[str, str]:
+    """AbstractKafkaConfig.getMap (Csv.parseCsvMap) then each listener name normalised and its
+    protocol named, in the parsed HashMap's order, with Kafka's messages."""
+    parsed = _csv_map("listener.security.protocol.map", text)
     protocols: dict[str, str] = {}
-    for name in java_hashset_order(parsed):
+    for name in parsed:
         protocol = parsed[name]
         if protocol.upper() not in _PROTOCOLS:
             raise ConfigValueError(f"Invalid security protocol `{protocol}` defined in listener.security.protocol.map")

@@ -36,7 +36,11 @@ LISTENER_CHANGES = (
     "EXTERNAL://localhost:9094,CONTROLLER://localhost:9093",
     "PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093,PLAINTEXT://localhost:9099",
     "PLAINTEXT://:9092,CONTROLLER://localhost:9093",
+    "PLAINTEXT://localhost:9092",
 )
+
+OVERRIDES_CHANGES = ("127.0.0.1:1", "x", "127.0.0.1:x", "h h:1", "h*:1,127.0.0.1:2", "a b:1,c/d:2", "::1:3", "[::1]:3",
+                     "127.0.0.1: 5 , host.example:6", "h:99999999999", "h:+5", "h:-1", ":4", "h:", "a:1,,b:2", " , ")
 
 
 def _reconfiguration_sweep() -> list[dict]:
@@ -52,9 +56,16 @@ def _reconfiguration_sweep() -> list[dict]:
     protocols = ",".join(f"{n}:PLAINTEXT" for n in ("PLAINTEXT", "EXTERNAL", "CONTROLLER", "A", "B", "C", "D", "E"))
     changes = [{name: value} for name in RECONFIGURED for value in RECONFIGURED_VALUES]
     changes += [{"listeners": listeners, "listener.security.protocol.map": protocols} for listeners in LISTENER_CHANGES]
+    changes += [{"max.connections.per.ip.overrides": overrides, **per_ip} for overrides in OVERRIDES_CHANGES
+                for per_ip in ({}, {"max.connections.per.ip": "0"})]
     # the resource's configs after an incremental change: its stored ones and the change
+    # a broker whose server.properties advertise the controller listener (its listeners changed)
+    advertising = {**node, "static": {**node["static"], "advertised.listeners": "PLAINTEXT://localhost:9092,"
+                                                                                "CONTROLLER://localhost:9093"}}
+    listener_changes = [c for c in changes if "listeners" in c]
     return [{"props": {**broker["per_broker"], **props}, "per_broker": True, "broker": broker}
-            for broker in (node, own) for props in changes]
+            for broker, broker_changes in ((node, changes), (own, changes), (advertising, listener_changes))
+            for props in broker_changes]
 
 
 def _value_sweep() -> list[dict]:
