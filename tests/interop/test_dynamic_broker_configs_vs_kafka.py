@@ -23,7 +23,8 @@ RECONFIGURED = ("num.io.threads", "num.replica.fetchers", "num.recovery.threads.
                 "max.connections", "max.connection.creation.rate", "listener.name.plaintext.max.connections",
                 "log.local.retention.ms", "log.local.retention.bytes", "log.retention.ms", "log.retention.bytes",
                 "log.roll.ms", "log.roll.jitter.ms", "log.cleaner.dedupe.buffer.size", "max.connections.per.ip",
-                "message.max.bytes", "cordoned.log.dirs")
+                "message.max.bytes", "cordoned.log.dirs", "num.network.threads",
+                "listener.name.plaintext.num.network.threads", "listener.name.external.num.network.threads")
 RECONFIGURED_VALUES = ("-1", "0", "1", "2", "5", "9", "17", "21", "3600001", "3145729", "/tmp/kw-a")
 LISTENER_CHANGES = (
     "PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093",
@@ -48,7 +49,7 @@ def _reconfiguration_sweep() -> list[dict]:
     server.properties and stored dynamic configs set them (the current values differ)."""
     node = next(c["broker"] for c in CASES if "broker" in c and "EXTERNAL" not in c["broker"]["static"]["listeners"])
     external = next(c["broker"] for c in CASES if "broker" in c and "EXTERNAL" in c["broker"]["static"]["listeners"])
-    own = {"static": {**node["static"], "num.io.threads": "3", "log.cleaner.threads": "3", "log.retention.hours": "1",
+    own = {"static": {**node["static"], "num.io.threads": "3", "log.cleaner.threads": "3", "num.network.threads": "5", "log.retention.hours": "1",
                       "remote.log.reader.threads": "4", "listeners": external["static"]["listeners"],
                       "listener.security.protocol.map": external["static"]["listener.security.protocol.map"]},
            "default": {"background.threads": "5", "log.retention.bytes": "5000", "max.connections": "10"},
