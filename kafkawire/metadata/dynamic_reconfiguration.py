@@ -52,7 +52,6 @@ from .config_def import INT_MAX, INT_MIN, ConfigValueError
 from .dynamic_broker_config_table import ALL_NAMES, DYNAMIC, DYNAMIC_SECURITY, RECONFIGURABLE, STATIC_DEFAULTS
 from . import dynamic_ssl_reconfiguration
 from .dynamic_broker_configs import parse_value
-from .dynamic_ssl_reconfiguration import SSL_RECONFIGURABLE
 from .java_text import java_hashset_order
 from .scala_text import scala_set, scala_set_order
 
@@ -93,11 +92,12 @@ def _synonyms(name: str) -> tuple[str, ...]:
 
 
 def check(props: dict[str, str], *, static: dict[str, str], default: dict[str, str], broker: dict[str, str],
-          per_broker: bool) -> None:
+          per_broker: bool, tls_handshake=None) -> None:
     """DynamicBrokerConfig.validate after validateConfigs: ``props`` the resource's configs after
     the change (already checked by dynamic_broker_configs.validate), ``static`` the node's
     server.properties, ``default`` and ``broker`` the stored dynamic cluster default and this
-    broker's dynamic configs (as DynamicBrokerConfig.fromPersistentProps keeps them)."""
+    broker's dynamic configs (as DynamicBrokerConfig.fromPersistentProps keeps them);
+    ``tls_handshake``: kafkawire.net.ssl_rotation.handshake_refusal (None: not made)."""
     current = _Config(merged(static, default, broker))
     new = _Config(merged(static, default, props) if per_broker else merged(static, props, broker))
     new.validate_values()
@@ -105,18 +105,18 @@ def check(props: dict[str, str], *, static: dict[str, str], default: dict[str, s
     if not changed:
         return
     try:
-        _check_components(current, new, changed)
+        _check_components(current, new, changed, tls_handshake)
     except _Refused as exc:
         raise ConfigValueError(_WRAPPED.format(exc)) from None
 
 
-def _check_components(current: _Config, new: _Config, changed: set[str]) -> None:
+def _check_components(current: _Config, new: _Config, changed: set[str], tls_handshake) -> None:
     """The components in the order a KRaft broker registers them: the Reconfigurables (each
     data-plane listener's connection quota, then its acceptor) before the BrokerReconfigurables."""
     for listener in current.data_plane_listener_names():
         _check_listener_quota(current, new, listener)
         _check_network_threads(current, new, listener)
-        _check_channel_builder(current, new, listener)
+        _check_channel_builder(current, new, listener, tls_handshake)
     if changed & RECONFIGURABLE["thread_pool"]:
         _check_thread_counts(current, new, [n for n in _values_order() if n in RECONFIGURABLE["thread_pool"]])
     if changed & RECONFIGURABLE["log"]:
@@ -147,18 +147,10 @@ def _check_network_threads(current: _Config, new: _Config, listener: str) -> Non
     _thread_count(name, new.for_listener(listener, name), current.for_listener(listener, name))
 
 
-def _check_channel_builder(current: _Config, new: _Config, listener: str) -> None:
-    """The listener's SslChannelBuilder or SaslChannelBuilder (SASL_SSL): its SslFactory's check
-    of a changed key store or trust store (kafkawire.metadata.dynamic_ssl_reconfiguration)."""
-    if current.protocols().get(listener) not in ("SSL", "SASL_SSL"):
-        return
-    old_values, new_values = (dict((n, c.listener_text(listener, n)) for n in SSL_RECONFIGURABLE) for c in (current, new))
-    if old_values == new_values:
-        return
+def _check_channel_builder(current: _Config, new: _Config, listener: str, tls_handshake) -> None:
+    """The listener's SslChannelBuilder or SaslChannelBuilder (SASL_SSL)."""
     try:
-        dynamic_ssl_reconfiguration.check(old_values, new_values,
-                                          allow_dn_changes=current.listener_flag(listener, "ssl.allow.dn.changes"),
-                                          allow_san_changes=current.listener_flag(listener, "ssl.allow.san.changes"))
+        dynamic_ssl_reconfiguration.check_listener(current, new, listener, tls_handshake)
     except dynamic_ssl_reconfiguration.SslRefused as exc:
         raise _Refused(str(exc)) from None
 

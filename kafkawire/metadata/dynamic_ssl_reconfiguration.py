@@ -5,7 +5,9 @@ watches nothing): the new stores are loaded as DefaultSslEngineFactory loads the
 - a listener that had a key store keeps one, one that had none gets none;
 - each certificate entry of the new key store keeps the current one's subject DN (unless
   ssl.allow.dn.changes) and at least its SubjectAltNames (unless ssl.allow.san.changes);
-- a listener that had no trust store gets none.
+- a listener that had no trust store gets none;
+- on the inter-broker listener, a TLS handshake each way between the current and the new stores
+  (SslEngineValidator; kafkawire.net.ssl_rotation, passed in by the broker, makes it).
 A refusal is the text Kafka's ConfigException carries: "Validation of dynamic config update of
 SSLFactory failed: " and the Java exception's class and message (its cause is not shown), which
 kafkawire.metadata.dynamic_reconfiguration wraps as "Invalid dynamic configuration".
@@ -23,7 +25,7 @@ import re
 
 from .java_text import java_string_hash
 
-__all__ = ["SSL_RECONFIGURABLE", "SslRefused", "check"]
+__all__ = ["SSL_RECONFIGURABLE", "SslRefused", "check", "check_listener"]
 
 # SslConfigs.RECONFIGURABLE_CONFIGS: what the channel builder watches
 SSL_RECONFIGURABLE = ("ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
@@ -57,6 +59,24 @@ class _Entry:
         self.dn = _java_dn(certificate.subject)
         self.dn_key = certificate.subject.rfc4514_string().lower()
         self.sans = _java_sans(certificate)
+
+
+def check_listener(current, new, listener: str, tls_handshake) -> None:
+    """The listener's channel builder, given the current and new configs (dynamic_reconfiguration's
+    _Config): nothing unless the listener is SSL or SASL_SSL and its stores' settings changed;
+    then ``check`` and, on the inter-broker listener, ``tls_handshake`` (SslEngineValidator)."""
+    protocol = current.protocols().get(listener)
+    if protocol not in ("SSL", "SASL_SSL"):
+        return
+    old_values, new_values = ({n: c.listener_text(listener, n) for n in SSL_RECONFIGURABLE} for c in (current, new))
+    if old_values == new_values:
+        return
+    check(old_values, new_values, allow_dn_changes=current.listener_flag(listener, "ssl.allow.dn.changes"),
+          allow_san_changes=current.listener_flag(listener, "ssl.allow.san.changes"))
+    if tls_handshake is not None and listener == current.inter_broker_listener():
+        refusal = tls_handshake(listener, protocol, current.props, new.props)
+        if refusal is not None:
+            raise SslRefused(f"{_FAILED}javax.net.ssl.SSLHandshakeException: {refusal}")
 
 
 def check(old: dict[str, str | None], new: dict[str, str | None], *, allow_dn_changes: bool,

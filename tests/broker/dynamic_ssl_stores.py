@@ -14,7 +14,8 @@ KEY_PASSWORD = "keypass"
 _SANS = ("localhost", "127.0.0.1", "broker.example")
 
 
-def _certificate(common_name: str, sans: tuple[str, ...]):
+def _certificate(common_name: str, sans: tuple[str, ...], issuer=None):
+    """A key and its certificate, self-signed or signed by ``issuer`` (a CA's key and certificate)."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -24,12 +25,15 @@ def _certificate(common_name: str, sans: tuple[str, ...]):
                       x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     names = [x509.IPAddress(ipaddress.ip_address(s)) if s[0].isdigit() else x509.DNSName(s) for s in sans]
     now = datetime.datetime.now(datetime.timezone.utc)
-    builder = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+    signer, issuer_name = (key, name) if issuer is None else (issuer[0], issuer[1].subject)
+    builder = (x509.CertificateBuilder().subject_name(name).issuer_name(issuer_name).public_key(key.public_key())
                .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
                .not_valid_after(now + datetime.timedelta(days=30)))
     if names:
         builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
-    return key, builder.sign(key, hashes.SHA256())
+    if not sans:                                        # a CA
+        builder = builder.add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+    return key, builder.sign(signer, hashes.SHA256())
 
 
 def write_stores(directory: Path) -> Path:
@@ -56,6 +60,18 @@ def write_stores(directory: Path) -> Path:
         (directory / f"{name}.p12").write_bytes(pkcs12.serialize_key_and_certificates(
             None, None, None, [certificate], secret))
     (directory / "ts.pem").write_bytes(certificates["ks"].public_bytes(Encoding.PEM))
+    # for the inter-broker listener's handshake: key stores signed by a CA, trust stores of CAs in
+    # PEM (Java trusts none of the certificates of a PKCS12 store cryptography writes: they lack
+    # Java's trusted-key-usage attribute)
+    authorities = {name: _certificate(f"{name} authority", ()) for name in ("ca", "ca2")}
+    for name, authority in (("ks-ca", "ca"), ("ks-ca2", "ca"), ("ks-other-ca", "ca2")):
+        key, certificate = _certificate("broker", _SANS, authorities[authority])
+        (directory / f"{name}.p12").write_bytes(pkcs12.serialize_key_and_certificates(
+            b"broker", key, certificate, None, secret))
+    pems = {name: authority[1].public_bytes(Encoding.PEM) for name, authority in authorities.items()}
+    (directory / "ca.pem").write_bytes(pems["ca"])
+    (directory / "ca2.pem").write_bytes(pems["ca2"])
+    (directory / "ca-both.pem").write_bytes(pems["ca"] + pems["ca2"])
     (directory / "garbage.p12").write_bytes(b"not a key store")
     return directory
 

@@ -21,6 +21,7 @@ from kafkawire.messages.incremental_alter_configs_request import IncrementalAlte
 from kafkawire.messages.incremental_alter_configs_response import (AlterConfigsResourceResponse,
                                                                     IncrementalAlterConfigsResponse)
 from kafkawire.metadata import dynamic_reconfiguration
+from kafkawire.net import ssl_rotation
 from kafkawire.metadata.dynamic_broker_configs import (APPEND, DELETE, SET, SUBTRACT, ConfigValueError,
                                                        InvalidConfiguration, props_after, validate)
 from kafkawire.protocol.error_codes import Errors
@@ -39,7 +40,8 @@ def our_answer(case: dict) -> str | None:
         if broker is not None:
             dynamic_reconfiguration.check(
                 props, static=broker["static"], default=props_after(broker["default"], [], per_broker=False),
-                broker=props_after(broker["per_broker"], [], per_broker=True), per_broker=per_broker)
+                broker=props_after(broker["per_broker"], [], per_broker=True), per_broker=per_broker,
+                tls_handshake=ssl_rotation.handshake_refusal)
     except ConfigValueError as exc:
         return str(exc)
     return None
