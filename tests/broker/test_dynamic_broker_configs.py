@@ -143,9 +143,9 @@ NODE = next(c["broker"]["static"] for c in CASES if "broker" in c)
 
 
 def test_a_listeners_network_threads_at_most_double_and_at_least_half_its_current_ones():
-    """DataPlaneAcceptor.validateReconfiguration, read from Kafka's source (the Java judge cannot
-    build an acceptor without a running socket server, so these answers are not recorded from
-    Kafka): the current value is the listener's num.network.threads (3 by default)."""
+    """DataPlaneAcceptor.validateReconfiguration (Kafka's own acceptor judges the same rule in
+    tests/interop/test_dynamic_broker_configs_vs_kafka.py's sweep): the current value is the
+    listener's num.network.threads (3 by default)."""
     def answer(props, static=NODE, broker=None):
         return our_answer({"props": props, "per_broker": True,
                            "broker": {"static": static, "default": {}, "per_broker": broker or {}}})

@@ -51,3 +51,39 @@ def test_the_cases_cover_every_refusal():
                  "cannot be specified with PEM format", "UnrecoverableKeyException", _HANDSHAKE):
         assert any(part in m for m in messages), part
     assert sum(c["kafka"] is None for c in CASES) >= 10
+
+
+def test_the_broker_refuses_a_key_store_of_another_subject_from_its_server_properties(stores):
+    """Through ConfigApis, with the node's server.properties as kafkawire reads them: a key store
+    of another subject is the broker's refusal (INVALID_REQUEST, not forwarded); one of the same
+    subject goes on to the controller."""
+    import asyncio
+
+    from kafkawire.broker.config_apis import ConfigApis
+    from kafkawire.messages.incremental_alter_configs_request import IncrementalAlterConfigsRequest
+    from kafkawire.messages.incremental_alter_configs_response import (AlterConfigsResourceResponse,
+                                                                        IncrementalAlterConfigsResponse)
+    from kafkawire.metadata.dynamic_broker_configs import SET
+    from kafkawire.net.config import parse_server_config
+    from kafkawire.protocol.error_codes import Errors
+    from tests.broker.test_forwarding import client_ctx, resource
+    forwarded = []
+
+    class StandInForwarder:
+        async def forward(self, ctx, request):
+            forwarded.append([r.resource_name for r in request.resources])
+            return IncrementalAlterConfigsResponse(responses=[AlterConfigsResourceResponse(
+                resource_type=4, resource_name=r.resource_name, error_message=None) for r in request.resources])
+
+    case = with_directory(CASES[1], stores)           # the SSL listener's key store of another subject
+    static = dict(parse_server_config("\n".join(f"{k}={v}" for k, v in case["broker"]["static"].items())).properties)
+    apis = ConfigApis(1, StandInForwarder(), stored_configs=lambda name: {}, static_settings=static)
+    (name, value), = case["props"].items()
+    answers = asyncio.run(apis.incremental_alter_configs(client_ctx(), IncrementalAlterConfigsRequest(
+        validate_only=False, resources=[resource(4, "1", (name, SET, value))])))
+    assert [(r.error_code, r.error_message) for r in answers.responses] == [(Errors.INVALID_REQUEST, case["kafka"])]
+    assert forwarded == []
+    same = value.replace("ks-other-dn", "ks-same")
+    answers = asyncio.run(apis.incremental_alter_configs(client_ctx(), IncrementalAlterConfigsRequest(
+        validate_only=False, resources=[resource(4, "1", (name, SET, same))])))
+    assert [r.error_code for r in answers.responses] == [Errors.NONE] and forwarded == [["1"]]
