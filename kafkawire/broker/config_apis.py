@@ -34,7 +34,7 @@ from kafkawire.messages.incremental_alter_configs_request import IncrementalAlte
 from kafkawire.messages.incremental_alter_configs_response import (AlterConfigsResourceResponse,
                                                                     IncrementalAlterConfigsResponse)
 from kafkawire.metadata import dynamic_broker_configs, dynamic_reconfiguration
-from kafkawire.net import runtime_loggers
+from kafkawire.net import runtime_loggers, ssl_rotation
 from kafkawire.protocol.error_codes import Errors
 
 __all__ = ["ConfigApis", "preprocess"]
@@ -135,7 +135,7 @@ def _check_broker_change(resource, incremental: bool, stored_configs, node_id: i
             default = dynamic_broker_configs.props_after(stored_configs(""), [], per_broker=False)
             broker = dynamic_broker_configs.props_after(stored_configs(str(node_id)), [], per_broker=True)
             dynamic_reconfiguration.check(props, static=static_settings, default=default, broker=broker,
-                                          per_broker=per_broker)
+                                          per_broker=per_broker, tls_handshake=ssl_rotation.handshake_refusal)
     except dynamic_broker_configs.InvalidConfiguration as exc:
         raise _Refused(str(exc), Errors.INVALID_CONFIG) from None
     except dynamic_broker_configs.ConfigValueError as exc:

@@ -27,8 +27,10 @@ registers them; a refusal is wrapped as Kafka wraps it:
 ``Invalid value org.apache.kafka.common.config.ConfigException: <why> for configuration Invalid
 dynamic configuration`` (Kafka's ConfigException(name, value) given the cause as the value):
 - per data-plane listener, its connection quota (max.connections and
-  max.connection.creation.rate with the listener's prefix override: more than 0) and its
-  network threads (num.network.threads: at most double, at least half the current);
+  max.connection.creation.rate with the listener's prefix override: more than 0), its
+  network threads (num.network.threads: at most double, at least half the current) and, for an
+  SSL or SASL_SSL listener, its channel builder's check of a changed key or trust store
+  (kafkawire.metadata.dynamic_ssl_reconfiguration);
 - BrokerDynamicThreadPool: num.io.threads, num.replica.fetchers,
   num.recovery.threads.per.data.dir, background.threads at most double, at least half;
 - DynamicLogConfig: log.local.retention.ms/bytes against log.retention.ms/bytes, cordoned.log.dirs;
@@ -48,8 +50,10 @@ import re
 
 from .config_def import INT_MAX, INT_MIN, ConfigValueError
 from .dynamic_broker_config_table import ALL_NAMES, DYNAMIC, DYNAMIC_SECURITY, RECONFIGURABLE, STATIC_DEFAULTS
+from . import dynamic_ssl_reconfiguration
 from .dynamic_broker_configs import parse_value
-from .java_text import java_hashset_order, java_string_hash
+from .java_text import java_hashset_order
+from .scala_text import scala_set, scala_set_order
 
 __all__ = ["check", "merged"]
 
@@ -88,11 +92,12 @@ def _synonyms(name: str) -> tuple[str, ...]:
 
 
 def check(props: dict[str, str], *, static: dict[str, str], default: dict[str, str], broker: dict[str, str],
-          per_broker: bool) -> None:
+          per_broker: bool, tls_handshake=None) -> None:
     """DynamicBrokerConfig.validate after validateConfigs: ``props`` the resource's configs after
     the change (already checked by dynamic_broker_configs.validate), ``static`` the node's
     server.properties, ``default`` and ``broker`` the stored dynamic cluster default and this
-    broker's dynamic configs (as DynamicBrokerConfig.fromPersistentProps keeps them)."""
+    broker's dynamic configs (as DynamicBrokerConfig.fromPersistentProps keeps them);
+    ``tls_handshake``: kafkawire.net.ssl_rotation.handshake_refusal (None: not made)."""
     current = _Config(merged(static, default, broker))
     new = _Config(merged(static, default, props) if per_broker else merged(static, props, broker))
     new.validate_values()
@@ -100,17 +105,18 @@ def check(props: dict[str, str], *, static: dict[str, str], default: dict[str, s
     if not changed:
         return
     try:
-        _check_components(current, new, changed)
+        _check_components(current, new, changed, tls_handshake)
     except _Refused as exc:
         raise ConfigValueError(_WRAPPED.format(exc)) from None
 
 
-def _check_components(current: _Config, new: _Config, changed: set[str]) -> None:
+def _check_components(current: _Config, new: _Config, changed: set[str], tls_handshake) -> None:
     """The components in the order a KRaft broker registers them: the Reconfigurables (each
     data-plane listener's connection quota, then its acceptor) before the BrokerReconfigurables."""
     for listener in current.data_plane_listener_names():
         _check_listener_quota(current, new, listener)
         _check_network_threads(current, new, listener)
+        _check_channel_builder(current, new, listener, tls_handshake)
     if changed & RECONFIGURABLE["thread_pool"]:
         _check_thread_counts(current, new, [n for n in _values_order() if n in RECONFIGURABLE["thread_pool"]])
     if changed & RECONFIGURABLE["log"]:
@@ -139,6 +145,14 @@ def _check_network_threads(current: _Config, new: _Config, listener: str) -> Non
     num.network.threads."""
     name = "num.network.threads"
     _thread_count(name, new.for_listener(listener, name), current.for_listener(listener, name))
+
+
+def _check_channel_builder(current: _Config, new: _Config, listener: str, tls_handshake) -> None:
+    """The listener's SslChannelBuilder or SaslChannelBuilder (SASL_SSL)."""
+    try:
+        dynamic_ssl_reconfiguration.check_listener(current, new, listener, tls_handshake)
+    except dynamic_ssl_reconfiguration.SslRefused as exc:
+        raise _Refused(str(exc)) from None
 
 
 def _check_thread_counts(current: _Config, new: _Config, names: list[str]) -> None:
@@ -195,12 +209,12 @@ def _check_listeners(current: _Config, new: _Config) -> None:
     new_names = [name for name, _, _ in new.listeners()]
     old_advertised = [name for name, _, _ in current.advertised_broker_listeners()]
     if not set(old_advertised) <= set(new_names):
-        raise _Refused(f"Advertised listeners '{_scala_set(old_advertised)}' must be a subset of listeners "
-                       f"'{_scala_set(new_names)}'")
+        raise _Refused(f"Advertised listeners '{scala_set(old_advertised)}' must be a subset of listeners "
+                       f"'{scala_set(new_names)}'")
     old_names = [name for name, _, _ in current.listeners()]
     old_protocols, new_protocols = current.protocols(), new.protocols()
     kept = set(old_names)
-    for name in [n for n in _scala_set_order(new_names) if n in kept]:     # newListeners.intersect(old)
+    for name in [n for n in scala_set_order(new_names) if n in kept]:     # newListeners.intersect(old)
         if current.immutable_listener_configs(name) != new.immutable_listener_configs(name):
             raise _Refused(f"Configs cannot be updated dynamically for existing listener ListenerName({name}), "
                            f"restart broker or create a new listener for update")
@@ -242,6 +256,17 @@ class _Config:
         if override in self.props:
             return parse_value(override, DYNAMIC[name], self.props[override])
         return self.get(name)
+
+    def listener_text(self, listener: str, name: str) -> str | None:
+        """A dynamic STRING or PASSWORD key's value for the listener (its prefixed override, else
+        the key, else the default), trimmed as ConfigDef parses it."""
+        text = self.props.get(f"listener.name.{listener.lower()}.{name}", self.props.get(name, DYNAMIC[name].default))
+        return None if text is None else text.strip()
+
+    def listener_flag(self, listener: str, name: str) -> bool:
+        """A static BOOLEAN key for the listener (ssl.allow.dn.changes: false unless set)."""
+        text = self.props.get(f"listener.name.{listener.lower()}.{name}", self.props.get(name, "false"))
+        return text.strip().lower() == "true"
 
     def retention_ms(self) -> int:
         """KafkaConfig.logRetentionTimeMillis."""
@@ -291,6 +316,15 @@ class _Config:
             raise ConfigValueError(f"Listener with name {name.upper()} defined in inter.broker.listener.name not "
                                    f"found in listener.security.protocol.map.")
         return name.upper()
+
+    def advertised_controller_names(self) -> set[str]:
+        """The names of KafkaConfig.effectiveAdvertisedControllerListeners that advertised.listeners
+        gives (the others are the listeners'). Its advertised 0.0.0.0 check is not made here: a
+        dynamic change touches neither advertised.listeners nor controller.listener.names, and
+        Kafka's broker does not start with one."""
+        advertised = self.get("advertised.listeners")
+        endpoints = [] if advertised is None else _endpoints(advertised, self.protocols(), False)
+        return {name for name, _, _ in endpoints if name in {n.upper() for n in self.controller_listener_names()}}
 
     def advertised_broker_listeners(self) -> list[tuple[str, str | None, int]]:
         """KafkaConfig.effectiveAdvertisedBrokerListeners."""
@@ -363,7 +397,8 @@ class _Config:
                         f"listener is required if listener.security.protocol.map is non-empty, or if there are "
                         f"security protocols other than PLAINTEXT in use)")
         if "controller" in roles:
-            _require(any(n in listener_names for n in self.controller_listener_names()),
+            advertised_controllers = self.advertised_controller_names()
+            _require(any(n in listener_names or n in advertised_controllers for n in self.controller_listener_names()),
                      "controller.listener.names must contain at least one value appearing in the 'listeners' "
                      "configuration when running the KRaft controller role")
             _require(all(n in listener_names for n in self.controller_listener_names()),
@@ -373,14 +408,14 @@ class _Config:
             _require(bool(advertised), "There must be at least one broker advertised listener. Perhaps all listeners "
                                        "appear in controller.listener.names?")
             inter_broker = self.inter_broker_listener()
-            shown = ",".join(_scala_set_order(advertised))
+            shown = ",".join(scala_set_order(advertised))
             _require(inter_broker in advertised, f"inter.broker.listener.name must be a listener name defined in "
                                                  f"advertised.listeners. The valid options based on currently "
                                                  f"configured listeners are {shown}")
             _require(set(advertised) <= set(listener_names),
                      f"advertised.listeners listener names must be equal to or a subset of the ones defined in "
                      f"listeners. Found {shown}. The valid options based on the current configuration are "
-                     f"{','.join(_scala_set_order(listener_names))}")
+                     f"{','.join(scala_set_order(listener_names))}")
             self._validate_cordoned_log_dirs()
         _require(all(host != "0.0.0.0" for _, host, _ in self.advertised_broker_listeners()),
                  "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. Use a routable IP address.")
@@ -401,10 +436,19 @@ class _Config:
                                   f"Missing entries : {', '.join(missing)}")
 
     def _validate_connection_limits(self) -> None:
+        """KafkaConfig.maxConnectionsPerIpOverrides (the map parsed, each count an Integer) read
+        by the zero check and then by the host pattern check."""
+        name = "max.connections.per.ip.overrides"
+        overrides = _csv_map(name, self.get(name) or "")
+        for count in overrides.values():
+            if re.fullmatch(r"[+-]?[0-9]+", count) is None or not INT_MIN <= int(count) <= INT_MAX:
+                raise ConfigValueError(f'For input string: "{count}"')          # Integer.parseInt
         if self.get("max.connections.per.ip") == 0:
-            _require(bool(_csv_map(self.get("max.connections.per.ip.overrides"))),
-                     "max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property "
-                     "is set.")
+            _require(bool(overrides), "max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides "
+                                      "property is set.")
+        invalid = [host for host in overrides if re.fullmatch(r"[0-9a-zA-Z\-%._:]*", host) is None]
+        if invalid:                                 # Utils.validHostPattern; an IllegalArgumentException
+            raise ConfigValueError(f"{name} contains invalid addresses : {','.join(invalid)}")
 
 
 def _static_int(name: str, text: str) -> int:
@@ -425,26 +469,30 @@ def _java_div(a: int, b: int) -> int:
     return quotient if (a >= 0) == (b >= 0) else -quotient
 
 
-def _csv_map(text: str | None) -> dict[str, str]:
-    return {k.strip(): v.strip() for k, _, v in (e.partition(":") for e in (text or "").split(",") if e.strip())}
-
-
-def _protocol_map(text: str) -> dict[str, str]:
-    """AbstractKafkaConfig.getMap (Csv.parseCsvMap) then each listener name normalised and its
-    protocol named, in the parsed HashMap's order, with Kafka's messages."""
+def _csv_map(name: str, text: str) -> dict[str, str]:
+    """AbstractKafkaConfig.getMap (Csv.parseCsvMap) with its message, in the HashMap's order."""
     parsed: dict[str, str] = {}
     if text:
         entries = re.split(r"\s*,\s*", text)
         while len(entries) > 1 and entries[-1] == "":           # String.split drops trailing empty strings
             entries.pop()
+        if entries == [""] and text:                          # all of them when the text is separators only
+            entries = []
         for entry in entries:
             if ":" not in entry:                              # substring(0, lastIndexOf(":")) fails
-                raise ConfigValueError(f"Error parsing configuration property 'listener.security.protocol.map': "
-                                       f"begin 0, end -1, length {len(entry)}")
-            name, _, protocol = entry.rpartition(":")
-            parsed[name.strip()] = protocol.strip()
+                raise ConfigValueError(f"Error parsing configuration property '{name}': begin 0, end -1, length "
+                                       f"{len(entry)}")
+            key, _, value = entry.rpartition(":")
+            parsed[key.strip()] = value.strip()
+    return {key: parsed[key] for key in java_hashset_order(parsed)}
+
+
+def _protocol_map(text: str) -> dict[str, str]:
+    """AbstractKafkaConfig.getMap (Csv.parseCsvMap) then each listener name normalised and its
+    protocol named, in the parsed HashMap's order, with Kafka's messages."""
+    parsed = _csv_map("listener.security.protocol.map", text)
     protocols: dict[str, str] = {}
-    for name in java_hashset_order(parsed):
+    for name in parsed:
         protocol = parsed[name]
         if protocol.upper() not in _PROTOCOLS:
             raise ConfigValueError(f"Invalid security protocol `{protocol}` defined in listener.security.protocol.map")
@@ -530,42 +578,6 @@ def _java_int_hashmap_order(keys: list[int]) -> list[int]:
     while len(keys) > capacity * 3 // 4:
         capacity *= 2
     return sorted(keys, key=lambda k: (k ^ (k >> 16)) & (capacity - 1))
-
-
-def _scala_set_order(names: list[str]) -> list[str]:
-    """How a Scala 2.13 immutable Set of these listener names (ListenerName's hash is its name's
-    String.hashCode) iterates: insertion order up to four elements (Set1-Set4), then a CHAMP
-    HashSet's order (by the improved hash's 5-bit fragments, a node's own elements before its
-    sub-nodes)."""
-    unique = list(dict.fromkeys(names))
-    if len(unique) <= 4:
-        return unique
-    return _champ_order([(_scala_improve(java_string_hash(n)), n) for n in unique], 0)
-
-
-def _scala_improve(code: int) -> int:
-    """scala.collection.Hashing.improve, on a 32-bit int (kept unsigned here)."""
-    h = (code + (~(code << 9) & 0xFFFFFFFF)) & 0xFFFFFFFF
-    h ^= h >> 14
-    h = (h + (h << 4)) & 0xFFFFFFFF
-    return h ^ (h >> 10)
-
-
-def _champ_order(entries: list[tuple[int, str]], shift: int) -> list[str]:
-    by_fragment: dict[int, list[tuple[int, str]]] = {}
-    for entry in entries:
-        by_fragment.setdefault((entry[0] >> shift) & 31, []).append(entry)
-    own = [group[0][1] for _, group in sorted(by_fragment.items()) if len(group) == 1]
-    if shift >= 30:                     # a full hash collision: a collision node keeps insertion order
-        return own + [n for _, group in sorted(by_fragment.items()) if len(group) > 1 for _, n in group]
-    nested = [n for _, group in sorted(by_fragment.items()) if len(group) > 1 for n in _champ_order(group, shift + 5)]
-    return own + nested
-
-
-def _scala_set(names: list[str]) -> str:
-    order = _scala_set_order(names)
-    kind = "Set" if len(order) <= 4 else "HashSet"
-    return f"{kind}({', '.join(f'ListenerName({n})' for n in order)})"
 
 
 @functools.cache

@@ -3,6 +3,7 @@
     python -m tests.interop.dynamic_broker_configs          # rewrite the table
     python -m tests.interop.dynamic_broker_configs --check  # exit 1 if the committed table is stale
     python -m tests.interop.dynamic_broker_configs --record-cases   # Kafka's answers into the cases
+    python -m tests.interop.dynamic_broker_configs --record-ssl-cases   # and into the SSL cases
 
 tests/interop/java/brokerconfigs/DynamicBrokerConfigTable.java prints, from the jars on the
 classpath, what Kafka's broker checks a dynamic broker config change against
@@ -24,6 +25,7 @@ JAVA = Path(__file__).resolve().parent / "java" / "brokerconfigs" / "DynamicBrok
 TABLE = REPO / "kafkawire" / "metadata" / "dynamic_broker_config_table.py"
 CHECK = JAVA.with_name("DynamicBrokerConfigCheck.java")
 CASES = REPO / "tests" / "broker" / "data" / "dynamic_broker_config_cases.json"
+SSL_CASES = CASES.with_name("dynamic_ssl_config_cases.json")
 # The static keys whose defaults the reconfiguration check reads (the rebuilt KafkaConfig's
 # cross-key checks, kafkawire.metadata.dynamic_reconfiguration)
 STATIC_KEYS = ("log.roll.hours", "log.roll.jitter.hours", "log.retention.minutes", "log.retention.hours",
@@ -146,9 +148,26 @@ def record_cases() -> None:
     CASES.write_text("[\n" + ",\n".join(json.dumps(c, sort_keys=True) for c in cases) + "\n]\n", encoding="utf-8")
 
 
+def record_ssl_cases() -> None:
+    """Kafka's answers to the SSL cases, on stores written into a temporary directory (shown as
+    "{tmp}" in the cases and the answers)."""
+    import tempfile
+
+    from tests.broker.dynamic_ssl_stores import with_directory, write_stores
+    cases = json.loads(SSL_CASES.read_text(encoding="utf-8"))
+    with tempfile.TemporaryDirectory(prefix="kw-ssl-") as tmp:
+        answers = kafkas_answers(with_directory(cases, write_stores(Path(tmp))))
+    for case, answer in zip(cases, answers):
+        case["kafka"] = None if answer is None else answer.replace(tmp, "{tmp}")
+    SSL_CASES.write_text("[\n" + ",\n".join(json.dumps(c, sort_keys=True) for c in cases) + "\n]\n", encoding="utf-8")
+
+
 def main(argv: list[str]) -> int:
     if "--record-cases" in argv:
         record_cases()
+        return 0
+    if "--record-ssl-cases" in argv:
+        record_ssl_cases()
         return 0
     text = render(kafka_json())
     if "--check" in argv:

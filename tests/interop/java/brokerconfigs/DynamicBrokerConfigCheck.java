@@ -6,10 +6,12 @@
 // DynamicBrokerConfig.validate, as ConfigAdminManager runs it, on a broker started with the
 // "static" server.properties and holding the "default" and "per_broker" dynamic configs: the
 // KafkaConfig rebuilt with the change, then the validateReconfiguration of the reconfigurables a
-// KRaft broker registers that can be built without a running broker: the listener connection
-// quotas (ConnectionQuotas.addListener, one per data-plane listener), BrokerDynamicThreadPool,
-// DynamicLogConfig, DynamicListenerConfig, DynamicProducerStateManagerConfig,
-// DynamicRemoteLogConfig and the LogCleaner (when log.cleaner.enable), in the broker's order.
+// KRaft broker registers that its own checks (not plugins kafkawire does not run), in the broker's
+// order: the SocketServer's (each data-plane listener's connection quota, DataPlaneAcceptor and
+// processors' channel builders, an SSL or SASL_SSL one checking a changed key or trust store),
+// BrokerDynamicThreadPool, DynamicLogConfig, DynamicListenerConfig, the SocketServer itself,
+// DynamicProducerStateManagerConfig, DynamicRemoteLogConfig and the LogCleaner (when
+// log.cleaner.enable).
 // The broker's KafkaBroker is a proxy answering only config(), all these read of it.
 // Run by tests/interop/test_dynamic_broker_configs_vs_kafka.py.
 import java.io.BufferedReader;
@@ -25,16 +27,20 @@ import java.util.concurrent.ConcurrentHashMap;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import kafka.network.ConnectionQuotas;
+import kafka.network.SocketServer;
 import kafka.server.BrokerDynamicThreadPool;
 import kafka.server.DynamicListenerConfig;
 import kafka.server.DynamicLogConfig;
 import kafka.server.DynamicRemoteLogConfig;
 import kafka.server.KafkaBroker;
 import kafka.server.KafkaConfig;
-import org.apache.kafka.common.Endpoint;
+import org.apache.kafka.common.security.token.delegation.internals.DelegationTokenCache;
+import org.apache.kafka.common.message.ApiMessageType;
 import org.apache.kafka.common.metrics.Metrics;
-import org.apache.kafka.common.network.ListenerName;
+import org.apache.kafka.server.network.ConnectionDisconnectListener;
+import org.apache.kafka.security.CredentialProvider;
+import org.apache.kafka.server.ServerSocketFactory;
+import org.apache.kafka.server.SimpleApiVersionManager;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.coordinator.transaction.TransactionLogConfig;
 import org.apache.kafka.server.config.DynamicBrokerConfig;
@@ -105,17 +111,21 @@ public class DynamicBrokerConfigCheck {
                 if (method.getName().equals("config")) return config;
                 throw new UnsupportedOperationException(method.getName());
             });
-        // The broker's SocketServer: each data-plane listener's ConnectionQuotas.addListener (its
-        // DataPlaneAcceptor needs a running socket server and is left out)
-        ConnectionQuotas quotas = new ConnectionQuotas(config, Time.SYSTEM, new Metrics());
-        List<Endpoint> listeners = scala.jdk.javaapi.CollectionConverters.asJava(config.dataPlaneListeners());
-        for (Endpoint endpoint : listeners) {
-            quotas.addListener(config, ListenerName.normalised(endpoint.listener()));
-        }
+        // The broker's SocketServer: for each data-plane listener (none is bound: the cases name
+        // fixed ports, and an acceptor binds only a port 0 before it starts) its ConnectionQuotas,
+        // its DataPlaneAcceptor (num.network.threads) and its processors' channel builders (an SSL
+        // or SASL_SSL one checks a changed key or trust store), registered as Reconfigurables in
+        // the broker's order; no thread is started
+        SocketServer socketServer = new SocketServer(config, new Metrics(), Time.SYSTEM,
+            new CredentialProvider(List.of(), new DelegationTokenCache(List.of())),
+            new SimpleApiVersionManager(ApiMessageType.ListenerType.BROKER, false, () -> null),
+            ServerSocketFactory.INSTANCE, scala.jdk.javaapi.CollectionConverters.asScala(
+                List.<ConnectionDisconnectListener>of()).toSeq());
         // DynamicBrokerConfig.addReconfigurables(broker), in its order
         dynamic.addBrokerReconfigurable(new BrokerDynamicThreadPool(server));
         dynamic.addBrokerReconfigurable(new DynamicLogConfig(null, null));
         dynamic.addBrokerReconfigurable(new DynamicListenerConfig(server));
+        dynamic.addBrokerReconfigurable(socketServer);
         TransactionLogConfig transactionLog = new TransactionLogConfig(config);
         dynamic.addBrokerReconfigurable(new DynamicProducerStateManagerConfig(new ProducerStateManagerConfig(
             transactionLog.producerIdExpirationMs(), transactionLog.transactionPartitionVerificationEnable())));
