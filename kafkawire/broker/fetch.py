@@ -8,7 +8,10 @@ by the broker's ``fetch.max.bytes``, except that the first partition with data r
 whole batch even when it is larger (KIP-74). A fetch that finds fewer than ``min_bytes`` waits
 for appends up to ``max_wait_ms`` (capped at 30 s), reading again only after an append; one
 whose offset is outside [log start, log end] gets OFFSET_OUT_OF_RANGE; a current leader epoch
-other than the partition's gets FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH. read_committed
+other than the partition's gets FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH; a last fetched epoch
+(v12+) is checked against the leader epochs for consumers as for followers
+(LeaderPartition.diverging_epoch, Partition.readRecords): a diverging one is answered at once with
+the epoch and its end offset and no records. read_committed
 (isolation level 1) reads below the last stable offset only and gets the aborted transactions
 overlapping what it read (LeaderPartition.read_committed, Kafka's collectAbortedTransactions);
 every answer carries the last stable offset. Fetch sessions (KIP-227):
@@ -56,8 +59,8 @@ from kafkawire.broker.leader_discovery import FETCH_LEADER_VERSION, LeaderHints
 from kafkawire.broker.metrics import BYTES_OUT, REPLICATION_BYTES_OUT, TOTAL_FETCH
 from kafkawire.broker.quotas import fetch_response_size
 from kafkawire.broker.replica_selector import FollowerView, preferred_read_replica
-from kafkawire.messages.fetch_response import (AbortedTransaction, FetchableTopicResponse, FetchResponse,
-                                               LeaderIdAndEpoch, NodeEndpoint, PartitionData)
+from kafkawire.messages.fetch_response import (AbortedTransaction, EpochEndOffset, FetchableTopicResponse,
+                                               FetchResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData)
 from kafkawire.messages.list_offsets_response import (ListOffsetsPartitionResponse, ListOffsetsResponse,
                                                       ListOffsetsTopicResponse)
 from kafkawire.net.metadata_topic import epoch_error, list_offset
@@ -269,14 +272,25 @@ class FetchApi:
     @staticmethod
     def _read_for_consumer(partition, p, isolation_level: int, limit: int, min_one: bool, data):
         """UnifiedLog.read with FetchIsolation HIGH_WATERMARK or TXN_COMMITTED, on the leader or a
-        follower (its own high watermark and last stable offset)."""
+        follower (its own high watermark and last stable offset), after Partition.readRecords'
+        check of the last fetched epoch: a consumer that read past where this log's epoch ends
+        (an unclean election truncated it) gets the diverging epoch, no records and no aborted list."""
         hw, start = partition.high_watermark(), partition.log.log_start_offset
-        if p.fetch_offset < start or p.fetch_offset > partition.log.log_end_offset:
+        try:     # the diverging epoch first: the consumer's offset may be past this log's end
+            diverging = partition.diverging_epoch(p.fetch_offset, getattr(p, "last_fetched_epoch", -1))
+            out_of_range = diverging is None and not start <= p.fetch_offset <= partition.log.log_end_offset
+        except OffsetOutOfRangeError:
+            diverging, out_of_range = None, True
+        if out_of_range:
             data.error_code, data.aborted_transactions = Errors.OFFSET_OUT_OF_RANGE, None
             return data
         data.high_watermark = hw
         data.last_stable_offset = partition.last_stable_offset()
         data.log_start_offset = start
+        if diverging is not None:
+            data.diverging_epoch = EpochEndOffset(epoch=diverging[0], end_offset=diverging[1])
+            data.aborted_transactions = None
+            return data
         committed = isolation_level == READ_COMMITTED
         data.aborted_transactions = [] if committed else None
         if p.fetch_offset >= hw or (limit <= 0 and not min_one):

@@ -286,6 +286,24 @@ class LeaderPartition:
         self.epochs.truncate_from_start(self.log.log_start_offset)    # if retention moved the log start
         return self.epochs.end_offset_for(epoch, self.log.log_end_offset)
 
+    def diverging_epoch(self, fetch_offset: int, last_fetched_epoch: int) -> tuple[int, int] | None:
+        """Partition.readRecords' check of a fetch's last fetched epoch (Fetch v12+; -1: none), for
+        followers and consumers alike, on the leader or a follower serving consumers: the (epoch,
+        end offset) where the fetcher's log left this one, or None to read on. Raises
+        OffsetOutOfRangeError when this log cannot place the epoch or the offset is below its start."""
+        if last_fetched_epoch < 0:
+            return None
+        epoch, end_offset = self.end_offset_for_epoch(last_fetched_epoch)
+        if epoch < 0 or end_offset < 0:
+            raise OffsetOutOfRangeError(f"{self.name}: could not determine the end offset of the last fetched "
+                                        f"epoch {last_fetched_epoch} from the request")
+        if fetch_offset < self.log.log_start_offset:    # whether the epochs diverge or not
+            raise OffsetOutOfRangeError(f"{self.name}: offset {fetch_offset} is below the log start "
+                                        f"{self.log.log_start_offset}")
+        if epoch < last_fetched_epoch or end_offset < fetch_offset:
+            return epoch, end_offset
+        return None
+
     def read(self, offset: int, max_bytes: int, *, min_one_batch: bool, upper: int | None = None) -> bytes:
         """Whole stored batches from the one holding ``offset`` (the bytes as on disk, not
         re-encoded), up to ``max_bytes`` but one batch at least when ``min_one_batch``, below the

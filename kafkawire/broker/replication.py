@@ -160,15 +160,15 @@ class Replication:
         log_ = partition.log
         hw, start, end, lso = partition.high_watermark(), log_.log_start_offset, log_.log_end_offset, \
             partition.last_stable_offset()
-        if p.last_fetched_epoch >= 0:
-            epoch, end_offset = partition.end_offset_for_epoch(p.last_fetched_epoch)
-            if epoch < 0 or end_offset < 0 or p.fetch_offset < start:
-                data.error_code = Errors.OFFSET_OUT_OF_RANGE
-                return data
-            if epoch < p.last_fetched_epoch or end_offset < p.fetch_offset:
-                data.high_watermark, data.last_stable_offset, data.log_start_offset = hw, lso, start
-                data.diverging_epoch = EpochEndOffset(epoch=epoch, end_offset=end_offset)
-                return data
+        try:
+            diverging = partition.diverging_epoch(p.fetch_offset, p.last_fetched_epoch)
+        except OffsetOutOfRangeError:
+            data.error_code = Errors.OFFSET_OUT_OF_RANGE
+            return data
+        if diverging is not None:
+            data.high_watermark, data.last_stable_offset, data.log_start_offset = hw, lso, start
+            data.diverging_epoch = EpochEndOffset(epoch=diverging[0], end_offset=diverging[1])
+            return data
         if p.fetch_offset < start or p.fetch_offset > end:
             data.error_code = Errors.OFFSET_OUT_OF_RANGE
             return data
