@@ -59,7 +59,6 @@ from kafkawire.net.client_quotas import IpConnectionRates
 from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.metadata_topic import fetch_error_response, list_offsets_error_response
 from kafkawire.net.request_metrics import RequestMetrics
-from kafkawire.net.security import inter_broker_listener
 from kafkawire.net.server import KafkaServer
 from kafkawire.protocol.handler import ApiHandler
 from kafkawire.storage.state_files import delete_clean_shutdown, read_clean_shutdown_epoch, write_clean_shutdown
@@ -293,8 +292,7 @@ class Broker:
         # (each also set dynamically for this broker or every broker)
         quotas = ConnectionQuotas(DynamicAdmissionLimits(self.image, c.node_id, AdmissionLimits.of(c)),
                                   ip_rates=IpConnectionRates(self.image),
-                                  protected_listener=inter_broker_listener(c.listeners, c.controller_listener_names,
-                                                                           c.inter_broker_listener_name))
+                                  protected_listener=c.inter_broker_listener)
         for name in names:
             await self._listener(name, quotas)
         # LogManager's clean-shutdown marker: its broker epoch registers (a clean restart keeps this

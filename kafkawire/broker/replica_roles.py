@@ -22,8 +22,8 @@ ReplicaManager.applyDelta deletes it.
 
 The fetchers connect to each leader's endpoint of the inter-broker listener as the leader's broker
 registration in the metadata image gives it: ``inter.broker.listener.name``, else the listener
-named PLAINTEXT (Kafka's default ``security.inter.broker.protocol``), else (kafkawire) the first
-broker listener (kafkawire.net.security.inter_broker_listener). They connect as Kafka's
+named as ``security.inter.broker.protocol`` (default PLAINTEXT; ServerConfig.inter_broker_listener,
+a broker listener, as the node's start checked). They connect as Kafka's
 BrokerBlockingSender does: TLS with the listener's ``ssl.*`` settings as a client's, SASL with
 ``sasl.mechanism.inter.broker.protocol`` and the ``username`` and ``password`` of the listener's
 JAAS entry for it (ServerConfig.inter_broker_security; a mechanism kafkawire does not implement
@@ -36,7 +36,7 @@ import logging
 
 from kafkawire.net.client import NetworkClient
 from kafkawire.net.config import ConfigError
-from kafkawire.net.security import client_options, inter_broker_listener
+from kafkawire.net.security import client_options
 
 from .follower import FollowerReplica
 from .metrics import REPLICATION_BYTES_IN
@@ -55,7 +55,7 @@ class ReplicaRoles:
         self.broker = broker
         self.followers: dict[tuple[str, int], FollowerReplica] = {}
         c = broker.config
-        self.listener = inter_broker_listener(c.listeners, c.controller_listener_names, c.inter_broker_listener_name)
+        self.listener = c.inter_broker_listener
         self.manager: ReplicaFetcherManager | None = None
         self._unusable: str | None = None       # why no fetcher can run (logged once)
 

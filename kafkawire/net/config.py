@@ -23,6 +23,7 @@ from kafkawire.storage.state_files import JavaProperties
 # (kafkawire.net.config_keys); the public names are re-exported here, where the modules reading
 # server.properties have always found them.
 from .config_keys import KNOWN_KEYS, REQUIRED
+from .config_listeners import validate_broker_listeners
 from .config_values import (CLIENT_TELEMETRY_EXPORTER, DEFAULT_SECURITY_PROTOCOL_MAP, INT_MAX, PROMETHEUS_REPORTER,
                             ConfigError, Endpoint, QuorumVoter, java_int, parse_listeners, parse_security_protocol_map, parse_voters)
 
@@ -59,7 +60,8 @@ class ServerConfig:
     advertised_listeners: tuple[Endpoint, ...]       # listeners when advertised.listeners is unset
     controller_listener_names: tuple[str, ...]
     listener_security_protocol_map: tuple[tuple[str, str], ...]
-    inter_broker_listener_name: str | None
+    inter_broker_listener_name: str | None             # as set (None: unset); see inter_broker_listener
+    security_inter_broker_protocol: str
     metadata_log_dir: str                            # the first log dir when metadata.log.dir is unset
     log_dirs: tuple[str, ...]
     metadata_log_segment_bytes: int
@@ -291,6 +293,15 @@ class ServerConfig:
     def is_broker(self) -> bool:
         return "broker" in self.process_roles
 
+    @property
+    def inter_broker_listener(self) -> str | None:
+        """The listener brokers connect to each other on (Kafka's interBrokerListenerName):
+        ``inter.broker.listener.name``, else the listener named as ``security.inter.broker.protocol``
+        (parse_server_config checked it is a broker listener); None on a controller-only node."""
+        if not self.is_broker:
+            return None
+        return self.inter_broker_listener_name or self.security_inter_broker_protocol
+
     def listener(self, name: str) -> Endpoint | None:
         return next((e for e in self.listeners if e.listener_name == name.upper()), None)
 
@@ -514,13 +525,7 @@ def _validate(c: ServerConfig, raw: dict) -> None:
                                   f"when process.roles=controller; {', '.join(extra)} is not one")
     else:
         _validate_broker_only(c, raw, in_listeners)
-    if c.is_broker and c.inter_broker_listener_name is not None:
-        if c.inter_broker_listener_name not in names:
-            raise ConfigError("inter.broker.listener.name", raw["inter.broker.listener.name"],
-                              "must be one of the listeners in 'listeners'")
-        if c.inter_broker_listener_name in c.controller_listener_names:
-            raise ConfigError("inter.broker.listener.name", raw["inter.broker.listener.name"],
-                              "must not be a controller listener")
+    validate_broker_listeners(c, raw)
 
 
 def _validate_broker_only(c: ServerConfig, raw: dict, in_listeners: list[str]) -> None:

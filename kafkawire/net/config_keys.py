@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .config_values import (COMPRESSION_TYPES, DEFAULT_STATE_PERSISTER, INT_MAX, JMX_REPORTER, MIGRATION_POLICIES,
-                            TIMESTAMP_TYPES, _assignors, _bool, _cleanup_policy, _double, _gzip_level, _http_listener, _int,
+                            SECURITY_PROTOCOLS, TIMESTAMP_TYPES, _assignors, _bool, _cleanup_policy, _double, _gzip_level, _http_listener, _int,
                             _int_between, _long, _names, _one_of, _one_of_any_case, _per_ip_overrides, _regex, _reporters, _roles, _share_assignors,
                             _share_persister, _short, _string,
                             parse_host_ports, parse_security_protocol_map, parse_voters)
@@ -54,6 +54,10 @@ _KEYS = (
     _Key("listener.security.protocol.map", parse_security_protocol_map, None, "SocketServerConfigs"),
     # ReplicationConfigs: STRING, null
     _Key("inter.broker.listener.name", lambda k, v: _string(v).upper() or None, None, "ReplicationConfigs"),
+    # ReplicationConfigs: STRING, PLAINTEXT, ValidString.in(SecurityProtocol's names): names the
+    # inter-broker listener when inter.broker.listener.name is unset (kafkawire.net.config_listeners)
+    _Key("security.inter.broker.protocol", lambda k, v: _one_of(k, v, SECURITY_PROTOCOLS), "PLAINTEXT",
+         "ReplicationConfigs"),
     # MetadataLogConfig: STRING, null (the first of log.dirs when unset)
     _Key("metadata.log.dir", lambda k, v: _string(v) or None, None, "MetadataLogConfig"),
     # ServerLogConfigs: log.dirs null, log.dir "/tmp/kafka-logs" (log.dirs wins when set)

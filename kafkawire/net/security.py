@@ -33,7 +33,7 @@ from kafkawire.net.reauthentication import is_reauth_key, max_reauth_by_mechanis
 from kafkawire.net.sasl import SaslClient, require_mechanism
 
 __all__ = ["SslSettings", "ListenerSecurity", "JaasEntry", "resolve_listener_security",
-           "controller_client_security", "inter_broker_client_security", "inter_broker_listener",
+           "controller_client_security", "inter_broker_client_security",
            "client_options", "with_client_security", "parse_jaas_config", "server_ssl_context", "client_ssl_context",
            "is_security_key", "SUPPORTED_MECHANISMS", "ClientSecurity"]
 
@@ -247,18 +247,6 @@ def _node_client_security(props: dict, listener: str, protocol: str, mechanism_k
     return ClientSecurity(protocol, settings, raw, username, password)
 
 
-def inter_broker_listener(listeners, controller_listener_names, inter_broker_listener_name) -> str | None:
-    """The listener brokers connect to each other on: ``inter.broker.listener.name``, else the
-    listener named PLAINTEXT (Kafka's default ``security.inter.broker.protocol``), else (kafkawire;
-    Kafka refuses such a configuration) the first broker listener."""
-    if inter_broker_listener_name is not None:
-        return inter_broker_listener_name
-    names = [e.listener_name for e in listeners if e.listener_name not in controller_listener_names]
-    if "PLAINTEXT" in names:
-        return "PLAINTEXT"
-    return names[0] if names else None
-
-
 def with_client_security(config, props: dict):
     """``config`` (a ServerConfig) with the ClientSecurity of its connections to controllers and,
     for a broker, to other brokers (each a ConfigError instead, raised when the node starts)."""
@@ -268,8 +256,7 @@ def with_client_security(config, props: dict):
         name = config.controller_listener_names[0]
         changes["controller_client_security"] = _deferred(controller_client_security, props, name,
                                                           protocols.get(name, "PLAINTEXT"))
-    listener = inter_broker_listener(config.listeners, config.controller_listener_names,
-                                     config.inter_broker_listener_name) if config.is_broker else None
+    listener = config.inter_broker_listener
     if listener is not None:
         changes["inter_broker_client_security"] = _deferred(inter_broker_client_security, props, listener,
                                                             protocols.get(listener, "PLAINTEXT"))

@@ -90,6 +90,16 @@ connections.max.idle.ms=5000
     assert (c.socket_request_max_bytes, c.connections_max_idle_ms) == (1024, 5000)
 
 
+def test_the_inter_broker_listener_is_named_as_kafka_names_it():
+    """inter.broker.listener.name, else the listener named as security.inter.broker.protocol."""
+    combined = dict(process_roles="broker,controller", listeners="SSL://:9092,PLAINTEXT://:9094,CONTROLLER://:9093",
+                    listener_security_protocol_map="SSL:SSL,PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT")
+    assert parse_server_config(props(**combined)).inter_broker_listener == "PLAINTEXT"
+    assert parse_server_config(props(**combined, security_inter_broker_protocol="SSL")).inter_broker_listener == "SSL"
+    assert parse_server_config(props(**combined, inter_broker_listener_name="ssl")).inter_broker_listener == "SSL"
+    assert parse_server_config(props()).inter_broker_listener is None        # a controller-only node
+
+
 def test_unknown_keys_are_warned_not_refused(caplog):
     with caplog.at_level(logging.WARNING, logger="kafkawire.net.config"):
         c = parse_server_config(props(num_recovery_threads_per_data_dir="3") + "some.future.key=x\n")
@@ -155,8 +165,44 @@ def test_the_high_watermark_checkpoint_interval_has_kafkas_name():
           listener_security_protocol_map="PLAINTEXT:PLAINTEXT"), "controller.listener.names",
      "Controller listener with name CONTROLLER defined in controller.listener.names not found in "
      "listener.security.protocol.map"),
+    # KafkaConfig's rules on the inter-broker and advertised listeners, Kafka 4.3.1's messages (each
+    # checked against Kafka's KafkaConfig on the same properties)
     (dict(process_roles="broker,controller", listeners="PLAINTEXT://:9092,CONTROLLER://:9093",
-          inter_broker_listener_name="INTERNAL"), "inter.broker.listener.name", "one of the listeners"),
+          inter_broker_listener_name="INTERNAL"), "inter.broker.listener.name",
+     "Listener with name INTERNAL defined in inter.broker.listener.name not found in listener.security.protocol.map."),
+    (dict(process_roles="broker,controller", listeners="PLAINTEXT://:9092,CONTROLLER://:9093",
+          inter_broker_listener_name="CONTROLLER"), "inter.broker.listener.name",
+     "inter.broker.listener.name must be a listener name defined in advertised.listeners. The valid options based "
+     "on currently configured listeners are PLAINTEXT"),
+    (dict(process_roles="broker,controller", listeners="BROKER://:9092,CONTROLLER://:9093",
+          listener_security_protocol_map="BROKER:PLAINTEXT,CONTROLLER:PLAINTEXT"), "inter.broker.listener.name",
+     "(unset) inter.broker.listener.name must be a listener name defined in advertised.listeners. The valid options "
+     "based on currently configured listeners are BROKER (unset: the listener named as "
+     "security.inter.broker.protocol, PLAINTEXT)"),
+    (dict(process_roles="broker,controller", listeners="A://:9092,B://:9094,C://:9095,D://:9096,E://:9097,"
+                                                       "CONTROLLER://:9093",
+          listener_security_protocol_map="A:PLAINTEXT,B:PLAINTEXT,C:PLAINTEXT,D:PLAINTEXT,E:PLAINTEXT,"
+                                         "CONTROLLER:PLAINTEXT"), "inter.broker.listener.name",
+     "are E,A,B,C,D (unset"),                # a Scala HashSet's order beyond four names
+    (dict(process_roles="broker,controller", listeners="PLAINTEXT://:9092,CONTROLLER://:9093",
+          inter_broker_listener_name="PLAINTEXT", security_inter_broker_protocol="PLAINTEXT"),
+     "inter.broker.listener.name", "Only one of inter.broker.listener.name and security.inter.broker.protocol "
+                                   "should be set."),
+    (dict(process_roles="broker,controller", listeners="PLAINTEXT://:9092,CONTROLLER://:9093",
+          security_inter_broker_protocol="ssl"), "security.inter.broker.protocol",
+     "must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),
+    (dict(process_roles="broker,controller", listeners="CONTROLLER://:9093"), "advertised.listeners",
+     "There must be at least one broker advertised listener. Perhaps all listeners appear in "
+     "controller.listener.names?"),
+    (dict(process_roles="broker,controller", listeners="PLAINTEXT://:9092,CONTROLLER://:9093",
+          advertised_listeners="PLAINTEXT://h:9092,OTHER://h:9094",
+          listener_security_protocol_map="PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT,CONTROLLER:PLAINTEXT"),
+     "advertised.listeners", "advertised.listeners listener names must be equal to or a subset of the ones defined "
+                             "in listeners. Found PLAINTEXT,OTHER. The valid options based on the current "
+                             "configuration are PLAINTEXT,CONTROLLER"),
+    (dict(inter_broker_listener_name="CONTROLLER"), "controller.listener.names",
+     "controller.listener.names must not contain an explicitly set inter.broker.listener.name configuration value "
+     "when process.roles=controller'"),
     (dict(advertised_listeners="CONTROLLER://0.0.0.0:9093"), "advertised.listeners", "nonroutable meta-address"),
     (dict(listener_security_protocol_map="CONTROLLER"), "listener.security.protocol.map", "LISTENER_NAME:SECURITY_PROTOCOL"),
     (dict(listener_security_protocol_map="CONTROLLER:TLS"), "listener.security.protocol.map", "unknown security protocol"),
