@@ -293,17 +293,27 @@ class ReplicaFetcher:
         except BaseException:        # unanswered (failed, timed out, cancelled): the session is unknown
             self.session.handle_error()
             raise
-        if version >= SESSION_VERSION:
-            self.session.handle_response(response.error_code, response.session_id)
+        if not self.use_answer(response, version, states):
+            return
+        out_of_range = self.handle_fetch_response(response, sent)
+        for state in out_of_range:
+            await self.handle_out_of_range(peer, state)
+
+    def use_answer(self, response, version: int, states: list) -> bool:
+        """Whether the answer's partitions are to be applied (RemoteLeaderEndPoint.fetch): not on a
+        top-level error (logged, the partitions delayed) nor when the fetch session finds it
+        invalid (logged; the next request is full)."""
+        usable = version < SESSION_VERSION or self.session.handle_response(
+            response.error_code, response.session_id, response.responses, version, response.throttle_time_ms)
         if response.error_code != Errors.NONE:
             # FetchSessionHandler.handleResponse's line, naming the error.
             log.info("replica fetcher: broker %d was unable to process the fetch request: %s", self.leader_id,
                      Errors.for_code(response.error_code).name)
             self._delay(states)
-            return
-        out_of_range = self.handle_fetch_response(response, sent)
-        for state in out_of_range:
-            await self.handle_out_of_range(peer, state)
+            return False
+        if not usable and self.session.problem is not None:
+            log.info("replica fetcher: broker %d sent %s", self.leader_id, self.session.problem)
+        return usable
 
     def handle_fetch_response(self, response, sent: dict) -> list[PartitionFetchState]:
         """Apply each partition's answer (AbstractFetcherThread.processFetchRequest); the partitions
