@@ -266,11 +266,21 @@ class Fencing:
     answered_s: float = float("nan")
     done_s: float = float("nan")
     answers: Counter = field(default_factory=Counter)
+    leaderships: str = "not logged"     # the active controller's log: its leaderships moved and committed
 
     def line(self) -> str:
         return (f"  {self.how} of broker {self.broker} at {self.at_s:.1f} s into the window: answered after "
                 f"{self.answered_s:.2f} s, its partitions moved after {self.done_s:.2f} s; its answers "
-                f"{dict(self.answers)}")
+                f"{dict(self.answers)}; the leader's log: {self.leaderships}")
+
+    def read_leaderships(self, log_path: str) -> None:
+        """The active controller's line for a fence in steps (fencing.py): the broker's leaderships
+        moved and committed, in ms from its job's start (the fence's event)."""
+        wanted = f"broker {self.broker} leads no partition: "
+        with open(log_path, errors="replace") as f:
+            for line in f:
+                if wanted in line:
+                    self.leaderships = line.split(wanted, 1)[1].split(" (kafkawire", 1)[0].strip()
 
 
 FENCE_AT, FENCE_POLL_S, FENCE_BOUND_S = 0.25, 0.1, 300
@@ -437,9 +447,12 @@ def run(base_dir: str, brokers: int, partitions: int, seconds: float, properties
         process = quorum.processes[leader]
         around = None if storm_signals is None else tuple(
             (lambda signum=signum: process.send_signal(signum)) for signum in storm_signals)
-        return asyncio.run(storm_at_scale(quorum.address(leader), quorum.cluster_id, process.pid,
-                                          brokers, partitions, seconds, metrics_file=metrics, fence=fence,
-                                          around_storm=around))
+        report = asyncio.run(storm_at_scale(quorum.address(leader), quorum.cluster_id, process.pid,
+                                            brokers, partitions, seconds, metrics_file=metrics, fence=fence,
+                                            around_storm=around))
+        if report.fencing is not None:
+            report.fencing.read_leaderships(quorum.log_path(leader))
+        return report
 
 
 def main(argv=None) -> int:
