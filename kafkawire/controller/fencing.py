@@ -232,6 +232,8 @@ class PartitionMoves:
         ``answer`` (that step's write's, or None: nothing in flight) says it committed, how long
         its leaderships took from the job's start (issue 28: "the leader changes committed
         within 2 s"): the one figure of a fencing end to end, on the active controller."""
+        if not self._leaderships_moved:
+            return
         moved, self._leaderships_moved = self._leaderships_moved, []
         for broker_id, count, started in moved:
             def committed(done=None, broker_id=broker_id, count=count, started=started) -> None:
