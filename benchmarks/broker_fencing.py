@@ -268,6 +268,7 @@ async def measure(partitions: int, brokers: int, how: str, session_ms: int, prof
                     await asyncio.sleep(0.001)
                 leaders_moved = time.perf_counter() - started
                 cpu_moved = time.process_time() - cpu
+                gc_moved = (pauses.cpu_ms / 1000, pauses.full)
                 while how not in ANSWERED and not _done(cluster, how):
                     await asyncio.sleep(0.001)
                 took, cpu = time.perf_counter() - started, time.process_time() - cpu
@@ -281,7 +282,8 @@ async def measure(partitions: int, brokers: int, how: str, session_ms: int, prof
     change_records = sum(1 for offset, m in cluster.quorum.records()
                          if offset >= end and type(m).NAME == "PartitionChangeRecord")
     return {"answer": answer, "in isrs": in_isrs, "elr": elr, "left in isrs": controller.state.partition_index.isr_count(VICTIM),
-            "build s": build, "led": led, "took s": took, "cpu s": cpu, "leaders moved s": leaders_moved, "cpu moved s": cpu_moved, "batches": len(new),
+            "build s": build, "led": led, "took s": took, "cpu s": cpu, "leaders moved s": leaders_moved, "cpu moved s": cpu_moved,
+            "gc cpu moved s": gc_moved[0], "full gcs moved": gc_moved[1], "batches": len(new),
             "records": sum(map(len, new)), "changes": change_records, "largest batch": max(map(len, new), default=0),
             "longest stall ms": probe.worst_ms, "gc ms": pauses.longest_ms, "gcs": pauses.count, "full gcs": pauses.full, "gc cpu s": pauses.cpu_ms / 1000,
             "events": len(events.events_ms), "longest event ms": max(events.events_ms, default=0),
@@ -330,7 +332,8 @@ def main() -> None:
                               args.freeze_after_ms, args.moves_per_event))
     print(f"{args.partitions} partitions, {args.brokers} brokers ({args.how}): built in {row['build s']:.0f} s; "
           f"broker {VICTIM} led {row['led']}; {_what_ended(args.how)} after "
-          f"{row['leaders moved s']:.2f} s ({row['cpu moved s']:.2f} s of CPU), its job ended after {row['took s']:.2f} s "
+          f"{row['leaders moved s']:.2f} s ({row['cpu moved s']:.2f} s of CPU, of which garbage collections "
+          f"{row['gc cpu moved s']:.2f} s, {row['full gcs moved']} full), its job ended after {row['took s']:.2f} s "
           f"({row['cpu s']:.2f} s of CPU, the heartbeats' included); "
           f"{row['records']} records ({row['changes']} PartitionChangeRecords) in {row['batches']} batches "
           f"(largest {row['largest batch']}); longest loop stall {row['longest stall ms']:.0f} ms "

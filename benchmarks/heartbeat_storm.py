@@ -3,6 +3,7 @@ heartbeating every 500 ms at 1M partitions, every heartbeat answered within 20 m
 active controller under 25% of a core, CreateTopics p50 unchanged from the idle figure).
 
     .venv/bin/python benchmarks/heartbeat_storm.py [--sizes 100x100000,500x1000000] [--seconds 20] [--property K=V]
+        [--profile DIR]
 
 Each size (BROKERSxPARTITIONS) gets a fresh quorum of `kafkawire server-start` processes (fsync
 on, loopback); the workload and how each figure is obtained are tests/nemesis/paced_storm.py's
@@ -14,6 +15,11 @@ told from the controller's), the active controller's CPU share in each
 window from /proc/<pid>/stat, CreateTopics p50/p99 idle and under the storm and their ratio, and
 the load average (the machine is shared).
 
+``--profile DIR``: every node runs under cProfile (benchmarks/quorum.py's profiled interpreter:
+the main thread, its event loop, with the thread's CPU time as the clock), enabled in the
+active controller for the storm window only; its profile goes to DIR/storm-BxP.prof (read it
+with ``python -m pstats``). The profiler slows the loop: its latencies are not figures.
+
 Kafka 4.3.1's controller is not measured here: no benchmark of this project drives a Kafka
 controller quorum yet (tests/interop has single Kafka nodes for interop tests only).
 
@@ -24,13 +30,16 @@ the followers.
 from __future__ import annotations
 
 import argparse
+import glob
 import os
+import signal
 import statistics
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from benchmarks.quorum import profiled_python  # noqa: E402
 from tests.nemesis.paced_storm import problems, run  # noqa: E402
 
 
@@ -40,13 +49,22 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="length of the idle and the storm windows")
     parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
                         help="a setting for every node (repeatable), e.g. controller.quorum.fetch.timeout.ms=20000")
+    parser.add_argument("--profile", metavar="DIR", help="cProfile the active controller's loop during the storm "
+                        "into DIR/storm-BxP.prof")
     args = parser.parse_args()
     properties = dict(p.split("=", 1) for p in args.property)
+    profiling = {}
+    if args.profile:
+        os.makedirs(args.profile, exist_ok=True)
+        profiling = {"python": profiled_python(args.profile), "storm_signals": (signal.SIGUSR1, signal.SIGUSR2)}
     for size in args.sizes.split(","):
         brokers, partitions = (int(n) for n in size.lower().split("x"))
         with tempfile.TemporaryDirectory(prefix="kafkawire-heartbeat-storm-") as base:
-            report = run(base, brokers, partitions, args.seconds, properties)
+            report = run(base, brokers, partitions, args.seconds, properties, **profiling)
         print(report.lines())
+        for made in glob.glob(os.path.join(args.profile or "", "node-*.prof")) if args.profile else ():
+            os.replace(made, os.path.join(args.profile, f"storm-{brokers}x{partitions}.prof"))
+            print(f"  profile of the active controller's loop in the storm: {args.profile}/storm-{brokers}x{partitions}.prof")
         ratio = statistics.median(report.storm_creates_ms) / statistics.median(report.idle_creates_ms)
         print(f"  CreateTopics p50 storm/idle: {ratio:.2f}")
         for problem in problems(report):

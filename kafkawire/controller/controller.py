@@ -394,11 +394,14 @@ class MetadataController:
             called_ms = self.clock()
             records, _ = self._generate(lambda: (self.moves.next_records(self.state, self.static_min_insync_replicas),
                                                  None), called_ms)
+            write = None
             if records:
                 try:
-                    self._append_ahead(records)
+                    write = self._append_ahead(records)
                 except ApiError:
                     return
+            self.moves.log_when_leaderships_committed(self.node_id, self.pipeline.last_answer() if write is None
+                                                      else write.answer)
         await asyncio.sleep(0)
 
     async def _sweep_expired_tokens(self, now: int) -> None:

@@ -134,3 +134,20 @@ def test_a_new_active_controller_finishes_moving_the_partitions_of_a_fenced_brok
             assert all(p.leader not in (VICTIM, NO_LEADER) for p in now.values())
             assert other.image.brokers[VICTIM].fenced
     run(go())
+
+
+def test_the_active_controller_logs_when_the_leaderships_of_a_fence_in_steps_are_committed(monkeypatch, caplog):
+    """The job's leadership part (the first) logs once its last step commits, with the count of
+    partitions the broker led; the ISR-only steps after it do not log again."""
+    async def go():
+        quorum, leader, running, topic_id = await _cluster(3, monkeypatch)
+        async with running:
+            led = sum(p.leader == VICTIM for p in leader.image.topics_by_id[topic_id].partitions.values())
+            with caplog.at_level("INFO", logger="kafkawire.controller.fencing"):
+                await call(leader, 63, heartbeat(VICTIM, leader.image.brokers[VICTIM].epoch, quorum.end_offset,
+                                                 want_fence=True))
+                await until(lambda: not leader.moves and not leader.pipeline.in_flight, "the partitions moved")
+            lines = [r.getMessage() for r in caplog.records if "leads no partition" in r.getMessage()]
+            assert led > 3 and len(lines) == 1, lines
+            assert f"broker {VICTIM} leads no partition: its {led} leaderships moved and committed" in lines[0]
+    run(go())

@@ -266,11 +266,21 @@ class Fencing:
     answered_s: float = float("nan")
     done_s: float = float("nan")
     answers: Counter = field(default_factory=Counter)
+    leaderships: str = "not logged"     # the active controller's log: its leaderships moved and committed
 
     def line(self) -> str:
         return (f"  {self.how} of broker {self.broker} at {self.at_s:.1f} s into the window: answered after "
                 f"{self.answered_s:.2f} s, its partitions moved after {self.done_s:.2f} s; its answers "
-                f"{dict(self.answers)}")
+                f"{dict(self.answers)}; the leader's log: {self.leaderships}")
+
+    def read_leaderships(self, log_path: str) -> None:
+        """The active controller's line for a fence in steps (fencing.py): the broker's leaderships
+        moved and committed, in ms from its job's start (the fence's event)."""
+        wanted = f"broker {self.broker} leads no partition: "
+        with open(log_path, errors="replace") as f:
+            for line in f:
+                if wanted in line:
+                    self.leaderships = line.split(wanted, 1)[1].split(" (kafkawire", 1)[0].strip()
 
 
 FENCE_AT, FENCE_POLL_S, FENCE_BOUND_S = 0.25, 0.1, 300
@@ -377,10 +387,13 @@ def commit_latency(metrics_file: str | None) -> dict:
 
 
 async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, partitions: int, seconds: float,
-                         idle: bool = True, metrics_file: str | None = None, fence: str | None = None) -> StormReport:
+                         idle: bool = True, metrics_file: str | None = None, fence: str | None = None,
+                         around_storm=None) -> StormReport:
     """The run against the active controller at ``address`` (its process ``pid``, its raft
     metrics in ``metrics_file`` if given); ``idle`` False leaves the idle window out; ``fence``
-    ("fence" or "shutdown") fences or shuts down the first broker during the storm (Fencing)."""
+    ("fence" or "shutdown") fences or shuts down the first broker during the storm (Fencing);
+    ``around_storm``, a pair of callables (a profiler's start and stop), is called at the storm
+    window's start and end."""
     load = os.getloadavg()[0]
     view = await describe_quorum(address)
     fakes = FakeBrokers(address, cluster_id, brokers)
@@ -399,7 +412,11 @@ async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, parti
                               probe_creates(address, seconds, "storm"),
                               *([fence_one(fakes, fencing, seconds)] if fencing else []))
         with OwnStalls() as stalls:
+            if around_storm is not None:
+                around_storm[0]()
             results, storm_cpu, own_cpu = await _window(pid, seconds, both)
+            if around_storm is not None:
+                around_storm[1]()
             beats, (stormy, storm_answers) = results[0], results[1]
     finally:
         await fakes.close()
@@ -418,15 +435,24 @@ async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, parti
 
 
 def run(base_dir: str, brokers: int, partitions: int, seconds: float, properties: dict | None = None,
-        fence: str | None = None) -> StormReport:
+        fence: str | None = None, python: str | None = None, storm_signals: tuple | None = None) -> StormReport:
     """A fresh quorum of ``kafkawire server-start`` processes (STORM_PROPERTIES and
-    ``properties`` in their configs), and the run against its leader."""
-    quorum = LocalQuorum(base_dir, voters=3, properties={**STORM_PROPERTIES, **(properties or {})})
+    ``properties`` in their configs; ``python`` the interpreter that runs them), and the run
+    against its leader; ``storm_signals`` (two signal numbers) are sent to the leader at the
+    storm window's start and end (a profiler's, benchmarks/heartbeat_storm.py --profile)."""
+    quorum = LocalQuorum(base_dir, voters=3, properties={**STORM_PROPERTIES, **(properties or {})}, python=python)
     with quorum.started():
         leader = quorum.wait_for_leader(30).leader_id
         metrics = os.path.join(quorum.data_dir(leader), "kafkawire-raft-metrics.json")
-        return asyncio.run(storm_at_scale(quorum.address(leader), quorum.cluster_id, quorum.processes[leader].pid,
-                                          brokers, partitions, seconds, metrics_file=metrics, fence=fence))
+        process = quorum.processes[leader]
+        around = None if storm_signals is None else tuple(
+            (lambda signum=signum: process.send_signal(signum)) for signum in storm_signals)
+        report = asyncio.run(storm_at_scale(quorum.address(leader), quorum.cluster_id, process.pid,
+                                            brokers, partitions, seconds, metrics_file=metrics, fence=fence,
+                                            around_storm=around))
+        if report.fencing is not None:
+            report.fencing.read_leaderships(quorum.log_path(leader))
+        return report
 
 
 def main(argv=None) -> int:
