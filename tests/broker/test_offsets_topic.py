@@ -66,7 +66,7 @@ class TwoBrokerImage:
         endpoint = SimpleNamespace(host="127.0.0.1", port=9192)
         self.node_id, self.unfenced, self.partitions = 1, True, {}
         self.config = SimpleNamespace(**{f.name: f.default for f in dataclasses.fields(ServerConfig)
-                                         if f.default is not dataclasses.MISSING})
+                                         if f.default is not dataclasses.MISSING}, node_id=1)
         self._image = SimpleNamespace(
             topics_by_name={"__consumer_offsets": SimpleNamespace(partitions={0: SimpleNamespace(leader=2)})},
             brokers={1: SimpleNamespace(fenced=False, listeners={"PLAINTEXT": SimpleNamespace(host="h1", port=1)}),

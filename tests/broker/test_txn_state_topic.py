@@ -82,7 +82,7 @@ class StandInBroker:
     unfenced = True
 
     def __init__(self, log_dir, ids):
-        self.config = SimpleNamespace(**defaults())
+        self.config = SimpleNamespace(**defaults(), node_id=self.node_id)
         self.log_dir = str(log_dir)
         self._image = SimpleNamespace(
             topics_by_name={name: SimpleNamespace(name=name, id=IDS[name], partitions={
