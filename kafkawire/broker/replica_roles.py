@@ -150,6 +150,7 @@ class ReplicaRoles:
         client = NetworkClient(client_id=f"broker-{c.node_id}-fetcher", request_timeout_ms=c.replica_socket_timeout_ms,
                                max_response_bytes=c.replica_fetch_response_max_bytes + c.message_max_bytes + FRAME_SLACK,
                                **options)
+        self.broker.inter_broker_clients.add(client)
         settings = FetcherSettings(
             replica_id=c.node_id, num_fetchers=c.num_replica_fetchers, max_bytes=c.replica_fetch_max_bytes,
             response_max_bytes=c.replica_fetch_response_max_bytes, wait_max_ms=c.replica_fetch_wait_max_ms,
@@ -169,9 +170,13 @@ class ReplicaRoles:
         if self.listener is None:
             return {}, "the broker has no listener for inter-broker traffic"
         try:
-            return client_options(self.broker.config.inter_broker_security()), None
+            options = client_options(self.broker.config.inter_broker_security())
         except ConfigError as exc:
             return {}, str(exc)
+        reloaded = self.broker.ssl_reload.client_context        # the stores as last changed dynamically
+        if reloaded is not None and "ssl_context" in options:
+            options["ssl_context"] = reloaded
+        return options, None
 
     def endpoint_of(self, broker_id: int) -> tuple[str, int] | None:
         image = self.broker.image()
