@@ -532,7 +532,7 @@ class Broker:
         try:
             partition = LeaderPartition.open(
                 log_dir, topic.name, index, topic.id, leader_epoch=leader_epoch,
-                producer_id_expiration_ms=self.config.producer_id_expiration_ms,
+                producer_id_expiration_ms=self.log_manager.producer_id_expiration_ms(image),
                 expiration_check_interval_ms=self.config.producer_id_expiration_check_interval_ms,
                 state_writes=self.state_writes,
                 **self.log_manager.open_options(image, topic.name, index, topic.id, log_dir),

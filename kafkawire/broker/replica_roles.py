@@ -65,7 +65,6 @@ class ReplicaRoles:
         """A partition led here until now is followed from now on, its log kept (makeFollower)."""
         self.followers[(partition.topic, partition.partition)] = FollowerReplica(
             partition, leader_id=leader_id, leader_epoch=leader_epoch, high_watermark=partition.high_watermark(),
-            producer_id_expiration_ms=self.broker.config.producer_id_expiration_ms,
             truncation=self.broker.log_manager.truncation,
             on_high_watermark=self.broker.data_appended)
         log.info("broker %d: following %s from broker %d in epoch %d (was leader)", self.broker.node_id,
@@ -122,7 +121,6 @@ class ReplicaRoles:
         if partition is None:
             return None
         follower = FollowerReplica(partition, leader_id=-1, leader_epoch=-1, high_watermark=partition.high_watermark(),
-                                   producer_id_expiration_ms=self.broker.config.producer_id_expiration_ms,
                                    truncation=self.broker.log_manager.truncation,
                                    on_high_watermark=self.broker.data_appended)
         self.followers[(topic.name, index)] = follower
