@@ -32,6 +32,7 @@ its refusal logged each time; the follower stays out of the ISR.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 from kafkawire.net.client import NetworkClient
@@ -105,8 +106,20 @@ class ReplicaRoles:
             follower.leader_id, follower.leader_epoch = registration.leader, registration.leader_epoch
         manager = self._manager()
         if manager is not None:
+            manager.settings = self._resized(image, manager.settings)
             manager.apply(self._fetched())
         return opened
+
+    def _resized(self, image, settings: FetcherSettings) -> FetcherSettings:
+        """num.replica.fetchers as set dynamically (ReplicaManager.resizeFetcherThreadPool): the
+        next apply() hands each partition to the fetcher of its new fetcher id, with its position."""
+        count = self.broker.topic_configs.cached_broker_value(image, "num.replica.fetchers",
+                                                              self.broker.config.num_replica_fetchers)
+        if count < 1 or count == settings.num_fetchers:
+            return settings
+        log.info("broker %d: %d replica fetchers per source broker (was %d)", self.broker.node_id, count,
+                 settings.num_fetchers)
+        return dataclasses.replace(settings, num_fetchers=count)
 
     def drop(self, key: tuple[str, int]):
         """Stop following ``key`` without deleting its log (a failed directory, a move to another
