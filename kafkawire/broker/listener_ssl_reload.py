@@ -16,7 +16,8 @@ since; and, as Kafka, only when a config record of this broker or of the cluster
 arrived (a ``kafka-configs --alter`` with the same location makes the broker reread a key store
 rewritten in place, KAFKA-14136; a file rewritten with no alter is not picked up, since no
 check of it has run). A record is noticed by the identity of the resource's config map, which
-the image copies before it changes it (kafkawire.metadata.image ``_writable``).
+the image copies before it changes it while a published view shares it (kafkawire.metadata.image
+``_writable``), or by its content.
 
 The change was checked when it was accepted (kafkawire.metadata.dynamic_reconfiguration); a
 context that still cannot be built (a file replaced since) is logged, and the listener keeps
@@ -95,6 +96,7 @@ class ListenerSslReload:
         self.static = dict(static_props)
         self.node = str(node_id)
         self._configs: tuple = (None, None)     # the resources' config maps last seen (identity)
+        self._contents: tuple = (None, None)    # ... and what they held (a map changed in place)
         self._servers: dict[int, _Built] = {}     # id(server) -> what its context was built from
         self._client = None if inter_broker is None else (inter_broker[0], _Built(inter_broker[1]))
         self.client_context = None               # the inter-broker clients' current context, once rebuilt
@@ -110,9 +112,10 @@ class ListenerSslReload:
         if image is None:
             return
         configs = tuple(image.configs.get((BROKER_RESOURCE, name)) for name in (self.node, ""))
-        if all(a is b for a, b in zip(configs, self._configs)):
+        contents = tuple(None if c is None else dict(c) for c in configs)
+        if all(a is b for a, b in zip(configs, self._configs)) and contents == self._contents:
             return
-        self._configs = configs
+        self._configs, self._contents = configs, contents
         props = merged(self.static, dynamic_broker_configs(image, ""), dynamic_broker_configs(image, self.node))
         for server in servers:
             if server.ssl_context is not None:
