@@ -2,7 +2,8 @@
 on its SSL listener without a restart, as Kafka does (KIP-226): IncrementalAlterConfigs of
 ``listener.name.external.ssl.keystore.location`` for broker 1, and new TLS connections are shown
 the new certificate (same DN and SANs) while one opened before keeps working; a key store
-rewritten in place is reread when the same location is set again (KAFKA-14136), not before. The
+rewritten in place is reread when the same location is set again (KAFKA-14136), not before; the
+cluster default is refused a listener's key store, as Kafka refuses it. The
 node is killed by pid at teardown (EmbeddedBroker.stop)."""
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 
 from kafkawire.messages.incremental_alter_configs_request import (AlterableConfig, AlterConfigsResource,
                                                                  IncrementalAlterConfigsRequest)
+from kafkawire.protocol.error_codes import Errors
 from kafkawire.raft.node.local_quorum import free_ports
 from kafkawire.testing import EmbeddedBroker
 
@@ -51,11 +53,15 @@ def node(tmp_path_factory):
         yield broker
 
 
-def _set_location(node, path: Path) -> None:
+def _alter_location(node, path: Path, resource_name: str = "1"):
     answer = call(node, IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
-        resource_type=4, resource_name="1", configs=[AlterableConfig(name=LOCATION, config_operation=0,
-                                                                      value=str(path))])]), 1)
-    assert [(r.error_code, r.error_message) for r in answer.responses] == [(0, None)], answer
+        resource_type=4, resource_name=resource_name, configs=[AlterableConfig(name=LOCATION, config_operation=0,
+                                                                                value=str(path))])]), 1)
+    return [(r.error_code, r.error_message) for r in answer.responses]
+
+
+def _set_location(node, path: Path) -> None:
+    assert _alter_location(node, path) == [(0, None)]
 
 
 def _certificate_seen(node) -> bytes:
@@ -97,3 +103,7 @@ def test_a_key_store_rotated_at_runtime_is_shown_to_new_connections(node):
     assert _certificate_seen(node) == rewritten
     _set_location(node, stores / "live.p12")
     _wait_for_certificate(node, old)
+    # the cluster default cannot hold a listener's key store (Kafka's per-broker configs)
+    assert _alter_location(node, stores / "ks-same.p12", "") == [(
+        Errors.INVALID_REQUEST, "Cannot update these configs at default cluster level, broker id must be specified: "
+                                f"[{LOCATION}]")]
