@@ -47,6 +47,7 @@ import logging
 import os
 import socket
 import uuid
+import weakref
 from typing import Callable
 
 from kafkawire.metadata.features_answer import finalized_levels, set_features
@@ -73,6 +74,7 @@ from .fetch import FetchApi
 from .forwarding import ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, Forwarder, forwarded_handlers
 from .group_apis import GroupApis
 from .image_admin_apis import ImageAdminApis
+from .listener_ssl_reload import ListenerSslReload
 from .lifecycle import RECOVERY, STARTING, BrokerLifecycle, Registration
 from .log_dir_apis import LogDirApis
 from .log_config import TopicConfigs
@@ -219,6 +221,12 @@ class Broker:
         self.share_coordinator_apis = ShareCoordinatorApis(self)
         # The partitions followed here and their replica fetchers (kafkawire.broker.replica_roles).
         self.replica_roles = ReplicaRoles(self)
+        # A key or trust store changed dynamically: new connections of the listeners and of the
+        # clients towards other brokers (each client made registers here) use it (KIP-226).
+        client_security = config.inter_broker_security()
+        self.ssl_reload = ListenerSslReload(dict(config.properties), config.node_id, None if (
+            client_security is None or client_security.ssl is None) else (self.replica_roles.listener, client_security.ssl))
+        self.inter_broker_clients: weakref.WeakSet = weakref.WeakSet()
         # Where each replica's log is, told to the controller (KIP-858), and AlterReplicaLogDirs.
         self.dir_assignments = DirAssignments(
             self.node_id, send=send_to_controller, image=image,
@@ -410,6 +418,7 @@ class Broker:
             return
         self.lifecycle.poke()
         image = self.image()
+        self.ssl_reload.on_metadata(image, self.servers, self.inter_broker_clients)
         if image is None or self.lifecycle.state == STARTING:
             return
         if not self._strays_marked:         # before the first log opens, as Kafka's LogManager.startup
@@ -521,7 +530,7 @@ class Broker:
         try:
             partition = LeaderPartition.open(
                 log_dir, topic.name, index, topic.id, leader_epoch=leader_epoch,
-                producer_id_expiration_ms=self.config.producer_id_expiration_ms,
+                producer_id_expiration_ms=self.log_manager.producer_id_expiration_ms(image),
                 expiration_check_interval_ms=self.config.producer_id_expiration_check_interval_ms,
                 state_writes=self.state_writes,
                 **self.log_manager.open_options(image, topic.name, index, topic.id, log_dir),

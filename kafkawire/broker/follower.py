@@ -46,7 +46,7 @@ from kafkawire.storage.producer_snapshot import snapshot_file_name
 
 from .partition import LeaderPartition
 from .producer_snapshots import load_producer_state, snapshot_offsets
-from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, ProducerState
+from .producer_state import ProducerState
 from .txn_log import write_aborted
 
 __all__ = ["FollowerReplica", "FollowerAppendError", "AppendInfo", "TruncationState", "offset_truncation_state"]
@@ -100,9 +100,7 @@ class FollowerReplica:
     and leader epoch the metadata names, and the high watermark the leader sent."""
 
     def __init__(self, partition: LeaderPartition, *, leader_id: int, leader_epoch: int,
-                 high_watermark: int | None = None,
-                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS, truncation=None,
-                 on_high_watermark=None):
+                 high_watermark: int | None = None, truncation=None, on_high_watermark=None):
         self.partition = partition
         # Called when the leader's answer moved the high watermark: consumers' long polls on this
         # follower wake (ReplicaFetcherThread's completeDelayedFetchRequests)
@@ -111,7 +109,6 @@ class FollowerReplica:
         self._truncation = truncation or _unguarded
         self.leader_id = leader_id
         self.leader_epoch = leader_epoch
-        self.producer_id_expiration_ms = producer_id_expiration_ms
         # A follower opened without one (no checkpointed value) starts at the log start, so that a
         # log without epochs is truncated rather than trusted.
         self.high_watermark = partition.log.log_start_offset if high_watermark is None else \
@@ -207,8 +204,9 @@ class FollowerReplica:
         with self._truncation(self.partition, below_active=offset < log_.active_segment.base_offset):
             self.epochs.truncate_from_end(offset)
             log_.truncate_to(offset)
+        expiration_ms = self.partition.producers.expiration_ms       # as last configured (it may be dynamic)
         self.partition.producers, self.partition.snapshot_offset = load_producer_state(
-            log_, self.name, now_ms=int(time.time() * 1000), expiration_ms=self.producer_id_expiration_ms)
+            log_, self.name, now_ms=int(time.time() * 1000), expiration_ms=expiration_ms)
         self.high_watermark = min(self.high_watermark, log_.log_end_offset)
         self.partition.producers.on_high_watermark(self.high_watermark)
         log.info("%s: truncated to offset %d (log end %d)", self.name, offset, log_.log_end_offset)
@@ -226,7 +224,7 @@ class FollowerReplica:
                 os.remove(os.path.join(log_.directory, snapshot_file_name(snapshot)))
             except FileNotFoundError:
                 pass
-        self.partition.producers = ProducerState(self.name, expiration_ms=self.producer_id_expiration_ms)
+        self.partition.producers = ProducerState(self.name, expiration_ms=self.partition.producers.expiration_ms)
         self.partition.snapshot_offset = offset
         self.high_watermark = offset
         log.info("%s: truncated fully, the log starts at offset %d", self.name, offset)

@@ -28,6 +28,7 @@ class InterBrokerClient:
             options, _ = self.broker.replica_roles.client_options()
             self._client = NetworkClient(client_id=f"broker-{self.broker.node_id}-{self.purpose}",
                                          request_timeout_ms=self.broker.config.request_timeout_ms, **options)
+            self.broker.inter_broker_clients.add(self._client)      # its TLS context follows dynamic changes
         return self._client
 
     def close_soon(self) -> None:

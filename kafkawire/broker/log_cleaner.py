@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -77,8 +78,10 @@ class LogCleaner:
     def __init__(self, manager, config):
         self.manager = manager
         self.broker = manager.broker
+        self.config = config
         self.backoff_ms = config.log_cleaner_backoff_ms
-        self.offset_map = OffsetMap(offset_map_memory(config), config.log_cleaner_io_buffer_load_factor)
+        self._map_settings = (offset_map_memory(config), config.log_cleaner_io_buffer_load_factor)
+        self.offset_map = OffsetMap(*self._map_settings)
         from .log_manager import _read_checkpoint_file          # a cycle: log_manager makes the cleaner
         self.checkpoints: dict = {}          # every log directory's cleaner-offset-checkpoint (a log is in one)
         for log_dir in manager.paths:
@@ -145,11 +148,34 @@ class LogCleaner:
     async def clean_once(self) -> bool:
         """One round (CleanerThread.cleanFilthiestLog): clean the dirtiest log if one is cleanable, then
         retention on the compacted logs; whether a log was cleaned."""
+        self.reconfigure()
         job = self.grab_filthiest()
         if job is not None:
             await self._clean(job)
         self._delete_old_segments()
         return job is not None
+
+    def reconfigure(self) -> None:
+        """LogCleaner.reconfigure, between two cleanings: log.cleaner.backoff.ms,
+        io.max.bytes.per.second, dedupe.buffer.size and io.buffer.load.factor as set dynamically
+        for this broker, then for every broker, else server.properties. The map gets the whole
+        dedupe buffer: there is one cleaner thread whatever log.cleaner.threads says (a change of
+        it is taken by the dynamic config check, as Kafka takes it, and not applied)."""
+        c, image = self.config, self.broker.image()
+        value = functools.partial(self.broker.topic_configs.broker_value, image)
+        self.backoff_ms = value("log.cleaner.backoff.ms", c.log_cleaner_backoff_ms)
+        self.cleaner.throttler.rate = value("log.cleaner.io.max.bytes.per.second",
+                                            float(c.log_cleaner_io_max_bytes_per_second))
+        memory = min(value("log.cleaner.dedupe.buffer.size", c.log_cleaner_dedupe_buffer_size), _INT_MAX)
+        settings = (memory, value("log.cleaner.io.buffer.load.factor", c.log_cleaner_io_buffer_load_factor))
+        if settings != self._map_settings:
+            try:
+                self.offset_map = self.cleaner.offset_map = OffsetMap(*settings)
+            except ValueError as exc:       # too small for one entry: Kafka's cleaner threads fail to start
+                log.error("the log cleaner keeps its offset map of %d bytes: %s", self._map_settings[0], exc)
+                return
+            self._map_settings = settings
+            log.info("the log cleaner's offset map is now %d bytes, load factor %s", *settings)
 
     # -- choosing (on the loop) --
 

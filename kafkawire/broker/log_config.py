@@ -180,6 +180,7 @@ class TopicConfigs:
         self._image = self._provenance = None
         self._log: dict[str, LogSettings] = {}
         self._produce: dict[str, ProduceSettings] = {}
+        self._broker: dict[str, object] = {}
 
     def _current(self, image) -> None:
         provenance = getattr(image, "provenance", None)
@@ -187,6 +188,14 @@ class TopicConfigs:
             self._image, self._provenance = image, provenance
             self._log.clear()
             self._produce.clear()
+            self._broker.clear()
+
+    def cached_broker_value(self, image, key: str, default):
+        """``broker_value``, kept until the image changes (read once per partition per publish)."""
+        self._current(image)
+        if key not in self._broker:
+            self._broker[key] = self.broker_value(image, key, default)
+        return self._broker[key]
 
     def log_settings(self, image, topic: str) -> LogSettings:
         return self._cached(self._log, log_settings, image, topic)

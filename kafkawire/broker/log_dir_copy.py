@@ -194,15 +194,15 @@ class FutureLogs:
                                                   os.path.dirname(directory))
         options.pop("log_start_offset", None)      # a future log's start comes from the current log
         log_ = Log(directory, **options)
+        expiration_ms = broker.log_manager.producer_id_expiration_ms(broker.image())
         producers, loaded_from = load_producer_state(log_, current.name, now_ms=int(time.time() * 1000),
-                                                     expiration_ms=broker.config.producer_id_expiration_ms)
+                                                     expiration_ms=expiration_ms)
         partition = LeaderPartition(log_, current.topic, current.partition, current.topic_id, -1, producers=producers,
                                     snapshot_offset=loaded_from, state_writes=broker.state_writes,
                                     expiration_check_interval_ms=broker.config.producer_id_expiration_check_interval_ms)
         partition.epochs.writer = functools.partial(broker.state_writes.submit, directory)
         follower = FollowerReplica(partition, leader_id=broker.node_id, leader_epoch=-1,
-                                   high_watermark=log_.log_end_offset,
-                                   producer_id_expiration_ms=broker.config.producer_id_expiration_ms)
+                                   high_watermark=log_.log_end_offset)
         future = FutureLog(follower, os.path.dirname(directory))
         self.futures[(current.topic, current.partition)] = future
         if broker.log_manager.cleaner is not None:

@@ -223,6 +223,13 @@ class LogManager:
         log_ = partition.log
         log_.segment_bytes, log_.segment_ms, log_.max_index_size = s.segment_bytes, s.roll_ms, s.segment_index_bytes
         log_.segment_jitter_ms = s.roll_jitter_bound_ms
+        partition.producers.expiration_ms = self.producer_id_expiration_ms(image)
+
+    def producer_id_expiration_ms(self, image) -> int:
+        """producer.id.expiration.ms as set dynamically (DynamicProducerStateManagerConfig: every
+        partition's producer state takes it), else server.properties'."""
+        return self.broker.topic_configs.cached_broker_value(image, "producer.id.expiration.ms",
+                                                             self.broker.config.producer_id_expiration_ms)
 
     # -- retention (kafka-log-retention) --
 

@@ -32,6 +32,7 @@ its refusal logged each time; the follower stays out of the ISR.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 from kafkawire.net.client import NetworkClient
@@ -65,7 +66,6 @@ class ReplicaRoles:
         """A partition led here until now is followed from now on, its log kept (makeFollower)."""
         self.followers[(partition.topic, partition.partition)] = FollowerReplica(
             partition, leader_id=leader_id, leader_epoch=leader_epoch, high_watermark=partition.high_watermark(),
-            producer_id_expiration_ms=self.broker.config.producer_id_expiration_ms,
             truncation=self.broker.log_manager.truncation,
             on_high_watermark=self.broker.data_appended)
         log.info("broker %d: following %s from broker %d in epoch %d (was leader)", self.broker.node_id,
@@ -106,8 +106,20 @@ class ReplicaRoles:
             follower.leader_id, follower.leader_epoch = registration.leader, registration.leader_epoch
         manager = self._manager()
         if manager is not None:
+            manager.settings = self._resized(image, manager.settings)
             manager.apply(self._fetched())
         return opened
+
+    def _resized(self, image, settings: FetcherSettings) -> FetcherSettings:
+        """num.replica.fetchers as set dynamically (ReplicaManager.resizeFetcherThreadPool): the
+        next apply() hands each partition to the fetcher of its new fetcher id, with its position."""
+        count = self.broker.topic_configs.cached_broker_value(image, "num.replica.fetchers",
+                                                              self.broker.config.num_replica_fetchers)
+        if count < 1 or count == settings.num_fetchers:
+            return settings
+        log.info("broker %d: %d replica fetchers per source broker (was %d)", self.broker.node_id, count,
+                 settings.num_fetchers)
+        return dataclasses.replace(settings, num_fetchers=count)
 
     def drop(self, key: tuple[str, int]):
         """Stop following ``key`` without deleting its log (a failed directory, a move to another
@@ -122,7 +134,6 @@ class ReplicaRoles:
         if partition is None:
             return None
         follower = FollowerReplica(partition, leader_id=-1, leader_epoch=-1, high_watermark=partition.high_watermark(),
-                                   producer_id_expiration_ms=self.broker.config.producer_id_expiration_ms,
                                    truncation=self.broker.log_manager.truncation,
                                    on_high_watermark=self.broker.data_appended)
         self.followers[(topic.name, index)] = follower
@@ -150,6 +161,7 @@ class ReplicaRoles:
         client = NetworkClient(client_id=f"broker-{c.node_id}-fetcher", request_timeout_ms=c.replica_socket_timeout_ms,
                                max_response_bytes=c.replica_fetch_response_max_bytes + c.message_max_bytes + FRAME_SLACK,
                                **options)
+        self.broker.inter_broker_clients.add(client)
         settings = FetcherSettings(
             replica_id=c.node_id, num_fetchers=c.num_replica_fetchers, max_bytes=c.replica_fetch_max_bytes,
             response_max_bytes=c.replica_fetch_response_max_bytes, wait_max_ms=c.replica_fetch_wait_max_ms,
@@ -169,9 +181,13 @@ class ReplicaRoles:
         if self.listener is None:
             return {}, "the broker has no listener for inter-broker traffic"
         try:
-            return client_options(self.broker.config.inter_broker_security()), None
+            options = client_options(self.broker.config.inter_broker_security())
         except ConfigError as exc:
             return {}, str(exc)
+        reloaded = self.broker.ssl_reload.client_context        # the stores as last changed dynamically
+        if reloaded is not None and "ssl_context" in options:
+            options["ssl_context"] = reloaded
+        return options, None
 
     def endpoint_of(self, broker_id: int) -> tuple[str, int] | None:
         image = self.broker.image()

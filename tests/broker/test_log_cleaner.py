@@ -16,7 +16,7 @@ import pytest
 
 from kafkawire.broker.log_cleaner import CLEANER_CHECKPOINT
 from kafkawire.broker.log_manager import LogManager
-from kafkawire.metadata.image import TOPIC_RESOURCE
+from kafkawire.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
 from kafkawire.records.builder import build_batch
 from kafkawire.storage.log import Log
 from kafkawire.storage.reader import read_log_directory
@@ -195,6 +195,29 @@ def test_only_one_cleaner_thread_and_a_disabled_cleaner_is_none(tmp_path):
     with pytest.raises(Exception, match="log.cleaner.threads=2"):
         FakeBroker(tmp_path, log_cleaner_threads=2)
     assert LogManager(FakeBroker(tmp_path, log_cleaner_enable=False)).cleaner is None
+
+
+def test_the_cleaner_takes_its_dynamic_settings_at_its_next_round(tmp_path):
+    """LogCleaner.reconfigure: backoff, I/O rate, offset map size and load factor set for this
+    broker (else for every broker) apply from the next round; a map too small for one entry is
+    not taken (the current one stays)."""
+    broker = compacted(tmp_path, log_cleaner_dedupe_buffer_size=24 * 1000 * 1000)
+    cleaner = broker.log_manager.cleaner
+    assert (cleaner.backoff_ms, cleaner.cleaner.throttler.rate, cleaner.offset_map.slots) == (
+        15_000, float(2 ** 1024 - 2 ** 971), 1_000_000)
+    broker.image().configs[(BROKER_RESOURCE, "")] = {"log.cleaner.backoff.ms": "50",
+                                                     "log.cleaner.dedupe.buffer.size": str(24 * 500 * 1000)}
+    broker.image().configs[(BROKER_RESOURCE, "1")] = {"log.cleaner.backoff.ms": "20",
+                                                      "log.cleaner.io.max.bytes.per.second": "1048576",
+                                                      "log.cleaner.io.buffer.load.factor": "0.5"}
+    assert round_of(broker) is False
+    assert (cleaner.backoff_ms, cleaner.cleaner.throttler.rate) == (20, 1048576.0)
+    assert cleaner.offset_map is cleaner.cleaner.offset_map
+    assert (cleaner.offset_map.slots, cleaner.offset_map.max_entries) == (500_000, 250_000)
+    broker.image().configs[(BROKER_RESOURCE, "1")]["log.cleaner.dedupe.buffer.size"] = "10"
+    assert round_of(broker) is False
+    assert cleaner.offset_map.slots == 500_000
+    broker.close()
 
 
 def test_the_cleaner_keys_have_kafkas_defaults_and_bounds():

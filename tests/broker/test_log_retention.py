@@ -302,3 +302,19 @@ def test_delete_records_moves_the_log_start_offset_up_to_the_high_watermark(tmp_
     broker._image.topics_by_name["t"].partitions[0].leader = 2
     assert delete_records(broker, "t", 5) == [(Errors.NOT_LEADER_OR_FOLLOWER, -1)]
     broker.close()
+
+
+def test_a_dynamic_producer_id_expiration_reaches_the_open_logs_producer_state(tmp_path):
+    """DynamicProducerStateManagerConfig: producer.id.expiration.ms set for every broker, then for
+    this one, is what an open partition's producer state expires by from the next publish."""
+    broker = FakeBroker(tmp_path, producer_id_expiration_ms=86_400_000)
+    p = broker.open("t")
+    assert p.producers.expiration_ms == 86_400_000
+    for configs, expected in (({(BROKER_RESOURCE, ""): {"producer.id.expiration.ms": "60000"}}, 60_000),
+                              ({(BROKER_RESOURCE, ""): {"producer.id.expiration.ms": "60000"},
+                                (BROKER_RESOURCE, "1"): {"producer.id.expiration.ms": "1000"}}, 1000),
+                              ({}, 86_400_000)):
+        broker._image = led_image("t", configs=configs)
+        broker.log_manager.configure(p, broker._image)
+        assert p.producers.expiration_ms == expected
+    broker.close()

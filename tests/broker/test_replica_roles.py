@@ -15,6 +15,8 @@ import uuid
 from types import SimpleNamespace
 
 from kafkawire.broker import Broker
+from kafkawire.broker.replica_fetcher import fetcher_id
+from kafkawire.metadata.image import BROKER_RESOURCE
 from kafkawire.net.config import parse_server_config
 from kafkawire.records.builder import build_batch
 from kafkawire.storage.state_files import EpochEntry
@@ -159,3 +161,23 @@ def test_a_clean_stop_checkpoints_the_followed_replicas_high_watermarks_before_c
         await broker.stop(graceful=False)
     asyncio.run(go())
     assert read_offset_checkpoint(os.path.join(tmp_path, "replication-offset-checkpoint")) == {("t", 0): 3}
+
+
+def test_a_dynamic_num_replica_fetchers_moves_the_partitions_to_their_new_fetchers(tmp_path):
+    """ReplicaManager.resizeFetcherThreadPool: num.replica.fetchers set for this broker changes the
+    fetcher id of each followed partition at the next publish (``t-0`` hashes to fetcher 2 of 3)."""
+    async def go():
+        broker, state = make_broker(tmp_path)
+        roles = broker.replica_roles
+        state["image"] = image_with(2, 1)
+        broker.on_metadata()
+        assert list(roles.manager.fetchers) == [(2, 0)]
+        follower = roles.followers[("t", 0)]
+        state["image"] = image_with(2, 1)
+        state["image"].configs = {(BROKER_RESOURCE, "1"): {"num.replica.fetchers": "3"}}
+        broker.on_metadata()
+        assert roles.manager.settings.num_fetchers == 3
+        assert list(roles.manager.fetchers) == [(2, fetcher_id("t", 0, 3))] == [(2, 2)]
+        assert roles.manager.fetchers[(2, 2)].partitions[("t", 0)].follower is follower     # the same replica
+        await roles.stop_fetchers()
+    asyncio.run(go())

@@ -1,0 +1,160 @@
+"""A listener's key store and trust store changed at runtime, applied as Kafka 4.3.1 applies
+them (KIP-226: the channel builder's SslFactory.reconfigure): once the change is in the
+committed metadata, new connections on the listener use the new stores; the connections
+already open keep the TLS session they have.
+
+What is watched, per SSL or SASL_SSL listener of the broker, and for its clients towards the
+other brokers' inter-broker listener (replica fetchers, transaction markers and verification,
+the share persister: Kafka registers their client channel builders as reconfigurable too): the
+listener's values of SslConfigs.RECONFIGURABLE_CONFIGS (key store and trust store type,
+location, passwords and PEM contents; the other ssl.* keys of an existing listener cannot be
+changed dynamically), each the listener-prefixed key, else the plain one, over the node's
+server.properties overridden by the dynamic cluster default and then this broker's dynamic
+configs. As Kafka's DefaultSslEngineFactory.shouldBeRebuilt, a context is built again when a
+value differs from the one it was built with, or when a store file it read has been modified
+since; and, as Kafka, only when a config record of this broker or of the cluster default has
+arrived (a ``kafka-configs --alter`` with the same location makes the broker reread a key store
+rewritten in place, KAFKA-14136; a file rewritten with no alter is not picked up, since no
+check of it has run). A record is noticed by the identity of the resource's config map, which
+the image copies before it changes it while a published view shares it (kafkawire.metadata.image
+``_writable``), or by its content.
+
+The change was checked when it was accepted (kafkawire.metadata.dynamic_reconfiguration); a
+context that still cannot be built (a file replaced since) is logged, and the listener keeps
+its current one, as Kafka logs a reconfiguration that fails after validation.
+
+    reloader = ListenerSslReload(static_props, node_id)
+    reloader.on_metadata(image, servers, network_clients)      # after each publish
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import ssl
+
+from kafkawire.metadata.dynamic_reconfiguration import merged
+from kafkawire.metadata.dynamic_ssl_reconfiguration import SSL_RECONFIGURABLE
+from kafkawire.metadata.image import BROKER_RESOURCE
+from kafkawire.metadata.topic_config_synonyms import dynamic_broker_configs
+from kafkawire.net.config import ConfigError
+from kafkawire.net.security import SslSettings, client_ssl_context, server_ssl_context, ssl_settings
+
+__all__ = ["ListenerSslReload"]
+
+log = logging.getLogger(__name__)
+
+_FILES = ("ssl.keystore.location", "ssl.truststore.location")
+
+
+def _modified_times(settings: SslSettings) -> tuple:
+    """The store files' modification times (None: no such file, or not readable now)."""
+    times = []
+    for key in _FILES:
+        path = settings.get(key)
+        try:
+            times.append(None if path is None else os.stat(path).st_mtime_ns)
+        except OSError:
+            times.append(None)
+    return tuple(times)
+
+
+def _with_reconfigured(current: SslSettings, props: dict, listener: str) -> SslSettings:
+    """``current`` with the listener's RECONFIGURABLE_CONFIGS values taken from ``props`` (the
+    others as they were: SslFactory.createNewSslEngineFactory copies only those)."""
+    fresh = ssl_settings(props, listener)
+    values, keys = dict(current.values), dict(current.keys)
+    for key in SSL_RECONFIGURABLE:
+        values[key] = fresh.values.get(key)
+        if key in fresh.keys:
+            keys[key] = fresh.keys[key]
+        else:
+            keys.pop(key, None)
+    return SslSettings(values, keys)
+
+
+class _Built:
+    """The settings a context was built from, and the store files' modification times then."""
+
+    def __init__(self, settings: SslSettings):
+        self.settings = settings
+        self.modified = _modified_times(settings)
+
+    def stale(self, settings: SslSettings) -> bool:
+        """DefaultSslEngineFactory.shouldBeRebuilt."""
+        return settings != self.settings or _modified_times(settings) != self.modified
+
+
+class ListenerSslReload:
+    """The broker's listeners' TLS contexts and its inter-broker clients' one, rebuilt after a
+    dynamic change of their stores (see the module docstring)."""
+
+    def __init__(self, static_props: dict, node_id: int, inter_broker: tuple[str, SslSettings] | None = None):
+        """``static_props``: server.properties as read; ``inter_broker``: the inter-broker
+        listener's name and the SslSettings the broker's clients towards it start with (None:
+        not SSL)."""
+        self.static = dict(static_props)
+        self.node = str(node_id)
+        self._configs: tuple = (None, None)     # the resources' config maps last seen (identity)
+        self._contents: tuple = (None, None)    # ... and what they held (a map changed in place)
+        self._servers: dict[int, _Built] = {}     # id(server) -> what its context was built from
+        self._client = None if inter_broker is None else (inter_broker[0], _Built(inter_broker[1]))
+        self.client_context = None               # the inter-broker clients' current context, once rebuilt
+        self.reloads = 0                          # contexts swapped so far
+
+    def on_metadata(self, image, servers, clients=()) -> None:
+        """After a publish: rebuild what a config record of this broker or the cluster default
+        made stale. ``servers``: the broker's KafkaServers; ``clients``: its NetworkClients
+        towards the inter-broker listener."""
+        for server in servers:          # what each listener's context was built from, from its start
+            if server.ssl_context is not None and id(server) not in self._servers:
+                self._servers[id(server)] = _Built(server.security.ssl)
+        if image is None:
+            return
+        configs = tuple(image.configs.get((BROKER_RESOURCE, name)) for name in (self.node, ""))
+        contents = tuple(None if c is None else dict(c) for c in configs)
+        if all(a is b for a, b in zip(configs, self._configs)) and contents == self._contents:
+            return
+        self._configs, self._contents = configs, contents
+        props = merged(self.static, dynamic_broker_configs(image, ""), dynamic_broker_configs(image, self.node))
+        for server in servers:
+            if server.ssl_context is not None:
+                self._reload_server(server, props)
+        if self._client is not None:
+            self._reload_clients(props, clients)
+
+    def _reload_server(self, server, props: dict) -> None:
+        built = self._servers[id(server)]
+        settings = _with_reconfigured(built.settings, props, server.listener_name)
+        if not built.stale(settings):
+            return
+        security = dataclasses.replace(server.security, ssl=settings)
+        try:
+            context = server_ssl_context(security)
+        except (ConfigError, ssl.SSLError) as exc:
+            log.error("listener %s: the changed key or trust store is not used, the current one stays: %s",
+                      server.listener_name, exc)
+            return
+        server.security, server.ssl_context = security, context       # for the next accepted connection
+        self._servers[id(server)] = _Built(settings)
+        self.reloads += 1
+        log.info("listener %s: new connections use the changed key store %s and trust store %s",
+                 server.listener_name, settings.get("ssl.keystore.location") or "(PEM)",
+                 settings.get("ssl.truststore.location") or "(PEM or default)")
+
+    def _reload_clients(self, props: dict, clients) -> None:
+        listener, built = self._client
+        settings = _with_reconfigured(built.settings, props, listener)
+        if not built.stale(settings):
+            return
+        try:
+            context = client_ssl_context(settings)
+        except (ConfigError, ssl.SSLError) as exc:
+            log.error("the connections to other brokers on listener %s keep the current key and trust stores: %s",
+                      listener, exc)
+            return
+        self._client = (listener, _Built(settings))
+        self.client_context = context
+        for client in clients:
+            client.ssl_context = context          # its next connection; the open ones stay
+        self.reloads += 1

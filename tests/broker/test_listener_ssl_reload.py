@@ -1,0 +1,158 @@
+"""A listener's key store changed dynamically is used by the running listener
+(kafkawire.broker.listener_ssl_reload, Kafka's SslFactory.reconfigure, KIP-226): after a config
+record of this broker, a new TLS connection sees the new certificate (same DN and SANs, a new
+key), a connection opened before keeps working on its session; a key store rewritten in place is
+reread only when a record for the broker arrives (KAFKA-14136), never on its own; a store that no
+longer loads leaves the current one in place. Stores by tests/broker/dynamic_ssl_stores.py; an
+in-process KafkaServer on 127.0.0.1 and an image holding only the broker's configs."""
+from __future__ import annotations
+
+import asyncio
+import shutil
+import ssl
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from kafkawire.broker.listener_ssl_reload import ListenerSslReload
+from kafkawire.messages.api_versions_request import ApiVersionsRequest
+from kafkawire.metadata.image import BROKER_RESOURCE
+from kafkawire.net.security import resolve_listener_security, ssl_settings
+from kafkawire.net.server import KafkaServer
+from kafkawire.protocol.framing import decode_response_frame, encode_request_frame
+
+from tests.broker.dynamic_ssl_stores import PASSWORD, write_stores
+from tests.net.netlib import run
+
+pytest.importorskip("cryptography")
+
+PREFIX = "listener.name.external."
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory) -> Path:
+    return write_stores(tmp_path_factory.mktemp("stores"))
+
+
+def _store(path: Path) -> dict:
+    return {PREFIX + "ssl.keystore.type": "PKCS12", PREFIX + "ssl.keystore.location": str(path),
+            PREFIX + "ssl.keystore.password": PASSWORD}
+
+
+def _certificate_in(path: Path) -> bytes:
+    from cryptography.hazmat.primitives.serialization import Encoding, pkcs12
+    _, certificate, _ = pkcs12.load_key_and_certificates(path.read_bytes(), PASSWORD.encode())
+    return certificate.public_bytes(Encoding.DER)
+
+
+def _image(node: dict | None = None, default: dict | None = None):
+    configs = {}
+    if node is not None:
+        configs[(BROKER_RESOURCE, "1")] = dict(node)        # a new map: a record arrived
+    if default is not None:
+        configs[(BROKER_RESOURCE, "")] = dict(default)
+    return SimpleNamespace(configs=configs)
+
+
+class Peer:
+    """A raw TLS connection: the certificate it was shown, and ApiVersions over it."""
+
+    def __init__(self, reader, writer):
+        self.reader, self.writer = reader, writer
+        self.certificate = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+
+    @classmethod
+    async def connect(cls, port: int) -> "Peer":
+        trusting = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        trusting.check_hostname, trusting.verify_mode = False, ssl.CERT_NONE     # we compare certificates
+        return cls(*await asyncio.open_connection("127.0.0.1", port, ssl=trusting))
+
+    async def api_versions_error(self) -> int:
+        self.writer.write(encode_request_frame(ApiVersionsRequest(), 0, 7))
+        size = await self.reader.readexactly(4)
+        frame = size + await self.reader.readexactly(int.from_bytes(size, "big"))
+        return decode_response_frame(frame, 18, 0)[1].error_code
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+async def _rotation(static: dict, steps):
+    """Serve the listener from ``static``; for each (image, expected store) in ``steps``, publish
+    the image and return what a new connection saw, and whether the first connection still works."""
+    security = resolve_listener_security(static, "EXTERNAL", "SSL")
+    reload = ListenerSslReload(static, 1)
+    seen = []
+    async with KafkaServer({}, listener_name="EXTERNAL", security=security) as server:
+        reload.on_metadata(None, [server])
+        first = await Peer.connect(server.port)
+        for image in steps:
+            reload.on_metadata(image, [server])
+            peer = await Peer.connect(server.port)
+            seen.append(peer.certificate)
+            assert await peer.api_versions_error() == 0
+            peer.close()
+        assert await first.api_versions_error() == 0       # the connection opened before keeps its session
+        seen.insert(0, first.certificate)
+        first.close()
+    return seen, reload.reloads
+
+
+def test_a_new_key_store_is_used_by_new_connections(stores):
+    static = _store(stores / "ks.p12")
+    old, new = _certificate_in(stores / "ks.p12"), _certificate_in(stores / "ks-same.p12")
+    steps = [_image({}), _image(_store(stores / "ks-same.p12")), _image(_store(stores / "ks-same.p12"))]
+    seen, reloads = run(_rotation(static, steps))
+    assert seen == [old, old, new, new]
+    assert reloads == 1                     # the same settings again: nothing to rebuild
+
+
+def test_a_store_rewritten_in_place_is_reread_at_the_next_record_of_the_broker(stores, tmp_path):
+    live = tmp_path / "live.p12"
+    shutil.copy(stores / "ks.p12", live)
+    static = _store(live)
+    old, new = _certificate_in(stores / "ks.p12"), _certificate_in(stores / "ks-other-dn.p12")
+    unrelated = _image({"log.retention.ms": "1000"})
+
+    def rewritten():
+        shutil.copy(stores / "ks-other-dn.p12", live)        # (the change's check would be skipped: a test)
+        return unrelated                                      # the same map: no record of the broker
+
+    async def scenario():
+        security = resolve_listener_security(static, "EXTERNAL", "SSL")
+        reload = ListenerSslReload(static, 1)
+        async with KafkaServer({}, listener_name="EXTERNAL", security=security) as server:
+            reload.on_metadata(unrelated, [server])
+            seen = []
+            for image in (rewritten(), unrelated, _image({"log.retention.ms": "1000", **_store(live)})):
+                reload.on_metadata(image, [server])
+                peer = await Peer.connect(server.port)
+                seen.append(peer.certificate)
+                peer.close()
+            return seen
+
+    assert run(scenario()) == [old, old, new]
+
+
+def test_a_cluster_default_change_reaches_the_listener_and_a_broken_store_is_not_taken(stores, tmp_path, caplog):
+    """The cluster default's map is read as the broker's (Kafka refuses a store there, but an image
+    may hold one a controller took); a store that does not load is logged and not used."""
+    static = _store(stores / "ks.p12")
+    old, new = _certificate_in(stores / "ks.p12"), _certificate_in(stores / "ks-same.p12")
+    steps = [_image(default=_store(stores / "ks-same.p12")), _image(_store(stores / "garbage.p12"))]
+    seen, reloads = run(_rotation(static, steps))
+    assert seen == [old, new, new]
+    assert reloads == 1
+    assert "the changed key or trust store is not used" in caplog.text
+
+
+def test_the_inter_broker_clients_get_the_new_trust_store(stores):
+    static = {"listener.name.internal.ssl.truststore.type": "PEM",
+              "listener.name.internal.ssl.truststore.location": str(stores / "ca.pem")}
+    reload = ListenerSslReload(static, 1, inter_broker=("INTERNAL", ssl_settings(static, "INTERNAL")))
+    client = SimpleNamespace(ssl_context=None)
+    reload.on_metadata(_image({"listener.name.internal.ssl.truststore.location": str(stores / "ca-both.pem")}), [],
+                       [client])
+    assert client.ssl_context is reload.client_context is not None
+    assert len(client.ssl_context.get_ca_certs()) == 2
