@@ -17,7 +17,9 @@ kafkawire.raft.node.prometheus says:
   where Kafka's Partition marks them;
 * ``kafka.server:type=KafkaServer,name=BrokerState`` is ``kafka_server_kafkaserver_brokerstate``
   with the values of Kafka's BrokerState;
-* the per-partition Partition and Log gauges: kafkawire.broker.partition_metrics.
+* the per-partition Partition and Log gauges: kafkawire.broker.partition_metrics;
+* share groups' metrics (ShareGroupMetrics, SharePartitionMetrics, the group coordinator's
+  share-group counts, the BrokerTopicMetrics share meters): kafkawire.broker.share_metrics.
 
 Values are read when scraped; the meters are plain counts kept by the produce and fetch paths
 (``BrokerTopicStats.mark``), a dict look-up and an add each.
@@ -32,6 +34,7 @@ from kafkawire.storage.flush_stats import LOG_FLUSHES
 
 from .partition_metrics import STEP, LedShape, partition_families
 from .replica_state import EXPAND, SHRINK
+from .share_metrics import FAILED_SHARE_ACK, FAILED_SHARE_FETCH, TOTAL_SHARE_ACK, TOTAL_SHARE_FETCH, share_families
 from .telemetry_exporter import telemetry_families
 
 REPLICA_MANAGER = "kafka_server_replicamanager_"
@@ -42,7 +45,8 @@ TOTAL_PRODUCE, FAILED_PRODUCE = "TotalProduceRequests", "FailedProduceRequests"
 TOTAL_FETCH, FAILED_FETCH = "TotalFetchRequests", "FailedFetchRequests"
 REPLICATION_BYTES_IN, REPLICATION_BYTES_OUT = "ReplicationBytesIn", "ReplicationBytesOut"
 TOPIC_METERS = {MESSAGES_IN: "messages", BYTES_IN: "bytes", BYTES_OUT: "bytes", TOTAL_PRODUCE: "requests",
-                FAILED_PRODUCE: "requests", TOTAL_FETCH: "requests", FAILED_FETCH: "requests"}
+                FAILED_PRODUCE: "requests", TOTAL_FETCH: "requests", FAILED_FETCH: "requests",
+                **dict.fromkeys((TOTAL_SHARE_FETCH, FAILED_SHARE_FETCH, TOTAL_SHARE_ACK, FAILED_SHARE_ACK), "requests")}
 ALL_TOPICS_ONLY = {REPLICATION_BYTES_IN: "bytes", REPLICATION_BYTES_OUT: "bytes"}
 # Kafka's BrokerState values (org.apache.kafka.metadata.BrokerState), by the lifecycle's state names.
 BROKER_STATES = {"STARTING": 1, "RECOVERY": 2, "RUNNING": 3, "PENDING_CONTROLLED_SHUTDOWN": 6, "SHUTTING_DOWN": 7}
@@ -117,6 +121,7 @@ def broker_families(broker) -> Iterator[FamilyOrPause]:
     yield from broker.request_metrics.families()
     yield from quota_families(broker.quotas)
     yield log_flush_family()
+    yield from share_families(broker)                    # share groups (KIP-932): kafkawire.broker.share_metrics
     yield from telemetry_families(broker.telemetry)      # pushed client metrics (KIP-714), if on
 
 
