@@ -231,6 +231,7 @@ class ShareApis:
         code = self.apis.store.coordinator_error(request.group_id)
         if code != Errors.NONE:
             return ShareGroupHeartbeatResponse(error_code=code)
+        self.metrics.rebalances.observe(self.groups.rebalances)       # share-group-rebalance-rate's windows
         return self.groups.heartbeat(request, client_id=ctx.client_id or "", client_host=f"/{ctx.peer[0]}")
 
     async def describe(self, ctx, request):

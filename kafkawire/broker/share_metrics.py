@@ -25,13 +25,19 @@ endpoint (kafkawire.broker.metrics), renamed by the JMX exporter's usual Kafka r
   TotalShareAcknowledgementRequestsPerSec, FailedShareAcknowledgementRequestsPerSec): counted
   here per topic and exported by kafkawire.broker.metrics with the other topic meters.
 
+* ``kafka.server:type=share-coordinator-metrics`` (Kafka's ShareCoordinatorMetrics):
+  ``write-total`` and ``write-rate`` (state writes of one share-partition, a read's new leader
+  epoch included), ``write-latency-avg`` / ``-max`` (a WriteShareGroupState request's handling,
+  over the sampled windows; NaN with none) and ``last-pruned-offset`` per ``topic`` and
+  ``partition`` of ``__share_group_state``, as ``kafka_server_sharecoordinatormetrics_write_total`` ...
+
 Not exported: InFlightBatchCount (Kafka counts its cached batches; kafkawire keeps a state per
 record, not per batch), and FetchLockTimeMs and FetchLockRatio (kafkawire has no fetch lock: a
-share-partition's acquisition runs in one step of the event loop); the share coordinator's
-``share-coordinator-metrics``.
+share-partition's acquisition runs in one step of the event loop).
 """
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from typing import Iterator
@@ -41,12 +47,13 @@ from kafkawire.net.request_metrics import QUANTILES, RECENT_SAMPLES, percentile
 
 from .share_partition import ACCEPT, REJECT, RELEASE, RENEW
 
-__all__ = ["ShareMetrics", "share_families", "mark_topics", "TOTAL_SHARE_FETCH", "FAILED_SHARE_FETCH", "TOTAL_SHARE_ACK",
+__all__ = ["ShareMetrics", "ShareCoordinatorMetrics", "share_families", "mark_topics", "TOTAL_SHARE_FETCH", "FAILED_SHARE_FETCH", "TOTAL_SHARE_ACK",
            "FAILED_SHARE_ACK"]
 
 GROUP_METRICS = "kafka_server_sharegroupmetrics_"
 PARTITION_METRICS = "kafka_server_sharepartitionmetrics_"
 COORDINATOR_METRICS = "kafka_server_groupcoordinatormetrics_"
+SHARE_COORDINATOR_METRICS = "kafka_server_sharecoordinatormetrics_"
 ACK_TYPE_NAMES = {ACCEPT: "Accept", RELEASE: "Release", REJECT: "Reject", RENEW: "Renew"}
 # BrokerTopicMetrics' share meters, by their MBean names without "PerSec"
 TOTAL_SHARE_FETCH, FAILED_SHARE_FETCH = "TotalShareFetchRequests", "FailedShareFetchRequests"
@@ -68,6 +75,58 @@ class Histogram:
         self.count += 1
 
 
+class WindowedRate:
+    """Kafka's Rate of a growing count over its sampled windows (metrics.num.samples x
+    metrics.sample.window.ms, the defaults), per second: ``observe`` the count before each
+    event (a window starts there), ``rate`` at a scrape."""
+
+    def __init__(self):
+        self._starts: deque = deque(maxlen=RATE_SAMPLES)       # (window start, count then)
+
+    def observe(self, total: float) -> None:
+        now = time.monotonic()
+        if not self._starts or now - self._starts[-1][0] >= RATE_WINDOW_S:
+            self._starts.append((now, total))
+
+    def rate(self, total: float) -> float:
+        self.observe(total)
+        started, then = self._starts[0]
+        return (total - then) / max(time.monotonic() - started, (RATE_SAMPLES - 1) * RATE_WINDOW_S)
+
+
+class ShareCoordinatorMetrics:
+    """What the share coordinator counts (kafkawire.broker.share_coordinator_apis marks it)."""
+
+    def __init__(self):
+        self.write_rate = WindowedRate()
+        self._latencies: deque = deque()                       # (when, ms) within the sampled windows
+        self.last_pruned: dict[int, int] = {}                  # __share_group_state partition -> offset
+
+    def record_write_latency(self, started: float) -> None:
+        now = time.monotonic()
+        self._latencies.append((now, (now - started) * 1000))
+
+    def latencies(self) -> list[float]:
+        since = time.monotonic() - RATE_SAMPLES * RATE_WINDOW_S
+        while self._latencies and self._latencies[0][0] < since:
+            self._latencies.popleft()
+        return [ms for _, ms in self._latencies]
+
+    def families(self, write_total: int, topic: str) -> Iterator[Family]:
+        name = SHARE_COORDINATOR_METRICS
+        latencies = self.latencies()
+        yield Family(name + "write_total", "write-total: share-group state write calls", [({}, float(write_total))])
+        yield Family(name + "write_rate", "write-rate: share-group state write calls per second",
+                     [({}, self.write_rate.rate(write_total))])
+        yield Family(name + "write_latency_avg", "write-latency-avg: a share-group state write's time (ms)",
+                     [({}, sum(latencies) / len(latencies) if latencies else math.nan)])
+        yield Family(name + "write_latency_max", "write-latency-max: the longest share-group state write (ms)",
+                     [({}, max(latencies) if latencies else math.nan)])
+        yield Family(name + "last_pruned_offset", "last-pruned-offset: where the share-group state topic was "
+                     "last pruned", [({"topic": topic, "partition": str(p)}, float(offset))
+                                     for p, offset in sorted(self.last_pruned.items())])
+
+
 class ShareMetrics:
     """What the share-group paths count (kafkawire.broker.share_apis marks them)."""
 
@@ -77,7 +136,7 @@ class ShareMetrics:
         self.fetch_ratio: dict[str, Histogram] = {}
         self.acquire_time_ms: dict[str, Histogram] = {}
         self.batch_records: dict[tuple, Histogram] = {}       # (group, topic id, partition) -> acquired ranges
-        self._rates: deque = deque(maxlen=RATE_SAMPLES)       # (window start, rebalances then)
+        self.rebalances = WindowedRate()
 
     def record_acknowledgements(self, batches) -> None:
         """recordAcknowledgement: one type for the batch's whole range, else one per offset (GAP ignored)."""
@@ -108,15 +167,6 @@ class ShareMetrics:
 
     def forget(self, key: tuple) -> None:
         self.batch_records.pop(key, None)
-
-    def rebalance_rate(self, total: int) -> float:
-        """share-group-rebalance-rate: per second over the recent sample windows (Kafka's Rate)."""
-        now = time.monotonic()
-        if not self._rates or now - self._rates[-1][0] >= RATE_WINDOW_S:
-            self._rates.append((now, total))
-        started, then = self._rates[0]
-        elapsed = max(now - started, (RATE_SAMPLES - 1) * RATE_WINDOW_S)
-        return (total - then) / elapsed
 
 
 def _summary(name: str, what: str, histograms: dict) -> Family:
@@ -168,6 +218,9 @@ def share_families(broker) -> Iterator[Family]:
     for key in [k for k in metrics.batch_records if k not in share.partitions]:
         metrics.forget(key)               # a share-partition no longer led here: its histogram goes too
     yield from _coordinator_families(share.groups, metrics)
+    apis = getattr(broker, "share_coordinator_apis", None)
+    if apis is not None:
+        yield from apis.metrics.families(apis.coordinator.write_calls, apis.store.TOPIC)
 
 
 def _coordinator_families(groups, metrics: ShareMetrics) -> Iterator[Family]:
@@ -181,7 +234,7 @@ def _coordinator_families(groups, metrics: ShareMetrics) -> Iterator[Family]:
     yield Family(COORDINATOR_METRICS + "share_group_rebalance_count", "share-group-rebalance-count: share group "
                  "rebalances", [({}, float(groups.rebalances))])
     yield Family(COORDINATOR_METRICS + "share_group_rebalance_rate", "share-group-rebalance-rate: share group "
-                 "rebalances per second", [({}, metrics.rebalance_rate(groups.rebalances))])
+                 "rebalances per second", [({}, metrics.rebalances.rate(groups.rebalances))])
 
 
 def mark_topics(topic_stats, outcomes, total: str, failed: str) -> None:

@@ -3,8 +3,8 @@ a combined node of this test alone with its Prometheus endpoint on, one share co
 requests (join, fetch, acknowledge with each type, a lock left to pass), then one scrape checked
 against what the requests did: acknowledgements by type, share-partition loads, each fetch's
 acquired share and time, the in-flight window and lock timeouts per share-partition, the
-acquired ranges, the group coordinator's share-group counts and rebalances, and the topic's
-share meters. Killed by pid at the end.
+acquired ranges, the group coordinator's share-group counts and rebalances, the share
+coordinator's writes, and the topic's share meters. Killed by pid at the end.
 """
 from __future__ import annotations
 
@@ -88,6 +88,13 @@ def test_share_group_metrics_move_with_a_consumers_traffic(tmp_path):
     assert [value(samples, coordinator + "share_group_count", state=s) for s in ("Empty", "Stable", "Dead")] == \
         [0.0, 1.0, 0.0]
     assert value(samples, coordinator + "share_group_rebalance_count") == float(group_epoch) == float(epoch)
+    assert value(samples, coordinator + "share_group_rebalance_rate") > 0
+    # the share coordinator (this node) wrote the share-partitions' state: the acknowledgements at least
+    share_coordinator = "kafka_server_sharecoordinatormetrics_"
+    assert value(samples, share_coordinator + "write_total") >= 2
+    assert value(samples, share_coordinator + "write_rate") > 0
+    assert 0 < value(samples, share_coordinator + "write_latency_avg") <= value(samples, share_coordinator +
+                                                                                 "write_latency_max")
     meters = "kafka_server_brokertopicmetrics_"
     assert value(samples, meters + "totalsharefetchrequests_total", topic=TOPIC) == len(fetches)
     assert value(samples, meters + "failedsharefetchrequests_total", topic=TOPIC) == 0.0
