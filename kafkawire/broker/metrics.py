@@ -18,6 +18,7 @@ kafkawire.raft.node.prometheus says:
 * ``kafka.server:type=KafkaServer,name=BrokerState`` is ``kafka_server_kafkaserver_brokerstate``
   with the values of Kafka's BrokerState;
 * the per-partition Partition and Log gauges: kafkawire.broker.partition_metrics;
+* ``kafka.log:type=LogManager``: the offline and cordoned log directories (log_manager_families);
 * share groups' metrics (ShareGroupMetrics, SharePartitionMetrics, the group coordinator's
   share-group counts, the BrokerTopicMetrics share meters): kafkawire.broker.share_metrics.
 
@@ -121,8 +122,22 @@ def broker_families(broker) -> Iterator[FamilyOrPause]:
     yield from broker.request_metrics.families()
     yield from quota_families(broker.quotas)
     yield log_flush_family()
+    if hasattr(broker, "log_dirs"):                     # (a stand-in broker of a test may have none)
+        yield from log_manager_families(broker.log_dirs)
     yield from share_families(broker)                    # share groups (KIP-932): kafkawire.broker.share_metrics
     yield from telemetry_families(broker.telemetry)      # pushed client metrics (KIP-714), if on
+
+
+def log_manager_families(log_dirs) -> Iterator[Family]:
+    """``kafka.log:type=LogManager``: OfflineLogDirectoryCount and CordonedLogDirectoryCount, and
+    per directory (a ``logDirectory`` label, its absolute path) LogDirectoryOffline and
+    LogDirectoryCordoned (KIP-1066), 1 or 0."""
+    name = "kafka_log_logmanager_"
+    yield gauge(name + "offlinelogdirectorycount", "Log directories offline", len(log_dirs.offline))
+    yield gauge(name + "cordonedlogdirectorycount", "Log directories cordoned", len(log_dirs.cordoned))
+    for attribute, held in (("logdirectoryoffline", log_dirs.offline), ("logdirectorycordoned", log_dirs.cordoned)):
+        yield Family(name + attribute, f"{attribute}: 1 when the directory is", [
+            ({"logDirectory": path}, float(path in held)) for path in log_dirs.paths])
 
 
 def log_flush_family() -> Family:

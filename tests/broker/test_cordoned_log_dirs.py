@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from kafkawire.broker.lifecycle import BrokerLifecycle, Registration
+from kafkawire.broker.metrics import log_manager_families
 from kafkawire.metadata.image import BROKER_RESOURCE
 from kafkawire.net.config import ConfigError, parse_server_config
 from kafkawire.protocol.error_codes import Errors
@@ -79,6 +80,11 @@ def test_new_logs_avoid_cordoned_directories_and_a_cordoned_destination_is_refus
         broker.on_metadata()
         assert parent(broker.partitions[("t", 3)]) == str(dirs[0])
         assert [r.is_cordoned for r in broker.log_dir_apis.log_dir_results(None)] == [True, True]
+        gauges = {(f.name, tuple(labels.items())): value for f in log_manager_families(broker.log_dirs)
+                  for labels, value in f.samples}
+        assert gauges[("kafka_log_logmanager_cordonedlogdirectorycount", ())] == 2
+        assert gauges[("kafka_log_logmanager_logdirectorycordoned", (("logDirectory", str(dirs[1])),))] == 1
+        assert gauges[("kafka_log_logmanager_logdirectoryoffline", (("logDirectory", str(dirs[1])),))] == 0
         # a dynamic empty value uncordons both; the cluster default is not a per-broker config's level
         set_configs(state, {(BROKER_RESOURCE, "1"): {"cordoned.log.dirs": ""},
                             (BROKER_RESOURCE, ""): {"cordoned.log.dirs": str(dirs[1])}})
