@@ -6,7 +6,7 @@ Per partition, Kafka's errors in Kafka's order: INVALID_TOPIC_EXCEPTION when its
 directory name (``<topic>-<partition>.<32 hex>-future``) would pass 255 characters;
 LOG_DIR_NOT_FOUND when the path is not one of ``log.dirs`` as an absolute path (compared as
 given, as LogManager.isLogDirOnline does); KAFKA_STORAGE_ERROR when that directory is not
-there; REPLICA_NOT_AVAILABLE when the broker holds no replica of the partition yet, after noting
+there; INVALID_REPLICA_ASSIGNMENT when ``cordoned.log.dirs`` names it (KIP-1066); REPLICA_NOT_AVAILABLE when the broker holds no replica of the partition yet, after noting
 the directory for the replica's log to come (LogManager.preferredLogDirs: what
 ``kafka-reassign-partitions`` relies on when it moves a replica to another broker and directory);
 NONE when the replica is in that directory already or its future log is made there
@@ -90,6 +90,9 @@ class AlterLogDirsApi:
         if path in log_dirs.offline or not os.path.isdir(path):
             log.warning("Unable to alter log dirs for %s-%d: log directory %s is offline", topic, index, path)
             return Errors.KAFKA_STORAGE_ERROR
+        if path in log_dirs.cordoned:          # KIP-1066: ReplicaManager.alterReplicaLogDirs refuses it
+            log.warning("Unable to alter log dirs for %s-%d: log directory %s is cordoned", topic, index, path)
+            return Errors.INVALID_REPLICA_ASSIGNMENT
         partition = self.broker.log_manager.replica((topic, index))
         if partition is None:
             image = self.broker.image()

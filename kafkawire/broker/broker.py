@@ -80,6 +80,7 @@ from .log_dir_apis import LogDirApis
 from .log_config import TopicConfigs
 from .log_deletion import LogDeleter
 from .log_dirs import LogDirs, LogDirsError, assigned_directory
+from .cordoned_dirs import CordonedDirs
 from .dir_assignments import DirAssignments
 from .alter_log_dirs import AlterLogDirsApi
 from .log_dir_copy import find_future_logs
@@ -141,6 +142,7 @@ class Broker:
         self.node_id = config.node_id
         self.cluster_id = cluster_id
         self.log_dir = self.log_dirs.first          # the first log directory (the one of a single-directory broker)
+        self.cordoned_dirs = CordonedDirs(self)      # cordoned.log.dirs (KIP-1066)
         self.directory_id = directory_id
         self.image = image
         self.metadata_offset = metadata_offset
@@ -313,7 +315,7 @@ class Broker:
             self.send_to_controller, registration=self._registration(), metadata_offset=self.metadata_offset,
             ready_to_unfence=lambda: self._logs_ready and self.metadata_loaded(),
             heartbeat_interval_ms=c.broker_heartbeat_interval_ms, on_state=self._on_lifecycle_state,
-            offline_log_dirs=self.log_dirs.offline_ids)
+            offline_log_dirs=self.log_dirs.offline_ids, cordoned_log_dirs=self.cordoned_dirs.heartbeat_ids)
         self.task = asyncio.ensure_future(self._run_lifecycle())
         # moves cut short by a stop or a crash: resumed once their replicas are hosted
         self.alter_log_dirs.futures.resumable.update(find_future_logs(self.log_dirs.paths))
@@ -417,6 +419,7 @@ class Broker:
         if self.lifecycle is None:
             return
         self.lifecycle.poke()
+        self.cordoned_dirs.on_metadata()
         image = self.image()
         self.ssl_reload.on_metadata(image, self.servers, self.inter_broker_clients)
         if image is None or self.lifecycle.state == STARTING:

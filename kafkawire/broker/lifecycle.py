@@ -18,7 +18,10 @@ INVALID_REGISTRATION, UNSUPPORTED_VERSION) stops the broker, as Kafka's broker h
 A graceful stop first runs Kafka's controlled shutdown (``controlled_shutdown``: heartbeats with
 wantShutDown until the controller answers shouldShutDown). Every heartbeat carries the failed
 log directories (``offline_log_dirs()``: OfflineLogDirs, KIP-858); ``heartbeat_soon`` sends one at
-once when a directory fails. Not done: cordoned directories.
+once when a directory fails. Past STARTING (caught up with the metadata) they also carry the
+cordoned directories (``cordoned_log_dirs()``: CordonedLogDirs, KIP-1066; None leaves the field
+out, below metadata.version 4.3-IV0), as Kafka's broker sends them from its catch-up on;
+``heartbeat_soon`` sends one at once when they change.
 """
 from __future__ import annotations
 
@@ -83,7 +86,8 @@ class BrokerLifecycle:
 
     def __init__(self, send: Send, *, registration: Registration, metadata_offset: Callable[[], int],
                  ready_to_unfence: Callable[[], bool], heartbeat_interval_ms: int = 2000,
-                 on_state: Callable[[str], None] | None = None, offline_log_dirs: Callable[[], list] = list):
+                 on_state: Callable[[str], None] | None = None, offline_log_dirs: Callable[[], list] = list,
+                 cordoned_log_dirs: Callable[[], list | None] = lambda: None):
         self.send = send
         self.registration = registration
         self.metadata_offset = metadata_offset
@@ -91,6 +95,7 @@ class BrokerLifecycle:
         self.heartbeat_interval_ms = max(heartbeat_interval_ms, 1)
         self.on_state = on_state or (lambda state: None)
         self.offline_log_dirs = offline_log_dirs
+        self.cordoned_log_dirs = cordoned_log_dirs
         self.state = STARTING
         self.broker_epoch = -1
         self.failures = 0
@@ -103,7 +108,8 @@ class BrokerLifecycle:
             self._wake.set()
 
     def heartbeat_soon(self) -> None:
-        """A log directory failed: the controller hears of it with the next heartbeat, sent now."""
+        """A log directory failed or the cordoned ones changed: the controller hears of it with the
+        next heartbeat, sent now."""
         self._wake.set()
 
     async def run(self) -> None:
@@ -158,9 +164,7 @@ class BrokerLifecycle:
     async def _heartbeat_once(self) -> int:
         """One heartbeat; how long to wait before the next."""
         ready = self.state != STARTING and self.ready_to_unfence()
-        request = BrokerHeartbeatRequest(broker_id=self.registration.broker_id, broker_epoch=self.broker_epoch,
-                                         current_metadata_offset=self.metadata_offset(), want_fence=not ready,
-                                         want_shut_down=False, offline_log_dirs=list(self.offline_log_dirs()))
+        request = self._heartbeat(want_fence=not ready, want_shut_down=False)
         response = await self._call(request)
         if response is None:
             return 0
@@ -186,9 +190,7 @@ class BrokerLifecycle:
         self._enter(PENDING_CONTROLLED_SHUTDOWN)
         deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
         while asyncio.get_running_loop().time() < deadline:
-            request = BrokerHeartbeatRequest(broker_id=self.registration.broker_id, broker_epoch=self.broker_epoch,
-                                             current_metadata_offset=self.metadata_offset(), want_fence=False,
-                                             want_shut_down=True, offline_log_dirs=list(self.offline_log_dirs()))
+            request = self._heartbeat(want_fence=False, want_shut_down=True)
             try:
                 async with asyncio.timeout(max(deadline - asyncio.get_running_loop().time(), 0.01)):
                     response = await self.send(request, REQUEST_TIMEOUT_MS)
@@ -200,6 +202,13 @@ class BrokerLifecycle:
                 return True
             await asyncio.sleep(CONTROLLED_SHUTDOWN_POLL_MS / 1000)
         return False
+
+    def _heartbeat(self, *, want_fence: bool, want_shut_down: bool) -> BrokerHeartbeatRequest:
+        cordoned = None if self.state == STARTING else self.cordoned_log_dirs()
+        return BrokerHeartbeatRequest(broker_id=self.registration.broker_id, broker_epoch=self.broker_epoch,
+                                      current_metadata_offset=self.metadata_offset(), want_fence=want_fence,
+                                      want_shut_down=want_shut_down, offline_log_dirs=list(self.offline_log_dirs()),
+                                      cordoned_log_dirs=None if cordoned is None else list(cordoned))
 
     def _enter(self, state: str) -> None:
         log.info("broker %d: %s -> %s", self.registration.broker_id, self.state, state)

@@ -32,6 +32,7 @@ from kafkawire.net.metadata_topic import epoch_error
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 
+from .cordoned_dirs import cordoned_supported
 from .log_manager import log_dir_paths
 
 __all__ = ["LogDirApis", "OFFSET_FOR_LEADER_EPOCH", "DESCRIBE_LOG_DIRS"]
@@ -136,7 +137,12 @@ class LogDirApis:
             error_code=Errors.NONE, log_dir=path,
             topics=[DescribeLogDirsTopic(name=name, partitions=parts) for name, parts in by_topic.items()],
             total_bytes=volume.f_blocks * volume.f_frsize, usable_bytes=volume.f_bavail * volume.f_frsize,
-            is_cordoned=False)
+            is_cordoned=self._is_cordoned(path))
+
+    def _is_cordoned(self, path: str) -> bool:
+        """ReplicaManager.describeLogDirs: from metadata.version 4.3-IV0, whether cordoned.log.dirs names it."""
+        log_dirs = getattr(self.broker, "log_dirs", None)
+        return log_dirs is not None and cordoned_supported(self.broker.image()) and path in log_dirs.cordoned
 
 
 def _fencing_error(current_leader_epoch: int, ours: int) -> int:

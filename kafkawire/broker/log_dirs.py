@@ -10,7 +10,9 @@ goes, and which directory a log lives in.
 Placement (LogManager.getOrCreateLog): a log already in one of the directories stays there; else
 the directory AlterReplicaLogDirs named for it before it was hosted here (preferredLogDirs), else
 the directory the metadata assigned the replica to (PartitionRecord ``Directories``) when it is
-one of ours, else the one with the fewest logs (nextLogDirs; ties in ``log.dirs`` order).
+one of ours, else the one with the fewest logs (nextLogDirs; ties in ``log.dirs`` order) among
+those not cordoned (``cordoned``: the paths ``cordoned.log.dirs`` names, KIP-1066), or the first
+online one when every one is cordoned (a replica assigned just before the last was cordoned).
 
 One directory (the common case) keeps what the node read (the metadata directory's id, perhaps
 none) and writes nothing. With several, a directory without meta.properties gets one (node.id,
@@ -96,6 +98,7 @@ class LogDirs:
         self._by_id = {d.directory_id: d for d in dirs if d.directory_id is not None}
         self.preferred: dict[tuple[str, int], str] = {}     # AlterReplicaLogDirs' choice for a log not here yet
         self.offline: set[str] = set()      # failed directories (KIP-858): no log opens there any more
+        self.cordoned: frozenset[str] = frozenset()     # cordoned.log.dirs (KIP-1066): no new log goes there
 
     @classmethod
     def load(cls, paths, *, node_id: int, cluster_id: str, known: dict | None = None) -> LogDirs:
@@ -168,4 +171,9 @@ class LogDirs:
         if assigned not in (None, UNASSIGNED, LOST, MIGRATING) and assigned in self._by_id:
             if self._by_id[assigned].path not in self.offline:
                 return self._by_id[assigned].path
-        return min(online, key=lambda d: counts.get(d.path, 0)).path     # min keeps the first of equals
+        open_to_new = [d for d in online if d.path not in self.cordoned] or online[:1]
+        return min(open_to_new, key=lambda d: counts.get(d.path, 0)).path     # min keeps the first of equals
+
+    def cordoned_ids(self) -> list:
+        """The cordoned directories' ids (BrokerHeartbeat CordonedLogDirs), in ``log.dirs`` order."""
+        return [d.directory_id for d in self.dirs if d.path in self.cordoned and d.directory_id is not None]

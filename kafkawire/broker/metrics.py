@@ -17,7 +17,10 @@ kafkawire.raft.node.prometheus says:
   where Kafka's Partition marks them;
 * ``kafka.server:type=KafkaServer,name=BrokerState`` is ``kafka_server_kafkaserver_brokerstate``
   with the values of Kafka's BrokerState;
-* the per-partition Partition and Log gauges: kafkawire.broker.partition_metrics.
+* the per-partition Partition and Log gauges: kafkawire.broker.partition_metrics;
+* ``kafka.log:type=LogManager``: the offline and cordoned log directories (log_manager_families);
+* share groups' metrics (ShareGroupMetrics, SharePartitionMetrics, the group coordinator's
+  share-group counts, the BrokerTopicMetrics share meters): kafkawire.broker.share_metrics.
 
 Values are read when scraped; the meters are plain counts kept by the produce and fetch paths
 (``BrokerTopicStats.mark``), a dict look-up and an add each.
@@ -32,6 +35,7 @@ from kafkawire.storage.flush_stats import LOG_FLUSHES
 
 from .partition_metrics import STEP, LedShape, partition_families
 from .replica_state import EXPAND, SHRINK
+from .share_metrics import FAILED_SHARE_ACK, FAILED_SHARE_FETCH, TOTAL_SHARE_ACK, TOTAL_SHARE_FETCH, share_families
 from .telemetry_exporter import telemetry_families
 
 REPLICA_MANAGER = "kafka_server_replicamanager_"
@@ -42,7 +46,8 @@ TOTAL_PRODUCE, FAILED_PRODUCE = "TotalProduceRequests", "FailedProduceRequests"
 TOTAL_FETCH, FAILED_FETCH = "TotalFetchRequests", "FailedFetchRequests"
 REPLICATION_BYTES_IN, REPLICATION_BYTES_OUT = "ReplicationBytesIn", "ReplicationBytesOut"
 TOPIC_METERS = {MESSAGES_IN: "messages", BYTES_IN: "bytes", BYTES_OUT: "bytes", TOTAL_PRODUCE: "requests",
-                FAILED_PRODUCE: "requests", TOTAL_FETCH: "requests", FAILED_FETCH: "requests"}
+                FAILED_PRODUCE: "requests", TOTAL_FETCH: "requests", FAILED_FETCH: "requests",
+                **dict.fromkeys((TOTAL_SHARE_FETCH, FAILED_SHARE_FETCH, TOTAL_SHARE_ACK, FAILED_SHARE_ACK), "requests")}
 ALL_TOPICS_ONLY = {REPLICATION_BYTES_IN: "bytes", REPLICATION_BYTES_OUT: "bytes"}
 # Kafka's BrokerState values (org.apache.kafka.metadata.BrokerState), by the lifecycle's state names.
 BROKER_STATES = {"STARTING": 1, "RECOVERY": 2, "RUNNING": 3, "PENDING_CONTROLLED_SHUTDOWN": 6, "SHUTTING_DOWN": 7}
@@ -117,7 +122,22 @@ def broker_families(broker) -> Iterator[FamilyOrPause]:
     yield from broker.request_metrics.families()
     yield from quota_families(broker.quotas)
     yield log_flush_family()
+    if hasattr(broker, "log_dirs"):                     # (a stand-in broker of a test may have none)
+        yield from log_manager_families(broker.log_dirs)
+    yield from share_families(broker)                    # share groups (KIP-932): kafkawire.broker.share_metrics
     yield from telemetry_families(broker.telemetry)      # pushed client metrics (KIP-714), if on
+
+
+def log_manager_families(log_dirs) -> Iterator[Family]:
+    """``kafka.log:type=LogManager``: OfflineLogDirectoryCount and CordonedLogDirectoryCount, and
+    per directory (a ``logDirectory`` label, its absolute path) LogDirectoryOffline and
+    LogDirectoryCordoned (KIP-1066), 1 or 0."""
+    name = "kafka_log_logmanager_"
+    yield gauge(name + "offlinelogdirectorycount", "Log directories offline", len(log_dirs.offline))
+    yield gauge(name + "cordonedlogdirectorycount", "Log directories cordoned", len(log_dirs.cordoned))
+    for attribute, held in (("logdirectoryoffline", log_dirs.offline), ("logdirectorycordoned", log_dirs.cordoned)):
+        yield Family(name + attribute, f"{attribute}: 1 when the directory is", [
+            ({"logDirectory": path}, float(path in held)) for path in log_dirs.paths])
 
 
 def log_flush_family() -> Family:

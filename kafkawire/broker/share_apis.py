@@ -61,6 +61,8 @@ from .share_groups import ShareGroups, validate_heartbeat
 from .share_partition import SharePartition, ShareSettings
 from .share_sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSessionError, ShareSessions
 from .share_state_keeper import ShareStateKeeper
+from .share_metrics import (FAILED_SHARE_ACK, FAILED_SHARE_FETCH, TOTAL_SHARE_ACK, TOTAL_SHARE_FETCH, ShareMetrics,
+                            mark_topics)
 
 __all__ = ["ShareApis", "SHARE_VERSION"]
 
@@ -98,6 +100,7 @@ class ShareApis:
         self._save_scheduled = False
         self.offsets = ShareOffsets(self)
         self.keeper = ShareStateKeeper(self)          # the state read from / written to the share coordinator
+        self.metrics = ShareMetrics()                 # ShareGroupMetrics, SharePartitionMetrics (share_metrics)
         # the group coordinator's initialization of its groups' share-partitions
         self.initializer = ShareGroupInitializer(self.groups, self.keeper.persister)
 
@@ -228,6 +231,7 @@ class ShareApis:
         code = self.apis.store.coordinator_error(request.group_id)
         if code != Errors.NONE:
             return ShareGroupHeartbeatResponse(error_code=code)
+        self.metrics.rebalances.observe(self.groups.rebalances)       # share-group-rebalance-rate's windows
         return self.groups.heartbeat(request, client_id=ctx.client_id or "", client_host=f"/{ctx.peer[0]}")
 
     async def describe(self, ctx, request):
@@ -309,11 +313,14 @@ class ShareApis:
         for (_, topic_id, index), code in written.items():
             if code != Errors.NONE and answers[(topic_id, index)].acknowledge_error_code == Errors.NONE:
                 answers[(topic_id, index)].acknowledge_error_code = code
+        self._acknowledged({(t, i): (answers[(t, i)].acknowledge_error_code, batches) for t, i, batches in acks})
         if epoch == FINAL_EPOCH:
             self._close(group_id, member_id, settings)
         elif not (v >= RENEW_VERSION and request.is_renew_ack):
             await self._fetch_into(answers, session, request, settings, may_read, failed)
             self.keeper.write_soon([(group_id, t, i) for t, i in session.partitions])
+            mark_topics(self.broker.topic_stats, [(self._name(t), answers[(t, i)].error_code)
+                                                  for t, i in session.partitions], TOTAL_SHARE_FETCH, FAILED_SHARE_FETCH)
         full = epoch == INITIAL_EPOCH
         acked = {(t, i) for t, i, _ in acks}
         responses: dict = {}
@@ -368,20 +375,30 @@ class ShareApis:
             code, partition = self._led(topic_id, index, may_read)
             key = (group_id, topic_id, index)
             if code == Errors.NONE and self.keeper.needs_load(key, partition):
-                loads[(topic_id, index)] = self.keeper.load(key, partition, settings)
+                loads[(topic_id, index)] = self._timed_load(self.keeper.load(key, partition, settings))
         codes = await asyncio.gather(*loads.values())          # the share-partitions read together
         return {where: code for where, code in zip(loads, codes) if code != Errors.NONE}
+
+    async def _timed_load(self, load) -> int:
+        started = time.monotonic()
+        code = await load
+        self.metrics.record_load(started)              # PartitionLoadTimeMs, errors included as in Kafka
+        return code
 
     async def _fetch_into(self, answers: dict, session, request, settings: ShareSettings, may_read,
                           failed: dict) -> None:
         """Acquire records in the session's partitions, waiting for appends while none is found."""
-        deadline = time.monotonic() + min(max(request.max_wait_ms, 0), MAX_WAIT_CAP_MS) / 1000
+        started = time.monotonic()
+        deadline = started + min(max(request.max_wait_ms, 0), MAX_WAIT_CAP_MS) / 1000
         max_records = request.max_records if request.max_records > 0 else 500
         while True:
             seen = self.broker.appends
             found = self._fetch_once(answers, session, request, max_records, settings, may_read, failed)
             remaining = deadline - time.monotonic()
             if found or remaining <= 0 or not session.partitions:
+                if session.partitions:
+                    self.metrics.record_fetch(session.group_id, started, sum(
+                        1 for key in session.partitions if answers[key].acquired_records), len(session.partitions))
                 return
             await self.broker.wait_for_appends(seen, remaining)
 
@@ -473,6 +490,7 @@ class ShareApis:
                               settings=settings, strict=strict)
         if not acquired:
             return b"", []
+        self.metrics.record_acquired((session.group_id, topic_id, index), acquired)
         low, high = acquired[0][0], acquired[-1][1]
         kept = [(b.start, b.end) for b in bounds if b.last >= low and b.first <= high]
         return data[kept[0][0]:kept[-1][1]], acquired
@@ -501,6 +519,15 @@ class ShareApis:
                 return code
         return Errors.NONE
 
+    def _acknowledged(self, outcomes: dict) -> None:
+        """Acknowledgements answered: {(topic id, partition): (error code, batches)} counted in
+        RecordAcknowledgementsPerSec (the written ones) and the topics' share acknowledgement meters."""
+        for code, batches in outcomes.values():
+            if code == Errors.NONE:
+                self.metrics.record_acknowledgements(batches)
+        mark_topics(self.broker.topic_stats, [(self._name(t), code) for (t, _), (code, _) in outcomes.items()],
+                    TOTAL_SHARE_ACK, FAILED_SHARE_ACK)
+
     async def share_acknowledge(self, ctx, request):
         v = ctx.api_version
         if not self.enabled():
@@ -525,6 +552,9 @@ class ShareApis:
         for (_, topic_id, index), code in (await self.keeper.write_changes(changes)).items():
             if code != Errors.NONE and codes[(topic_id, index)] == Errors.NONE:
                 codes[(topic_id, index)] = code
+        self._acknowledged({(t.topic_id, p.partition_index): (codes[(t.topic_id, p.partition_index)],
+                                                              p.acknowledgement_batches)
+                            for t in request.topics for p in t.partitions})
         responses = []
         for topic in request.topics:
             partitions = []

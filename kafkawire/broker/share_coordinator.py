@@ -58,6 +58,7 @@ class ShareCoordinator:
         self.state_epochs: dict[ShareKey, int] = {}
         self.updates_since_snapshot: dict[ShareKey, int] = {}
         self.snapshot_offsets: dict[ShareKey, int] = {}    # where each one's latest snapshot is in the topic
+        self.write_calls = 0                               # writes and reads writing a leader epoch (write-total)
 
     # -- replay --
 
@@ -187,6 +188,7 @@ class ShareCoordinator:
     def write(self, group_id: str, topic_id: uuid.UUID, data) -> tuple[int, str | None]:
         """``data``: a WriteShareGroupState PartitionData (partition, epochs, start offset,
         delivery-complete count, batches)."""
+        self.write_calls += 1                  # ShareCoordinatorShard.writeState counts each call, refused or not
         if data.partition < 0:
             return Errors.INVALID_REQUEST, NEGATIVE_PARTITION
         key = (group_id, topic_id, data.partition)
@@ -232,6 +234,7 @@ class ShareCoordinator:
             return code, Errors.for_code(code).message, None
         state = self.states[key]
         if leader_epoch != -1 and self.leader_epochs.get(key) != leader_epoch:
+            self.write_calls += 1
             record_type, next_state = self._next_state(key, state.start_offset, state.delivery_complete_count,
                                                        leader_epoch, [])
             code, message = self._answer(self._write(record_type, key, next_state))

@@ -17,6 +17,7 @@ The ACL check (CLUSTER_ACTION on the cluster) runs before these handlers
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 
@@ -31,6 +32,7 @@ from kafkawire.protocol.handler import ApiHandler
 from .coordinator_acks import replicated_handlers
 from .group_log import LoopTimer
 from .share_coordinator import ShareCoordinator, ShareCoordinatorSettings
+from .share_metrics import ShareCoordinatorMetrics
 from .share_state_records import coordinator_key, parse_coordinator_key
 from .share_state_topic import ShareStateLoader, ShareStateTopic
 
@@ -61,16 +63,29 @@ class ShareCoordinatorApis:
         self.store = ShareStateTopic(broker, None, loader)
         loader.store = self.store
         self.timer: LoopTimer | None = None           # the periodic work, from start() on
+        self.metrics = ShareCoordinatorMetrics()      # share-coordinator-metrics (kafkawire.broker.share_metrics)
         self._topic_ids: set = set()                  # the topics of the last image seen
 
     def handlers(self) -> dict[int, ApiHandler]:
-        return replicated_handlers({
+        handlers = replicated_handlers({
             INITIALIZE: ApiHandler(self.initialize_state),
             READ: ApiHandler(self.read_state),
             WRITE: ApiHandler(self.write_state),
             DELETE: ApiHandler(self.delete_state),
             READ_SUMMARY: ApiHandler(self.read_state_summary),
         }, self.broker)
+        replicated_write = handlers[WRITE].handle
+
+        async def timed_write(ctx, request):
+            """write-latency: the request's handling, its records' replication included, as Kafka's."""
+            started = time.monotonic()
+            self.metrics.write_rate.observe(self.coordinator.write_calls)     # write-rate's window starts before
+            response = await replicated_write(ctx, request)
+            if request.group_id and request.topics:
+                self.metrics.record_write_latency(started)
+            return response
+        handlers[WRITE] = dataclasses.replace(handlers[WRITE], handle=timed_write)
+        return handlers
 
     def start(self) -> None:
         """The periodic work (ShareCoordinatorService's timers), on the running loop: called by
@@ -129,6 +144,7 @@ class ShareCoordinatorApis:
             offset = min(offset, partition.high_watermark())
             if partition.maybe_increment_log_start_offset(offset):
                 moved[index] = offset
+                self.metrics.last_pruned[index] = offset
                 log.info("Pruned %s-%d below offset %d.", self.store.TOPIC, index, offset)
         return moved
 

@@ -108,6 +108,7 @@ class ShareGroups:
         self.on_group_deleted = on_group_deleted
         self.on_initialize = on_initialize
         self.groups: dict[str, ShareGroup] = {}
+        self.rebalances = 0                              # group epoch bumps by heartbeats (share-group-rebalance-count)
         classic.share_groups = self.groups
         classic.share = self
 
@@ -176,6 +177,7 @@ class ShareGroups:
             group_epoch += 1
             records.append(rec.epoch_record(group_id, group_epoch, new_hash))
             log.info("[GroupId %s] Bumped group epoch to %d with metadata hash %d.", group_id, group_epoch, new_hash)
+            self.rebalances += 1
         targets, target_epoch = group.targets, group.assignment_epoch
         now = self.classic.now_ms()
         if group_epoch > group.assignment_epoch and self._may_assign(group, now):

@@ -73,6 +73,7 @@ class SharePartition:
         self.acquired_count = 0                    # entries ACQUIRED, for a cheap "anything to expire?"
         self.dirty = False                         # a change not yet written (the start offset, ``unwritten``)
         self.unwritten: set[int] = set()           # offsets changed without a transition, not yet written
+        self.lock_timeouts = 0                     # records released as their lock passed (AcquisitionLockTimeoutPerSec)
 
     # -- the window --
 
@@ -117,6 +118,7 @@ class SharePartition:
                 self._release(entry, settings)
                 self._unwritten(offset)
                 released += 1
+        self.lock_timeouts += released
         self._advance_start()
         return released
 

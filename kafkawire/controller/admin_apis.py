@@ -106,14 +106,16 @@ def handlers(controller) -> dict:
 
     async def incremental(ctx, request):
         try:
-            return await _write(controller, lambda: incremental_alter_configs(controller.state, request, controller.group_bounds),
+            return await _write(controller, lambda: incremental_alter_configs(controller.state, request, controller.group_bounds,
+                                                                            forwarded=getattr(ctx, "forwarded", False)),
                                 NO_DEADLINE)
         except ApiError as exc:
             return _configs_error(request, AlterConfigsResourceResponse, IncrementalAlterConfigsResponse, exc)
 
     async def legacy(ctx, request):
         try:
-            return await _write(controller, lambda: alter_configs(controller.state, request, controller.group_bounds), NO_DEADLINE)
+            return await _write(controller, lambda: alter_configs(controller.state, request, controller.group_bounds,
+                                                                 forwarded=getattr(ctx, "forwarded", False)), NO_DEADLINE)
         except ApiError as exc:
             return _configs_error(request, LegacyResult, AlterConfigsResponse, exc)
 

@@ -27,6 +27,7 @@ kafkawire.metadata.client_metrics_configs).
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from functools import partial
 
@@ -47,16 +48,18 @@ from .java_order import string_hashmap_order
 from .state import ControllerState
 from .topic_configs import ConfigValueError, default_value, is_list, validate_topic_configs
 from .topics import validate_topic_name
-from .versions import elr_enabled
+from .versions import cordoned_log_dirs_supported, elr_enabled
 
 UNKNOWN_RESOURCE, TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 0, 2, 4, 8, 16, 32
 KNOWN_RESOURCE_TYPES = {TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP}
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
+CORDONED_LOG_DIRS = "cordoned.log.dirs"
 MAX_VALUE_CHARS = 32767
 # KafkaConfig's LIST keys (the controller's KafkaConfigSchema for BROKER is KafkaConfig's ConfigDef):
 # what APPEND and SUBTRACT take, with the defaults they start from.
 BROKER_LIST_CONFIGS = frozenset(LIST_DEFAULTS)
+_COMMA = re.compile(r"\s*,\s*")
 
 
 def _config_record(resource_type: int, resource_name: str, name: str, value: str | None) -> dict:
@@ -67,11 +70,30 @@ def _current(state: ControllerState, resource) -> dict[str, str]:
     return dict(state.image.configs.get(resource, {}))
 
 
+def _check_cordoned(state: ControllerState, record: dict, current: str | None, forwarded: bool) -> None:
+    """isCordonedLogDirsDisabled, then isCordonedLogDirsInvalid: a broker's cordoned.log.dirs only
+    from metadata.version 4.3-IV0, and, sent to the controller directly (not forwarded by the
+    broker, which checks the paths against its log.dirs), only a subset of the current value."""
+    if record["name"] != CORDONED_LOG_DIRS or record["resource_type"] != BROKER:
+        return
+    if not cordoned_log_dirs_supported(state.image.metadata_version or 0):
+        raise ApiError(Errors.INVALID_CONFIG, f"The {CORDONED_LOG_DIRS} configuration value cannot be set because it "
+                                              f"requires metadata.version >= 4.3-IV0")
+    value = record["value"]
+    if forwarded or value is None or not value.strip():
+        return
+    current_dirs = [] if current is None else _COMMA.split(current.strip())
+    if not set(_COMMA.split(value.strip())) <= set(current_dirs):
+        raise ApiError(Errors.INVALID_CONFIG, f"When updating {CORDONED_LOG_DIRS} via controllers,  the new value "
+                                              f"must be a subset of the current configuration value.")
+
+
 def _check_records(state: ControllerState, resource, altered: list[dict], deleted: list[dict],
-                   newly_created: bool, group_bounds: GroupBounds) -> None:
+                   newly_created: bool, group_bounds: GroupBounds, forwarded: bool = False) -> None:
     """ConfigurationControlManager.validateAlterConfig; raises ApiError."""
     resource_type, name = resource
     merged = _current(state, resource)
+    existing = merged.get(CORDONED_LOG_DIRS)
     elr = elr_enabled(state.image.metadata_version, state.image.finalized_features)
     for record, is_deletion in [(r, False) for r in altered] + [(r, True) for r in deleted]:
         if elr and record["name"] == MIN_INSYNC_REPLICAS and resource_type == BROKER:
@@ -81,6 +103,7 @@ def _check_records(state: ControllerState, resource, altered: list[dict], delete
             if record["value"] is None:
                 raise ApiError(Errors.INVALID_CONFIG,
                                f"Cluster-level {MIN_INSYNC_REPLICAS} cannot be removed while ELR is enabled.")
+        _check_cordoned(state, record, existing, forwarded)
         if is_deletion or record["value"] is None:
             merged.pop(record["name"], None)
         elif len(record["value"]) > MAX_VALUE_CHARS:
@@ -184,7 +207,8 @@ def _subtracted(parts: list[str], values: list[str]) -> list[str]:
 
 
 def incremental_records(state: ControllerState, resource, ops: dict[str, tuple[int, str | None]],
-                        newly_created: bool = False, group_bounds: GroupBounds = GroupBounds()) -> list[dict]:
+                        newly_created: bool = False, group_bounds: GroupBounds = GroupBounds(),
+                        forwarded: bool = False) -> list[dict]:
     """ConfigurationControlManager.incrementalAlterConfigResource: the ConfigRecords' fields."""
     resource_type, name = resource
     current = _current(state, resource)
@@ -206,12 +230,12 @@ def incremental_records(state: ControllerState, resource, ops: dict[str, tuple[i
             raise ApiError(Errors.INVALID_REQUEST, f"Unknown config operation {operation} for key {key}")
         if new != old or resource_type == BROKER:
             records.append(_config_record(resource_type, name, key, new))
-    _check_records(state, resource, records, [], newly_created, group_bounds)
+    _check_records(state, resource, records, [], newly_created, group_bounds, forwarded)
     return records
 
 
 def legacy_records(state: ControllerState, resource, configs: dict[str, str | None],
-                   group_bounds: GroupBounds = GroupBounds()) -> list[dict]:
+                   group_bounds: GroupBounds = GroupBounds(), forwarded: bool = False) -> list[dict]:
     """ConfigurationControlManager.legacyAlterConfigResource: set what is named, delete the rest."""
     resource_type, name = resource
     current = _current(state, resource)
@@ -219,7 +243,7 @@ def legacy_records(state: ControllerState, resource, configs: dict[str, str | No
                if configs[key] != current.get(key) or resource_type == BROKER]
     deleted = [_config_record(resource_type, name, key, None) for key in string_hashmap_order(current)
                if key not in configs]
-    _check_records(state, resource, altered, deleted, False, group_bounds)
+    _check_records(state, resource, altered, deleted, False, group_bounds, forwarded)
     return altered + deleted
 
 
@@ -275,22 +299,25 @@ def _alter(state: ControllerState, request, result_cls, read_changes, make_recor
     return ([] if request.validate_only else frames), early + results
 
 
-def incremental_alter_configs(state: ControllerState, request, group_bounds: GroupBounds = GroupBounds()):
+def incremental_alter_configs(state: ControllerState, request, group_bounds: GroupBounds = GroupBounds(),
+                              forwarded: bool = False):
     """(records, IncrementalAlterConfigsResponse); ``group_bounds``: the node's group.consumer.*
-    settings a GROUP resource's configs are checked against."""
+    settings a GROUP resource's configs are checked against; ``forwarded``: the request came
+    from a broker in an Envelope."""
     def read(resource):
         ops = {}
         for config in resource.configs:
             ops[config.name] = (config.config_operation, config.value)
         return ops
     records, results = _alter(state, request, AlterConfigsResourceResponse, read,
-                              partial(incremental_records, group_bounds=group_bounds))
+                              partial(incremental_records, group_bounds=group_bounds, forwarded=forwarded))
     return records, IncrementalAlterConfigsResponse(responses=results)
 
 
-def alter_configs(state: ControllerState, request, group_bounds: GroupBounds = GroupBounds()):
+def alter_configs(state: ControllerState, request, group_bounds: GroupBounds = GroupBounds(), forwarded: bool = False):
     """(records, AlterConfigsResponse): the legacy API."""
     def read(resource):
         return {config.name: config.value for config in resource.configs}
-    records, results = _alter(state, request, LegacyResult, read, partial(legacy_records, group_bounds=group_bounds))
+    records, results = _alter(state, request, LegacyResult, read, partial(legacy_records, group_bounds=group_bounds,
+                                                                                 forwarded=forwarded))
     return records, AlterConfigsResponse(responses=results)

@@ -197,6 +197,8 @@ def _check_log_config(new: _Config) -> None:
                 raise _Refused(f"Invalid value {local} for configuration log.local.retention.{kind}: Value must not "
                                f"be more than {retention_name} property value: {retention}")
     cordoned, log_dirs = new.get("cordoned.log.dirs"), new.log_dirs()
+    if "*" in cordoned:          # AbstractKafkaConfig.cordonedLogDirs: "*" is every log directory
+        cordoned = list(log_dirs)
     for directory in cordoned:
         if directory not in log_dirs:
             raise _Refused(f"Invalid value [{', '.join(cordoned)}] for configuration cordoned.log.dirs: Invalid entry "

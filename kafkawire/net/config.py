@@ -175,6 +175,7 @@ class ServerConfig:
     transaction_two_phase_commit_enable: bool = False
     unstable_api_versions_enable: bool = False
     transaction_partition_verification_enable: bool = True
+    cordoned_log_dirs: tuple[str, ...] = ()          # as written; "*": every log directory (KIP-1066)
     add_partitions_to_txn_retry_backoff_max_ms: int = 100
     add_partitions_to_txn_retry_backoff_ms: int = 20
     transaction_state_log_num_partitions: int = 50
@@ -526,6 +527,21 @@ def _validate(c: ServerConfig, raw: dict) -> None:
     else:
         _validate_broker_only(c, raw, in_listeners)
     validate_broker_listeners(c, raw)
+    if c.is_broker:
+        _validate_cordoned_log_dirs(c, raw)
+
+
+def _validate_cordoned_log_dirs(c: ServerConfig, raw: dict) -> None:
+    """KafkaConfig.validateCordonedLogDirs (a node with the broker role), its messages."""
+    cordoned = c.cordoned_log_dirs
+    if "*" in cordoned and len(cordoned) != 1:
+        raise ConfigError("cordoned.log.dirs", raw["cordoned.log.dirs"],
+                          "requirement failed: When cordoned.log.dirs is set to *, it must not contain other values")
+    missing = [d for d in cordoned if d != "*" and d not in c.log_dirs]
+    if missing:
+        raise ConfigError("cordoned.log.dirs", raw["cordoned.log.dirs"],
+                          f"requirement failed: All entries in cordoned.log.dirs must be present in log.dirs or "
+                          f"log.dir. Missing entries : {', '.join(missing)}")
 
 
 def _validate_broker_only(c: ServerConfig, raw: dict, in_listeners: list[str]) -> None:

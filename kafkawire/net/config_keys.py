@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .config_values import (COMPRESSION_TYPES, DEFAULT_STATE_PERSISTER, INT_MAX, JMX_REPORTER, MIGRATION_POLICIES,
-                            SECURITY_PROTOCOLS, TIMESTAMP_TYPES, _assignors, _bool, _cleanup_policy, _double, _gzip_level, _http_listener, _int,
-                            _int_between, _long, _names, _one_of, _one_of_any_case, _per_ip_overrides, _regex, _reporters, _roles, _share_assignors,
+                            SECURITY_PROTOCOLS, TIMESTAMP_TYPES, _assignors, _bool, _cleanup_policy, _double, _gzip_level,
+                            _http_listener, _int, _int_between, _list, _long, _names, _one_of, _one_of_any_case,
+                            _per_ip_overrides, _regex, _reporters, _roles, _share_assignors,
                             _share_persister, _short, _string,
                             parse_host_ports, parse_security_protocol_map, parse_voters)
 
@@ -63,6 +64,8 @@ _KEYS = (
     # ServerLogConfigs: log.dirs null, log.dir "/tmp/kafka-logs" (log.dirs wins when set)
     _Key("log.dirs", lambda k, v: _names(k, v, upper=False), None, "ServerLogConfigs"),
     _Key("log.dir", lambda k, v: _names(k, v, upper=False), "/tmp/kafka-logs", "ServerLogConfigs"),
+    # ServerLogConfigs (KIP-1066): LIST, empty; "*" cordons every log directory
+    _Key("cordoned.log.dirs", lambda k, v: _list(v), "", "ServerLogConfigs"),
     # MetadataLogConfig: INT 1 GiB atLeast(8 MiB); LONG 7 days; LONG 100 MiB; LONG 7 days
     _Key("metadata.log.segment.bytes", lambda k, v: _int(k, v, 8 * 1024 * 1024), str(1024 * 1024 * 1024),
          "MetadataLogConfig"),

@@ -123,3 +123,4 @@ def test_the_prune_moves_each_loaded_state_partitions_log_start_to_its_oldest_ne
     apis.store.loaded = {0, 1}
     moved = apis.prune()
     assert list(moved) == [0] and moved[0] > lowest[0]
+    assert apis.metrics.last_pruned == {0: moved[0], 1: 3}     # share-coordinator-metrics' last-pruned-offset
