@@ -5,7 +5,10 @@ benchmarks/controller_scale.py's Cluster (the fake raft of tests/controller/harn
 brokers registered and unfenced, --partitions partitions with replication factor 3, then brokers
 1..--fenced fenced by their fence records alone (what a leader that lost its leadership mid-job
 leaves: the brokers still lead and are in their ISRs; benchmarks/broker_fencing.py's ``restart``
-set-up), then:
+set-up), and --leaderless of the partitions they lead left without a leader, their ISR that
+broker alone (what the moves of all three of a partition's replicas leave: Kafka keeps the last
+ISR member; at 1M, 500 brokers and 100 fenced some 8,000 partitions, which the activation looks
+at to see whether an unfencing sweep is due), then:
 
 * re-arm: the activation's own work after its records (``QuorumController.rearm``: the sessions
   started, the moves resumed), on a fresh PartitionMoves each round, as a new active controller
@@ -36,6 +39,7 @@ from benchmarks.controller_scale import Cluster  # noqa: E402
 from kafkawire.controller.cluster import FENCE  # noqa: E402
 from kafkawire.controller.fencing import PartitionMoves  # noqa: E402
 from kafkawire.controller.frames import frame  # noqa: E402
+from kafkawire.controller.partition_index import partition_of  # noqa: E402
 
 
 async def _fence_alone(cluster: Cluster, brokers: list[int]) -> None:
@@ -44,13 +48,25 @@ async def _fence_alone(cluster: Cluster, brokers: list[int]) -> None:
     await cluster.controller._write(lambda: (records, None))
 
 
+async def _leaderless(cluster: Cluster, brokers: list[int], count: int) -> None:
+    """``count`` partitions led by ``brokers`` (in turn) left leaderless, that broker their ISR alone."""
+    index = cluster.controller.state.partition_index
+    led = [sorted(index._leader.of(b)) for b in brokers]
+    chosen = [(b, keys[i]) for i in range(max(map(len, led), default=0)) for b, keys in zip(brokers, led)
+              if i < len(keys)][:count]
+    for first in range(0, len(chosen), 5000):
+        changes = [frame("PartitionChangeRecord", 0, topic_id=topic_id, partition_id=pid, leader=-1, isr=[b])
+                   for b, key in chosen[first:first + 5000] for topic_id, pid in [partition_of(key)]]
+        await cluster.controller._write(lambda: (changes, None))
+
+
 def _cpu_ms(work) -> float:
     started = time.thread_time()
     work()
     return (time.thread_time() - started) * 1000
 
 
-async def measure(partitions: int, brokers: int, fenced: int, rounds: int, steps: int) -> dict:
+async def measure(partitions: int, brokers: int, fenced: int, leaderless: int, rounds: int, steps: int) -> dict:
     cluster = Cluster(brokers)
     controller = cluster.controller
     controller.sessions.session_timeout_ms = 10**9          # nobody heartbeats here: no session may expire
@@ -58,6 +74,7 @@ async def measure(partitions: int, brokers: int, fenced: int, rounds: int, steps
     await cluster.start(partitions)
     built_s = time.monotonic() - started
     await _fence_alone(cluster, list(range(1, fenced + 1)))
+    await _leaderless(cluster, list(range(1, fenced + 1)), leaderless)
     index = controller.state.partition_index
     still_leading = sum(index.has_leaderships(b) for b in range(1, fenced + 1))
     led = sum(len(index._leader.of(b)) for b in range(1, fenced + 1))
@@ -74,7 +91,7 @@ async def measure(partitions: int, brokers: int, fenced: int, rounds: int, steps
             break
         step_ms.append(_cpu_ms(lambda: moves.next_records(state, controller.static_min_insync_replicas)))
     gc.unfreeze()
-    return {"built s": built_s, "still leading": still_leading, "led": led,
+    return {"built s": built_s, "still leading": still_leading, "led": led, "leaderless": index.leaderless_count(),
             "rearm p50 ms": statistics.median(rearm_ms), "rearm max ms": max(rearm_ms),
             "steps": len(step_ms), "step p50 ms": statistics.median(step_ms), "step max ms": max(step_ms)}
 
@@ -84,12 +101,13 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=1_000_000)
     parser.add_argument("--brokers", type=int, default=500)
     parser.add_argument("--fenced", type=int, default=100, help="brokers fenced by their fence records alone")
+    parser.add_argument("--leaderless", type=int, default=8000, help="partitions of theirs left without a leader")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--steps", type=int, default=200, help="move events timed after the re-arming")
     args = parser.parse_args()
-    row = asyncio.run(measure(args.partitions, args.brokers, args.fenced, args.rounds, args.steps))
+    row = asyncio.run(measure(args.partitions, args.brokers, args.fenced, args.leaderless, args.rounds, args.steps))
     print(f"{args.partitions} partitions, {args.brokers} brokers (built in {row['built s']:.0f} s), "
-          f"{args.fenced} fenced still leading {row['led']:,} partitions ({row['still leading']} of them lead): "
+          f"{args.fenced} fenced still leading {row['led']:,} partitions ({row['still leading']} of them lead), {row['leaderless']:,} partitions leaderless: "
           f"re-arm CPU p50 {row['rearm p50 ms']:.1f} ms, max {row['rearm max ms']:.1f} ms ({args.rounds} rounds); "
           f"the next {row['steps']} move events' CPU p50 {row['step p50 ms']:.2f} ms, max {row['step max ms']:.2f} ms "
           f"(load {os.getloadavg()[0]:.1f})", flush=True)
