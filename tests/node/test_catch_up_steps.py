@@ -6,6 +6,7 @@ a new leader is not caught up until the backlog is in. A short backlog, and a ca
 leader's own commits, are applied at once as before. In process, as test_snapshot_load_steps:
 one driver on a real disk, its core idle, the Readys handed to it."""
 import asyncio
+import gc
 
 import pytest
 
@@ -49,19 +50,21 @@ def test_a_long_backlog_is_applied_in_steps_in_order_once_and_a_new_leader_waits
             status = driver.core.status
             driver.core.status = lambda: type("S", (), {"epoch_start_offset": ends[-2],
                                                         "__getattr__": lambda self, name: getattr(status(), name)})()
-            seen = []
+            seen, held = [], []
             driver._apply_effects(Ready(committed_through=ends[-2]))
             at_once = (list(recorder.calls), driver.leader_caught_up())
             driver._apply_effects(Ready(committed_through=ends[-1]))        # held, applied after the rest
             async with asyncio.timeout(10):
                 while driver._load is not None:
                     seen.append((_names(loader), driver.applied_offset, driver.leader_caught_up()))
+                    held.append(gc.get_threshold()[2])
                     await asyncio.sleep(0)
-            return ends, at_once, seen, recorder.calls, driver.applied_offset, driver.leader_caught_up()
+            return ends, at_once, seen, held, recorder.calls, driver.applied_offset, driver.leader_caught_up()
         finally:
             await driver.close()
 
-    ends, (calls_at_once, caught_up_at_once), seen, calls, applied, caught_up = asyncio.run(run())
+    threshold = gc.get_threshold()
+    ends, (calls_at_once, caught_up_at_once), seen, held, calls, applied, caught_up = asyncio.run(run())
     assert calls_at_once == [] and caught_up_at_once is False       # nothing applied in the commit's own turn
     assert len(seen) >= BATCHES - 1                                  # the loop ran between the batches
     applied_seen = [offset for _, offset, _ in seen]
@@ -72,6 +75,8 @@ def test_a_long_backlog_is_applied_in_steps_in_order_once_and_a_new_leader_waits
         assert batches_in == {f"b{i}_0" for i in range(ends.index(offset) + 1 if offset in ends else 0)}
     assert calls == [("committed", end - 2, 2) for end in ends]      # every batch once, in order
     assert applied == ends[-1] and caught_up is True
+    # no full collection while it ran (the state grows as during a load); the threshold given back
+    assert min(held[1:]) > threshold[2] and gc.get_threshold() == threshold
 
 
 def test_a_short_backlog_and_a_caught_up_leaders_commits_are_applied_at_once(tmp_path, small_backlog):
