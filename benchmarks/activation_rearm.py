@@ -10,7 +10,7 @@ broker alone (what the moves of all three of a partition's replicas leave: Kafka
 ISR member; at 1M, 500 brokers and 100 fenced some 8,000 partitions, which the activation looks
 at to see whether an unfencing sweep is due), then:
 
-* re-arm: the activation's own work after its records (``QuorumController.rearm``: the sessions
+* re-arm: the activation's own work after its records (``MetadataController.rearm``: the sessions
   started, the moves resumed), on a fresh PartitionMoves each round, as a new active controller
   has; the thread's CPU, median and max of --rounds (the built image frozen out of the collector,
   as create_topics_cost.py does, so a round is not charged a full collection);
