@@ -28,7 +28,8 @@ Each of ``--runs`` runs waits until every broker's last answer says unfenced (or
 ``--min-unfenced`` of them), then ``--warmup``
 seconds, kills -9 the active controller (CreateTopics are in flight then: the creators never
 stop) and goes on for ``--after`` seconds; the killed node is then started again, and the next
-run begins once it has registered with the new leader. Per run:
+run begins once it is ready to take over: registered with the new leader, its log at the
+leader's high watermark, and a snapshot the leader sent it (one that fell behind) loaded. Per run:
 
 * failover: from the kill to the first CreateTopics answered NONE by another node (the
   creators' answers, so it is served, not merely elected); the new leader's log gives its
@@ -326,16 +327,54 @@ async def _kill_the_leader(quorum: LocalQuorum, load: Load, args) -> RunResult:
     return await _result(quorum, load, kill, unfenced_at_kill, offsets, args.after)
 
 
+_INSTALLED = re.compile(r"node \d+: installed snapshot (\(epoch=\d+, offset=\d+\)) fetched from the leader")
+_LOADED_IN_STEPS = re.compile(r"node \d+: loaded snapshot (\(epoch=\d+, offset=\d+\)) \(\d+ records\) in ")
+
+
+def _snapshot_load_pending(quorum: LocalQuorum, node_id: int, offset: int) -> bool:
+    """Whether the last snapshot the node installed from the leader since ``offset`` is not
+    loaded yet (raft/node/driver.py logs the install, driver_load.py the end of its load in steps;
+    a newer install drops a load in progress, so only the last one counts)."""
+    with open(quorum.log_path(node_id), errors="replace") as f:
+        f.seek(offset)
+        text = f.read()
+    installs = _INSTALLED.findall(text)
+    if not installs:
+        return False
+    last = text.rfind(f"installed snapshot {installs[-1]} fetched")
+    return installs[-1] not in _LOADED_IN_STEPS.findall(text[last:])
+
+
+async def _caught_up(quorum: LocalQuorum, node_id: int) -> bool:
+    """Whether the leader sees ``node_id``'s log end at its high watermark or past it."""
+    leader = await _leader(quorum, 30)
+    view = await describe_quorum(quorum.address(leader), 2000)
+    ends = {v.replica_id: v.log_end_offset for v in view.voters}
+    return ends.get(node_id, -1) >= view.high_watermark
+
+
 async def _restart(quorum: LocalQuorum, node_id: int, stop: bool) -> None:
     """Start ``node_id`` again (stopped first if ``stop``) with the quorum's properties, and wait
-    until it has registered with the active controller (it has caught up with the log)."""
+    until it is ready to take over: registered with the active controller, its log caught up
+    with the leader's high watermark, and any snapshot the leader sent it loaded (a node that
+    fell behind gets one after registering; at 1M partitions its load in steps took 27 s under
+    load, and a kill meanwhile left the new leader unable to serve until it ended)."""
     if stop:
         await asyncio.get_running_loop().run_in_executor(None, quorum.stop, node_id)
     quorum.write_config(node_id)
     offset = _log_size(quorum, node_id)
     quorum.start(node_id)
+    started = time.monotonic()
     await _until(lambda: _log_says(quorum, node_id, offset, "active controller acknowledged our registration"),
                  START_BOUND_S, f"node {node_id} started again and registered")
+    deadline = started + START_BOUND_S
+    while _snapshot_load_pending(quorum, node_id, offset) or not await _caught_up(quorum, node_id):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"node {node_id} not caught up (log and snapshot load) within {START_BOUND_S} s "
+                               f"of its start\n{quorum.log_tail(node_id)}")
+        await asyncio.sleep(0.2)
+    print(f"node {node_id} started again: registered, caught up and loaded in {time.monotonic() - started:.1f} s",
+          flush=True)
 
 
 async def _runs(quorum: LocalQuorum, saved: dict, args, properties: dict) -> list[RunResult]:

@@ -351,9 +351,7 @@ class MetadataController:
         self.activation_error = None
         self._active_epoch = epoch
         now = self.clock()
-        self.sessions.activate(self.state.image.brokers, now)
-        self.moves.resume(self.state)
-        self.stats.contacted(self.state.image.brokers, now)
+        self.rearm(now)
         self._next_noop_ms = now + self.max_idle_interval_ms
         self._next_token_sweep_ms = now + self.delegation_tokens.expiry_check_interval_ms
         self._activated.set()
@@ -364,6 +362,14 @@ class MetadataController:
                  self.node_id, epoch, now - self._claimed_at_ms, activation_started_ms - self._claimed_at_ms,
                  now - activation_started_ms, len(activation.records), self.clock() - now,
                  len(self.state.image.brokers), self.sessions.session_timeout_ms)
+
+    def rearm(self, now: int) -> None:
+        """The activation's own work after its records: every broker's session starts now
+        (ClusterControlManager.activate), and the partition moves the previous active controller
+        left are resumed (fencing.py; Kafka has none: it moves a broker's partitions in one event)."""
+        self.sessions.activate(self.state.image.brokers, now)
+        self.moves.resume(self.state)
+        self.stats.contacted(self.state.image.brokers, now)
 
     async def _periodic_duties(self) -> None:
         now = self.clock()

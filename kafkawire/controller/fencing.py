@@ -22,7 +22,12 @@ one event with Kafka's records in Kafka's order, as before.
 
 The jobs live on the active controller only. A new active controller resumes the job of every
 fenced or shutting-down broker that still leads a partition (``resume``); the ISRs it is still a
-follower in are left to their leaders' AlterPartition, as a fenced follower's always are.
+follower in are left to their leaders' AlterPartition, as a fenced follower's always are. A
+resumed job lists its broker's partitions at its own first step, not in the activation: Kafka's
+activation touches brokers only (ClusterControlManager.activate), and listing ~100 fenced
+brokers' keys there held a new active controller's loop at 1M partitions (benchmarks/README.md,
+"Failover at 1M partitions with 500 brokers"). Listed later, the list is the same or shorter:
+nothing can put a fenced or shutting-down broker back into an ISR meanwhile.
 
 A request whose one event would also walk every partition of a broker, the registration of a
 new incarnation (handleBrokerShutdown: the previous one leaves its ISRs, and after an unclean
@@ -96,7 +101,8 @@ class _Job:
     broker_id: int
     epoch: int                       # the registration the job is for: a new incarnation ends it
     kind: Pass = REMOVE
-    parts: list = field(default_factory=list)        # (SortedInSteps of partition keys, "isr" or "elr"), in turn
+    # (SortedInSteps of partition keys, "isr" or "elr"), in turn; None: not listed yet (resumed)
+    parts: list | None = field(default_factory=list)
     waiters: list = field(default_factory=list)      # futures of the requests whose event comes after the job
     led: SortedInSteps | None = None                 # the part of the partitions it led (parts[0] at the start)
     led_count: int = 0
@@ -127,14 +133,10 @@ class PartitionMoves:
         current = self._jobs.get(broker_id)
         if current is not None and (current.kind == kind or kind == REMOVE):
             return
-        index = state.partition_index
-        in_isr, led = index.isr_keys_and_leaderships(broker_id)
-        parts = [(SortedInSteps(list(led)), "isr"), (SortedInSteps(in_isr, skip=led), "isr")]
-        if kind.elr:
-            parts.append((SortedInSteps(index.elr_key_list(broker_id)), "elr"))
-        self._jobs[broker_id] = _Job(broker_id, state.image.brokers[broker_id].epoch, kind, parts,
-                                     waiters=current.waiters if current is not None else [],
-                                     led=parts[0][0] if led else None, led_count=len(led))
+        job = _Job(broker_id, state.image.brokers[broker_id].epoch, kind, None,
+                   waiters=current.waiters if current is not None else [])
+        _list_parts(job, state)
+        self._jobs[broker_id] = job
 
     def waiter(self, broker_id: int) -> asyncio.Future:
         """A future done when ``broker_id``'s job ends (NOT_CONTROLLER if leadership goes first)."""
@@ -143,13 +145,14 @@ class PartitionMoves:
         return done
 
     def resume(self, state: ControllerState) -> None:
-        """On activation: a job for each fenced or shutting-down broker that still leads, and a
-        sweep when a leaderless partition holds an active broker in its ISR or ELR (unfencing.py)."""
+        """On activation: a job for each fenced or shutting-down broker that still leads (its
+        partitions listed at its first step), and a sweep when a leaderless partition holds an
+        active broker in its ISR or ELR (unfencing.py)."""
         index = state.partition_index
         active = set()
         for broker in state.image.brokers.values():
             if (broker.fenced or broker.in_controlled_shutdown) and index.has_leaderships(broker.id):
-                self.start(state, broker.id)
+                self._jobs.setdefault(broker.id, _Job(broker.id, broker.epoch, parts=None))
             elif not broker.fenced and not broker.in_controlled_shutdown:
                 active.add(broker.id)
         if self._sweep is None and active and index.leaderless_in_isr_or_elr_of_any(state.image, active):
@@ -211,6 +214,9 @@ class PartitionMoves:
         if broker is None or broker.epoch != job.epoch:
             _release(self._jobs.pop(broker_id))
             return []
+        if job.parts is None:                       # resumed: this step lists its partitions
+            _list_parts(job, state)
+            return []
         records, budget = [], self.max_moves_per_event
         while job.parts and budget > 0:
             keys_in_turn, field_name = job.parts[0]
@@ -260,6 +266,25 @@ class PartitionMoves:
         if self._sweep.done():
             self._sweep = None
         return records
+
+
+def _list_parts(job: _Job, state: ControllerState) -> None:
+    """``job.parts`` as ``_listed`` gives them, and the part of the partitions it leads (the
+    first part: its end is when the broker leads nothing) with its size."""
+    job.parts = _listed(state, job.broker_id, job.kind)
+    led = job.parts[0][0]
+    job.led, job.led_count = (led, led.left) if led.left else (None, 0)
+
+
+def _listed(state: ControllerState, broker_id: int, kind: Pass) -> list:
+    """A job's parts: the keys of the partitions ``broker_id`` leads, then of the rest of its
+    ISRs (and, for ``kind.elr``, its ELRs), as the index holds them now (copies in C)."""
+    index = state.partition_index
+    in_isr, led = index.isr_keys_and_leaderships(broker_id)
+    parts = [(SortedInSteps(list(led)), "isr"), (SortedInSteps(in_isr, skip=led), "isr")]
+    if kind.elr:
+        parts.append((SortedInSteps(index.elr_key_list(broker_id)), "elr"))
+    return parts
 
 
 def partitions_to_visit(state: ControllerState, broker_id: int, kind: Pass = REMOVE) -> int:

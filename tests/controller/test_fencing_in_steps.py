@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from kafkawire.controller.partition_index import PartitionIndex
 from kafkawire.metadata import decode_metadata_record
 from kafkawire.metadata.registrations import NO_LEADER
 
@@ -121,6 +122,19 @@ def test_a_new_active_controller_finishes_moving_the_partitions_of_a_fenced_brok
         other = add_controller(quorum, 2)
         for base, epoch, records in quorum.committed_batches:       # what it missed, joining late
             other.on_committed(base, epoch, 0, list(records))
+        listed, in_rearm = [], []
+        listing = PartitionIndex.isr_keys_and_leaderships
+        monkeypatch.setattr(PartitionIndex, "isr_keys_and_leaderships",
+                            lambda index, b: listed.append((b, bool(in_rearm))) or listing(index, b))
+        rearm = other.rearm
+
+        def rearm_noted(now):
+            in_rearm.append(True)
+            try:
+                rearm(now)
+            finally:
+                in_rearm.clear()
+        other.rearm = rearm_noted
         async with running, Running(other):
             await call(leader, 63, heartbeat(VICTIM, leader.image.brokers[VICTIM].epoch, quorum.end_offset,
                                              want_fence=True))
@@ -133,6 +147,8 @@ def test_a_new_active_controller_finishes_moving_the_partitions_of_a_fenced_brok
             now = other.image.topics_by_id[topic_id].partitions
             assert all(p.leader not in (VICTIM, NO_LEADER) for p in now.values())
             assert other.image.brokers[VICTIM].fenced
+            # The activation only noted the job: the broker's partitions were listed by its first step.
+            assert (VICTIM, True) not in listed and (VICTIM, False) in listed
     run(go())
 
 

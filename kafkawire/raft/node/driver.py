@@ -63,6 +63,10 @@ its MetadataLoader's thread and publishes the image when done). Its rules:
 * At start (``start``) the latest snapshot is loaded by the same code in one go, before the
   core starts and the node listens (nothing to yield to; a StateMachineFatal is the start's
   error), as before.
+* A commit that leaves more than CATCH_UP_IN_STEPS_OFFSETS offsets to apply (a cold start's log
+  after its snapshot) is applied by the same steps, with the same holds, as a load with no
+  snapshot (``_catch_up_in_steps``), except on a leader already caught up (its own commits,
+  applied ahead by the controller); a new leader is caught up once it is done.
 
 RaftDriver is split in parts, mixins of one class: driver_disk (the disk thread's work and the
 held Readys), driver_snapshots (when a snapshot is due, writing it, cleaning behind it) and
@@ -342,6 +346,8 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing, SnapshotLoads):
             log.info("node %d: installed snapshot %s fetched from the leader", self.config.node_id,
                      ready.load_snapshot)
             self._begin_load(ready.load_snapshot)
+        if self._load is None and ready.committed_through is not None and self._catch_up_due(ready.committed_through):
+            self._begin_catch_up()
         loading = self._load
         if loading is not None:      # held until the load is swapped in (driver_load._after_load)
             if ready.committed_through is not None:
