@@ -130,7 +130,7 @@ def kafkawire_quorum(tmp_path_factory):
     """Started, with every voter knowing the leader: a follower that does not know it yet lists
     itself alone, and it may learn it between Kafka's tool's run and ours."""
     quorum = LocalQuorum(tmp_path_factory.mktemp("kafkawire-quorum"), voters=3)
-    with quorum.started():
+    with quorum.started(graceful=False):
         leader_id = quorum.wait_for_leader(60).leader_id
         quorum.wait_until(lambda: all(names_controller(quorum, i, leader_id) for i in quorum.voter_ids), 30,
                           f"every voter's Metadata naming the leader {leader_id}")

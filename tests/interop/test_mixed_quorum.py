@@ -16,8 +16,9 @@ MAX_KILLS = 16
 def mixed(request, tmp_path, kafka_libs):
     quorums = []
 
-    def make(kinds, **kwargs):
-        q = MixedQuorum(str(tmp_path), kinds, **kwargs)
+    def make(kinds, base_dir=None, **kwargs):
+        """A quorum in ``base_dir`` (default the test's tmp_path: give each of two quorums its own)."""
+        q = MixedQuorum(str(base_dir or tmp_path), kinds, **kwargs)
         quorums.append(q)
         return q
     yield make

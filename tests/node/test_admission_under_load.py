@@ -38,7 +38,7 @@ async def flood_and_watch(address, offset: int, watch_s: float):
 
 @pytest.fixture
 def quorum(tmp_path):
-    with LocalQuorum(tmp_path, voters=3).started("initial-controllers") as q:
+    with LocalQuorum(tmp_path, voters=3).started("initial-controllers", graceful=False) as q:
         yield q
 
 

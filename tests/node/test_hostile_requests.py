@@ -35,8 +35,11 @@ def refused(answer) -> bool:
 
 @pytest.mark.parametrize("voters", [1, 3])
 def test_hostile_epochs_are_refused_and_the_quorum_lives_on(tmp_path, voters):
-    with LocalQuorum(tmp_path, voters=voters).started("initial-controllers") as quorum:
+    with LocalQuorum(tmp_path, voters=voters).started("initial-controllers", graceful=False) as quorum:
         first = quorum.wait_for_leader(30)
+        # Two of three voters elect a leader: the third may not be listening yet (a connect refused).
+        quorum.wait_until(lambda: all("listening on" in open(quorum.log_path(i)).read() for i in quorum.node_ids),
+                          30, "every node listening", watch=quorum.node_ids)
         answers = asyncio.run(send_all(quorum))
         assert len(answers) == 8 * voters
         for target, what, answer in answers:

@@ -164,7 +164,7 @@ def test_asked_on_a_follower_clients_are_told_which_node_is_the_active_controlle
     from kafkawire.raft.node.local_quorum import LocalQuorum
     from tests.net.netlib import RawConnection, run
 
-    with LocalQuorum(tmp_path, voters=3).started("initial-controllers") as q:
+    with LocalQuorum(tmp_path, voters=3).started("initial-controllers", graceful=False) as q:
         leader = q.wait_for_leader(30).leader_id
         follower = next(i for i in q.voter_ids if i != leader)
         admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{q.ports[follower]}", request_timeout_ms=10000)

@@ -44,7 +44,7 @@ def quorum(tmp_path):
     with LocalQuorum(tmp_path, voters=3, properties={"metric.reporters": PROMETHEUS_REPORTER,
                                                      "metadata.max.idle.interval.ms": "0"},
                      node_properties={i: {"kafkawire.metrics.prometheus.listener": f"http://127.0.0.1:{port}"}
-                                      for i, port in ports.items()}).started() as q:
+                                      for i, port in ports.items()}).started(graceful=False) as q:
         q.metrics_ports = ports
         yield q
 
