@@ -43,6 +43,7 @@ from kafkawire.net.envelope import ENVELOPE, envelope_handler
 from kafkawire.net.install_aware_log import InstallAwareLog
 from kafkawire.net.metadata_topic import MetadataTopic, NodeEndpoint
 from kafkawire.net.metrics_http import EndpointStartError, start_metrics_endpoint
+from kafkawire.net.request_metrics import RequestMetrics
 from kafkawire.net.sasl import SCRAM_MECHANISM_TYPES
 from kafkawire.net.security import client_options
 from kafkawire.net.server import KafkaServer
@@ -190,6 +191,9 @@ class ControllerNode:
         self.authorizer: StandardAuthorizer | None = None     # made at start (authorizer.class.name)
         self.metrics_endpoint: MetricsEndpoint | None = None   # metric.reporters=...PrometheusReporter
         self.extra_metric_families: list = []    # more families for the endpoint (a combined node's broker's)
+        # kafka.network RequestMetrics of the controller listeners' requests (ControllerServer's
+        # RequestChannel); a combined node's broker counts its own listeners' in the same one
+        self.request_metrics = RequestMetrics()
         self._gc_watch: int | None = None        # kafkawire.raft.node.gc_pauses, from start to stop
 
     def _started(self, part: _Part | None) -> _Part:
@@ -276,7 +280,8 @@ class ControllerNode:
         listener = c.prometheus_listener
         if listener is None:
             return
-        families = node_families(self._started(self.driver), self.state_machine, c, self.extra_metric_families)
+        families = node_families(self._started(self.driver), self.state_machine, c, self.extra_metric_families,
+                                 requests=self.request_metrics)
         try:
             self.metrics_endpoint = endpoint = await start_metrics_endpoint(listener, families)
         except EndpointStartError as exc:
@@ -289,7 +294,7 @@ class ControllerNode:
 
     def _make_server(self, endpoint, name: str, quotas: ConnectionQuotas) -> KafkaServer:
         c = self.config
-        return KafkaServer({}, host=endpoint.host or "0.0.0.0", port=endpoint.port, listener_name=name,
+        server = KafkaServer({}, host=endpoint.host or "0.0.0.0", port=endpoint.port, listener_name=name,
                            security=c.security_of(name), scram_lookup=self._scram_credential,
                            # Delegation token logins (SCRAM tokenauth=true), from the committed image, as
                            # Kafka's controller fills its token cache (DelegationTokenPublisher).
@@ -298,6 +303,8 @@ class ControllerNode:
                            connections_max_idle_ms=c.connections_max_idle_ms,
                            failed_authentication_delay_ms=c.connection_failed_authentication_delay_ms,
                            admission=quotas.limits, connection_quotas=quotas)
+        server.request_metrics = self.request_metrics      # one for all listeners, as Kafka's
+        return server
 
     def _register(self, server: KafkaServer) -> None:
         driver, topic = self._started(self.driver), self._started(self.topic)
