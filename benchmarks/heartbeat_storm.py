@@ -12,8 +12,12 @@ an idle window and a storm window of --seconds each. Printed per size: heartbeat
 answered (NONE) and answered/s, heartbeat latency p50/p99/max as this client sees it (its own
 event loop included: its CPU share is printed too, and its own loop's stalls over 50 ms, to be
 told from the controller's), the active controller's CPU share in each
-window from /proc/<pid>/stat, CreateTopics p50/p99 idle and under the storm and their ratio, and
-the load average (the machine is shared).
+window from /proc/<pid>/stat, CreateTopics p50/p99 idle and under the storm and their ratio, the
+load average (the machine is shared), and the server's side of a heartbeat: the active
+controller's own kafka.network RequestMetrics of BrokerHeartbeat (TotalTimeMs p50/p99/0.999,
+RequestQueueTimeMs and LocalTimeMs p99), scraped from its Prometheus endpoint just before and
+after the storm window; as Kafka's, its quantiles are of the last 1028 heartbeats answered (the
+storm's last second at 500 brokers), and its count moved by those answered in the window.
 
 ``--profile DIR``: every node runs under cProfile (benchmarks/quorum.py's profiled interpreter:
 the main thread, its event loop, with the thread's CPU time as the clock), enabled in the

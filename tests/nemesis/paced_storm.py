@@ -14,6 +14,15 @@ with broker.session.timeout.ms at 10 minutes (STORM_PROPERTIES) and the build se
 heartbeats every minute; the heartbeats' deadline (half of broker.heartbeat.interval.ms, 1 s) is
 Kafka's default.
 
+The active controller's own figure: every node runs the Prometheus endpoint, and the active
+controller's kafka.network RequestMetrics of BrokerHeartbeat are scraped just before and just
+after the storm window (not during it: a scrape walks every partition of the image on the
+controller's loop, about a second of work at 1M partitions). Its TotalTimeMs,
+RequestQueueTimeMs and LocalTimeMs quantiles are Kafka's: of the last 1028 heartbeats it answered
+(RECENT_SAMPLES, Yammer's reservoir size), so they describe the storm's last seconds
+(1028 / answered per second), and the ``_count`` moved by the heartbeats it answered in the
+window. The 0.999 quantile of 1028 samples is within one sample of their largest.
+
 By hand, at 100k partitions (exits 1 if a check of ``problems`` fails):
 
     python -m tests.nemesis.paced_storm [--brokers 100] [--partitions 100000] [--seconds 20] [--fence fence|shutdown]
@@ -36,6 +45,7 @@ import statistics
 import sys
 import tempfile
 import time
+import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -43,8 +53,10 @@ from kafkawire.feature_versions import LATEST_PRODUCTION_LEVEL
 from kafkawire.messages.broker_heartbeat_request import BrokerHeartbeatRequest
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kafkawire.net.client import NetworkClient, TransportError
+from kafkawire.net.config import PROMETHEUS_REPORTER
+from kafkawire.net.request_metrics import RECENT_SAMPLES
 from kafkawire.protocol.error_codes import Errors
-from kafkawire.raft.node.local_quorum import LocalQuorum, QuorumError, describe_quorum
+from kafkawire.raft.node.local_quorum import LocalQuorum, QuorumError, describe_quorum, free_ports
 
 from .storm import _registration
 
@@ -303,6 +315,51 @@ async def fence_one(fakes: FakeBrokers, fencing: Fencing, seconds: float) -> Non
             return
 
 
+REQUESTS = "kafka_network_requestmetrics_"
+HEARTBEAT_TIMERS = ("totaltimems", "requestqueuetimems", "localtimems")
+
+
+def heartbeat_metrics(metrics_url: str) -> dict:
+    """The BrokerHeartbeat request metrics on a node's Prometheus endpoint: {"count": n,
+    timer: {quantile label: ms}} for HEARTBEAT_TIMERS (empty quantiles before its first one)."""
+    from prometheus_client.parser import text_string_to_metric_families   # the endpoint's own extra
+    with urllib.request.urlopen(metrics_url + "/metrics", timeout=60) as answer:
+        text = answer.read().decode()
+    found: dict = {"count": 0.0, **{timer: {} for timer in HEARTBEAT_TIMERS}}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.labels.get("request") != "BrokerHeartbeat":
+                continue
+            timer = sample.name.removeprefix(REQUESTS)
+            if timer == "totaltimems_count":
+                found["count"] = sample.value
+            elif timer in HEARTBEAT_TIMERS:
+                found[timer][sample.labels["quantile"]] = sample.value
+    return found
+
+
+@dataclass
+class ServerSide:
+    """The active controller's BrokerHeartbeat metrics around the storm window (module docstring)."""
+    before: dict
+    after: dict
+
+    def line(self, seconds: float) -> str:
+        answered = self.after["count"] - self.before["count"]
+        total, queue, local = (self.after[timer] for timer in HEARTBEAT_TIMERS)
+        if answered >= RECENT_SAMPLES:
+            covers = f"its last {RECENT_SAMPLES} answered: the storm's last {RECENT_SAMPLES * seconds / answered:.1f} s"
+        else:
+            covers = (f"its last {min(RECENT_SAMPLES, int(self.after['count']))} answered: the storm's "
+                      f"{answered:.0f} and {min(RECENT_SAMPLES - answered, self.before['count']):.0f} before it")
+        return (f"  the active controller's own BrokerHeartbeat times (kafka.network RequestMetrics, {covers}): "
+                f"TotalTimeMs "
+                f"p50 {total.get('0.50', float('nan')):.0f} p99 {total.get('0.99', float('nan')):.0f} "
+                f"max~ {total.get('0.999', float('nan')):.0f} ms, RequestQueueTimeMs p99 "
+                f"{queue.get('0.99', float('nan')):.0f} ms, LocalTimeMs p99 {local.get('0.99', float('nan')):.0f} "
+                f"ms; {answered:.0f} answered in the window (its count)")
+
+
 @dataclass
 class StormReport:
     brokers: int
@@ -323,6 +380,7 @@ class StormReport:
     commit_latency_ms: dict = field(default_factory=dict)    # the leader's raft metrics after the storm
     own_stalls: list = field(default_factory=list)           # this process's loop stalls in the storm
     fencing: Fencing | None = None
+    server_side: ServerSide | None = None    # the active controller's request metrics (metrics_url given)
 
     @property
     def answered_fraction(self) -> float:
@@ -350,6 +408,7 @@ class StormReport:
             f"  the leader's commit latency (its raft metrics' window, after the storm): "
             f"{', '.join(f'{k} {v} ms' for k, v in self.commit_latency_ms.items()) or 'not read'}",
             f"  load average {' -> '.join(f'{x:.2f}' for x in self.load_average)}"]
+            + ([self.server_side.line(self.seconds)] if self.server_side is not None else [])
             + ([self.fencing.line()] if self.fencing is not None else []))
 
 
@@ -388,9 +447,10 @@ def commit_latency(metrics_file: str | None) -> dict:
 
 async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, partitions: int, seconds: float,
                          idle: bool = True, metrics_file: str | None = None, fence: str | None = None,
-                         around_storm=None) -> StormReport:
+                         around_storm=None, metrics_url: str | None = None) -> StormReport:
     """The run against the active controller at ``address`` (its process ``pid``, its raft
-    metrics in ``metrics_file`` if given); ``idle`` False leaves the idle window out; ``fence``
+    metrics in ``metrics_file`` if given, its Prometheus endpoint at ``metrics_url`` if given:
+    its request metrics scraped around the storm); ``idle`` False leaves the idle window out; ``fence``
     ("fence" or "shutdown") fences or shuts down the first broker during the storm (Fencing);
     ``around_storm``, a pair of callables (a profiler's start and stop), is called at the storm
     window's start and end."""
@@ -407,6 +467,8 @@ async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, parti
         if idle:
             (idle_creates, idle_answers), idle_cpu, _ = await _window(pid, seconds,
                                                                       probe_creates(address, seconds, "idle"))
+        # before the storm's tasks exist (gather starts them)
+        scraped = [] if metrics_url is None else [await asyncio.to_thread(heartbeat_metrics, metrics_url)]
         fencing = Fencing(fence, fakes.ids[0]) if fence else None
         both = asyncio.gather(fakes.storm(seconds, skip={fencing.broker} if fencing else ()),
                               probe_creates(address, seconds, "storm"),
@@ -418,6 +480,8 @@ async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, parti
             if around_storm is not None:
                 around_storm[1]()
             beats, (stormy, storm_answers) = results[0], results[1]
+        if scraped:
+            scraped.append(await asyncio.to_thread(heartbeat_metrics, metrics_url))
     finally:
         await fakes.close()
     try:
@@ -431,7 +495,8 @@ async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, parti
                        idle_answers + storm_answers, idle_cpu, storm_cpu, own_cpu, rss_mb(pid),
                        (view.leader_id, view.leader_epoch),
                        (after.leader_id, after.leader_epoch) if after is not None else ("not this node", None),
-                       (load, os.getloadavg()[0]), commit_latency(metrics_file), stalls.late, fencing)
+                       (load, os.getloadavg()[0]), commit_latency(metrics_file), stalls.late, fencing,
+                       ServerSide(*scraped) if scraped else None)
 
 
 def run(base_dir: str, brokers: int, partitions: int, seconds: float, properties: dict | None = None,
@@ -440,7 +505,12 @@ def run(base_dir: str, brokers: int, partitions: int, seconds: float, properties
     ``properties`` in their configs; ``python`` the interpreter that runs them), and the run
     against its leader; ``storm_signals`` (two signal numbers) are sent to the leader at the
     storm window's start and end (a profiler's, benchmarks/heartbeat_storm.py --profile)."""
-    quorum = LocalQuorum(base_dir, voters=3, properties={**STORM_PROPERTIES, **(properties or {})}, python=python)
+    # every node's Prometheus endpoint on (scraped only around the storm: module docstring)
+    metrics_ports = dict(zip((1, 2, 3), free_ports(3)))
+    quorum = LocalQuorum(base_dir, voters=3, properties={**STORM_PROPERTIES, "metric.reporters": PROMETHEUS_REPORTER,
+                                                         **(properties or {})}, python=python,
+                         node_properties={i: {"kafkawire.metrics.prometheus.listener": f"http://127.0.0.1:{port}"}
+                                          for i, port in metrics_ports.items()})
     with quorum.started():
         leader = quorum.wait_for_leader(30).leader_id
         metrics = os.path.join(quorum.data_dir(leader), "kafkawire-raft-metrics.json")
@@ -449,7 +519,7 @@ def run(base_dir: str, brokers: int, partitions: int, seconds: float, properties
             (lambda signum=signum: process.send_signal(signum)) for signum in storm_signals)
         report = asyncio.run(storm_at_scale(quorum.address(leader), quorum.cluster_id, process.pid,
                                             brokers, partitions, seconds, metrics_file=metrics, fence=fence,
-                                            around_storm=around))
+                                            around_storm=around, metrics_url=f"http://127.0.0.1:{metrics_ports[leader]}"))
         if report.fencing is not None:
             report.fencing.read_leaderships(quorum.log_path(leader))
         return report
