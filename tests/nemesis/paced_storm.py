@@ -344,7 +344,9 @@ class ServerSide:
     before: dict
     after: dict
 
-    def line(self, seconds: float) -> str:
+    def line(self, seconds: float, client_ms: list) -> str:
+        """``client_ms``: the client's latencies in the order answered; its last RECENT_SAMPLES are
+        about the same heartbeats as the server's quantiles."""
         answered = self.after["count"] - self.before["count"]
         total, queue, local = (self.after[timer] for timer in HEARTBEAT_TIMERS)
         if answered >= RECENT_SAMPLES:
@@ -357,7 +359,9 @@ class ServerSide:
                 f"p50 {total.get('0.50', float('nan')):.0f} p99 {total.get('0.99', float('nan')):.0f} "
                 f"max~ {total.get('0.999', float('nan')):.0f} ms, RequestQueueTimeMs p99 "
                 f"{queue.get('0.99', float('nan')):.0f} ms, LocalTimeMs p99 {local.get('0.99', float('nan')):.0f} "
-                f"ms; {answered:.0f} answered in the window (its count)")
+                f"ms; {answered:.0f} answered in the window (its count); the client's latency of its last "
+                f"{len(client_ms[-RECENT_SAMPLES:])}: p50 {_median(client_ms[-RECENT_SAMPLES:]):.1f} p99 "
+                f"{_percentile(client_ms[-RECENT_SAMPLES:], 0.99):.1f} max {_percentile(client_ms[-RECENT_SAMPLES:], 1.0):.1f} ms")
 
 
 @dataclass
@@ -408,7 +412,7 @@ class StormReport:
             f"  the leader's commit latency (its raft metrics' window, after the storm): "
             f"{', '.join(f'{k} {v} ms' for k, v in self.commit_latency_ms.items()) or 'not read'}",
             f"  load average {' -> '.join(f'{x:.2f}' for x in self.load_average)}"]
-            + ([self.server_side.line(self.seconds)] if self.server_side is not None else [])
+            + ([self.server_side.line(self.seconds, self.beats.latencies_ms)] if self.server_side is not None else [])
             + ([self.fencing.line()] if self.fencing is not None else []))
 
 
