@@ -17,7 +17,7 @@ Kafka's default.
 The active controller's own figure: every node runs the Prometheus endpoint, and the active
 controller's kafka.network RequestMetrics of BrokerHeartbeat are scraped just before and just
 after the storm window (not during it: a scrape walks every partition of the image on the
-controller's loop, about a second of work at 1M partitions). Its TotalTimeMs,
+controller's loop, beside the heartbeats it would measure). Its TotalTimeMs,
 RequestQueueTimeMs and LocalTimeMs quantiles are Kafka's: of the last 1028 heartbeats it answered
 (RECENT_SAMPLES, Yammer's reservoir size), so they describe the storm's last seconds
 (1028 / answered per second), and the ``_count`` moved by the heartbeats it answered in the
