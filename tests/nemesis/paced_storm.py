@@ -17,7 +17,10 @@ Kafka's default.
 The active controller's own figure: every node runs the Prometheus endpoint, and the active
 controller's kafka.network RequestMetrics of BrokerHeartbeat are scraped just before and just
 after the storm window (not during it: a scrape walks every partition of the image on the
-controller's loop, beside the heartbeats it would measure). Its TotalTimeMs,
+controller's loop, beside the heartbeats it would measure: 12 ms at 100k partitions in
+benchmarks/metrics_scrape.py, in steps of 10,000 partitions), unless ``scrape_every_s`` asks for
+scrapes during it too: then each scrape's quantiles are of about the last second at 1000
+heartbeats/s, and the line gives their p99s' median and largest. Its TotalTimeMs,
 RequestQueueTimeMs and LocalTimeMs quantiles are Kafka's: of the last 1028 heartbeats it answered
 (RECENT_SAMPLES, Yammer's reservoir size), so they describe the storm's last seconds
 (1028 / answered per second), and the ``_count`` moved by the heartbeats it answered in the
@@ -338,11 +341,26 @@ def heartbeat_metrics(metrics_url: str) -> dict:
     return found
 
 
+async def scrape_during(metrics_url: str, seconds: float, every_s: float) -> list[dict]:
+    """heartbeat_metrics every ``every_s`` until ``seconds`` have passed (module docstring)."""
+    scraped, deadline = [], time.monotonic() + seconds
+    while time.monotonic() + every_s < deadline:
+        await asyncio.sleep(every_s)
+        scraped.append(await asyncio.to_thread(heartbeat_metrics, metrics_url))
+    return scraped
+
+
 @dataclass
 class ServerSide:
     """The active controller's BrokerHeartbeat metrics around the storm window (module docstring)."""
     before: dict
     after: dict
+    during: list = field(default_factory=list)      # scrapes in the storm (scrape_every_s)
+
+    def during_line(self) -> str:
+        p99s = sorted(scrape["totaltimems"].get("0.99", float("nan")) for scrape in self.during)
+        return (f"  its TotalTimeMs p99 in {len(p99s)} scrapes during the storm (each of its last "
+                f"{RECENT_SAMPLES}): median {_median(p99s):.0f} ms, largest {max(p99s):.0f} ms, each {[round(p, 1) for p in p99s]}")
 
     def line(self, seconds: float, client_ms: list) -> str:
         """``client_ms``: the client's latencies in the order answered; its last RECENT_SAMPLES are
@@ -413,6 +431,7 @@ class StormReport:
             f"{', '.join(f'{k} {v} ms' for k, v in self.commit_latency_ms.items()) or 'not read'}",
             f"  load average {' -> '.join(f'{x:.2f}' for x in self.load_average)}"]
             + ([self.server_side.line(self.seconds, self.beats.latencies_ms)] if self.server_side is not None else [])
+            + ([self.server_side.during_line()] if self.server_side is not None and self.server_side.during else [])
             + ([self.fencing.line()] if self.fencing is not None else []))
 
 
@@ -451,10 +470,11 @@ def commit_latency(metrics_file: str | None) -> dict:
 
 async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, partitions: int, seconds: float,
                          idle: bool = True, metrics_file: str | None = None, fence: str | None = None,
-                         around_storm=None, metrics_url: str | None = None) -> StormReport:
+                         around_storm=None, metrics_url: str | None = None,
+                         scrape_every_s: float | None = None) -> StormReport:
     """The run against the active controller at ``address`` (its process ``pid``, its raft
     metrics in ``metrics_file`` if given, its Prometheus endpoint at ``metrics_url`` if given:
-    its request metrics scraped around the storm); ``idle`` False leaves the idle window out; ``fence``
+    its request metrics scraped around the storm, and every ``scrape_every_s`` in it if given); ``idle`` False leaves the idle window out; ``fence``
     ("fence" or "shutdown") fences or shuts down the first broker during the storm (Fencing);
     ``around_storm``, a pair of callables (a profiler's start and stop), is called at the storm
     window's start and end."""
@@ -476,6 +496,8 @@ async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, parti
         fencing = Fencing(fence, fakes.ids[0]) if fence else None
         both = asyncio.gather(fakes.storm(seconds, skip={fencing.broker} if fencing else ()),
                               probe_creates(address, seconds, "storm"),
+                              *([scrape_during(metrics_url, seconds, scrape_every_s)]
+                                if scraped and scrape_every_s else []),
                               *([fence_one(fakes, fencing, seconds)] if fencing else []))
         with OwnStalls() as stalls:
             if around_storm is not None:
@@ -486,6 +508,8 @@ async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, parti
             beats, (stormy, storm_answers) = results[0], results[1]
         if scraped:
             scraped.append(await asyncio.to_thread(heartbeat_metrics, metrics_url))
+            if scrape_every_s:
+                scraped.append(results[2])
     finally:
         await fakes.close()
     try:
@@ -504,7 +528,8 @@ async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, parti
 
 
 def run(base_dir: str, brokers: int, partitions: int, seconds: float, properties: dict | None = None,
-        fence: str | None = None, python: str | None = None, storm_signals: tuple | None = None) -> StormReport:
+        fence: str | None = None, python: str | None = None, storm_signals: tuple | None = None,
+        scrape_every_s: float | None = None) -> StormReport:
     """A fresh quorum of ``kafkawire server-start`` processes (STORM_PROPERTIES and
     ``properties`` in their configs; ``python`` the interpreter that runs them), and the run
     against its leader; ``storm_signals`` (two signal numbers) are sent to the leader at the
@@ -523,7 +548,8 @@ def run(base_dir: str, brokers: int, partitions: int, seconds: float, properties
             (lambda signum=signum: process.send_signal(signum)) for signum in storm_signals)
         report = asyncio.run(storm_at_scale(quorum.address(leader), quorum.cluster_id, process.pid,
                                             brokers, partitions, seconds, metrics_file=metrics, fence=fence,
-                                            around_storm=around, metrics_url=f"http://127.0.0.1:{metrics_ports[leader]}"))
+                                            around_storm=around, metrics_url=f"http://127.0.0.1:{metrics_ports[leader]}",
+                                            scrape_every_s=scrape_every_s))
         if report.fencing is not None:
             report.fencing.read_leaderships(quorum.log_path(leader))
         return report
