@@ -360,15 +360,18 @@ class ServerSide:
     def during_line(self) -> str:
         p99s = sorted(scrape["totaltimems"].get("0.99", float("nan")) for scrape in self.during)
         return (f"  its TotalTimeMs p99 in {len(p99s)} scrapes during the storm (each of its last "
-                f"{RECENT_SAMPLES}): median {_median(p99s):.0f} ms, largest {max(p99s):.0f} ms, each {[round(p, 1) for p in p99s]}")
+                f"{RECENT_SAMPLES}): median {_median(p99s):.0f} ms, largest {max(p99s):.0f} ms, "
+                f"each {[round(p, 1) for p in p99s]}")
 
     def line(self, seconds: float, client_ms: list) -> str:
         """``client_ms``: the client's latencies in the order answered; its last RECENT_SAMPLES are
         about the same heartbeats as the server's quantiles."""
         answered = self.after["count"] - self.before["count"]
         total, queue, local = (self.after[timer] for timer in HEARTBEAT_TIMERS)
+        last = client_ms[-RECENT_SAMPLES:]
         if answered >= RECENT_SAMPLES:
-            covers = f"its last {RECENT_SAMPLES} answered: the storm's last {RECENT_SAMPLES * seconds / answered:.1f} s"
+            covers = (f"its last {RECENT_SAMPLES} answered: the storm's last "
+                      f"{RECENT_SAMPLES * seconds / answered:.1f} s")
         else:
             covers = (f"its last {min(RECENT_SAMPLES, int(self.after['count']))} answered: the storm's "
                       f"{answered:.0f} and {min(RECENT_SAMPLES - answered, self.before['count']):.0f} before it")
@@ -378,8 +381,8 @@ class ServerSide:
                 f"max~ {total.get('0.999', float('nan')):.0f} ms, RequestQueueTimeMs p99 "
                 f"{queue.get('0.99', float('nan')):.0f} ms, LocalTimeMs p99 {local.get('0.99', float('nan')):.0f} "
                 f"ms; {answered:.0f} answered in the window (its count); the client's latency of its last "
-                f"{len(client_ms[-RECENT_SAMPLES:])}: p50 {_median(client_ms[-RECENT_SAMPLES:]):.1f} p99 "
-                f"{_percentile(client_ms[-RECENT_SAMPLES:], 0.99):.1f} max {_percentile(client_ms[-RECENT_SAMPLES:], 1.0):.1f} ms")
+                f"{len(last)}: p50 {_median(last):.1f} p99 {_percentile(last, 0.99):.1f} "
+                f"max {_percentile(last, 1.0):.1f} ms")
 
 
 @dataclass
@@ -408,6 +411,10 @@ class StormReport:
     def answered_fraction(self) -> float:
         return self.beats.answers.get("NONE", 0) / max(self.beats.sent, 1)
 
+    def _server_lines(self) -> list[str]:
+        side = self.server_side
+        return [side.line(self.seconds, self.beats.latencies_ms)] + ([side.during_line()] if side.during else [])
+
     def lines(self) -> str:
         b, lat = self.beats, self.beats.latencies_ms
         return "\n".join([
@@ -430,8 +437,7 @@ class StormReport:
             f"  the leader's commit latency (its raft metrics' window, after the storm): "
             f"{', '.join(f'{k} {v} ms' for k, v in self.commit_latency_ms.items()) or 'not read'}",
             f"  load average {' -> '.join(f'{x:.2f}' for x in self.load_average)}"]
-            + ([self.server_side.line(self.seconds, self.beats.latencies_ms)] if self.server_side is not None else [])
-            + ([self.server_side.during_line()] if self.server_side is not None and self.server_side.during else [])
+            + (self._server_lines() if self.server_side is not None else [])
             + ([self.fencing.line()] if self.fencing is not None else []))
 
 
@@ -474,7 +480,8 @@ async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, parti
                          scrape_every_s: float | None = None) -> StormReport:
     """The run against the active controller at ``address`` (its process ``pid``, its raft
     metrics in ``metrics_file`` if given, its Prometheus endpoint at ``metrics_url`` if given:
-    its request metrics scraped around the storm, and every ``scrape_every_s`` in it if given); ``idle`` False leaves the idle window out; ``fence``
+    its request metrics scraped around the storm, and every ``scrape_every_s`` in it if given);
+    ``idle`` False leaves the idle window out; ``fence``
     ("fence" or "shutdown") fences or shuts down the first broker during the storm (Fencing);
     ``around_storm``, a pair of callables (a profiler's start and stop), is called at the storm
     window's start and end."""
