@@ -255,6 +255,7 @@ class ControllerNode:
                 server = self._make_server(endpoint, name, quotas)
             except ConfigError as exc:
                 raise NodeStartError(f"listener {endpoint}: {exc}") from None
+            server.request_metrics = self.request_metrics      # one for all listeners, as Kafka's
             self._register(server)
             try:
                 await server.bind()
@@ -294,7 +295,7 @@ class ControllerNode:
 
     def _make_server(self, endpoint, name: str, quotas: ConnectionQuotas) -> KafkaServer:
         c = self.config
-        server = KafkaServer({}, host=endpoint.host or "0.0.0.0", port=endpoint.port, listener_name=name,
+        return KafkaServer({}, host=endpoint.host or "0.0.0.0", port=endpoint.port, listener_name=name,
                            security=c.security_of(name), scram_lookup=self._scram_credential,
                            # Delegation token logins (SCRAM tokenauth=true), from the committed image, as
                            # Kafka's controller fills its token cache (DelegationTokenPublisher).
@@ -303,8 +304,6 @@ class ControllerNode:
                            connections_max_idle_ms=c.connections_max_idle_ms,
                            failed_authentication_delay_ms=c.connection_failed_authentication_delay_ms,
                            admission=quotas.limits, connection_quotas=quotas)
-        server.request_metrics = self.request_metrics      # one for all listeners, as Kafka's
-        return server
 
     def _register(self, server: KafkaServer) -> None:
         driver, topic = self._started(self.driver), self._started(self.topic)
