@@ -109,8 +109,9 @@ class BrokerTopicStats:
                          samples, kind="counter")
 
 
-def broker_families(broker) -> Iterator[FamilyOrPause]:
-    """Everything a broker exports (see the module docstring), read now."""
+def broker_families(broker, *, requests: bool = True) -> Iterator[FamilyOrPause]:
+    """Everything a broker exports (see the module docstring), read now; ``requests=False``
+    leaves out its request metrics (a combined node's endpoint exports them with its controller's)."""
     lifecycle = broker.lifecycle
     state = NOT_RUNNING if lifecycle is None else BROKER_STATES.get(lifecycle.state, NOT_RUNNING)
     yield gauge("kafka_server_kafkaserver_brokerstate", "The broker's state (Kafka's BrokerState values)", state)
@@ -119,7 +120,8 @@ def broker_families(broker) -> Iterator[FamilyOrPause]:
     yield from replica_manager_families(broker, led)
     yield from broker.topic_stats.families()
     yield from partition_families(broker, led)
-    yield from broker.request_metrics.families()
+    if requests:
+        yield from broker.request_metrics.families()
     yield from quota_families(broker.quotas)
     yield log_flush_family()
     if hasattr(broker, "log_dirs"):                     # (a stand-in broker of a test may have none)

@@ -173,13 +173,13 @@ async def start_broker(node):
                         describe_configs=lambda request: describe_configs(
                             node.config.node_id, published.image, request, static=static, broker_keys=known))
         published.listeners.append(broker.on_metadata)
+        broker.request_metrics = node.request_metrics    # one for all listeners, as Kafka's share the MBeans
         await broker.start()
     except BrokerStartError as exc:
         log.error("cannot start the broker: %s", exc)
         return None
-    node.extra_metric_families.append(lambda: broker_families(broker))     # on the node's endpoint, if on
-    for server in node.servers:         # the controller listener's requests too, as Kafka's share the MBeans
-        server.request_metrics = broker.request_metrics
+    # on the node's endpoint, if on; the request metrics are the node's, which the broker shares
+    node.extra_metric_families.append(lambda: broker_families(broker, requests=False))
     return broker
 
 

@@ -3,7 +3,8 @@ subprocess on free ports) used as a Kafka broker: kafka-python produces with ack
 acks=all and a consumer with manual assignment reads every record back in order; the
 refusals come back with Kafka's error codes; idempotent producers (kafka-python's default,
 confluent-kafka's enable.idempotence) get producer ids and their retries are answered as
-duplicates; the log directory has Kafka's layout and survives kill -9. One node for the whole module (started once, killed by pid at teardown).
+duplicates; the log directory has Kafka's layout and survives kill -9; its Prometheus endpoint
+counts the broker listener's and the controller listener's requests in one RequestMetrics. One node for the whole module (started once, killed by pid at teardown).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import shutil
 import subprocess
 import threading
 import time
+import urllib.request
 
 import pytest
 
@@ -27,6 +29,7 @@ from kafkawire.messages.list_offsets_request import ListOffsetsPartition, ListOf
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
 from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kafkawire.net.client import NetworkClient
+from kafkawire.net.config import PROMETHEUS_REPORTER
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
 from kafkawire.records import iter_batches
@@ -137,13 +140,25 @@ def combined_node(base, **properties):
             proc.wait(timeout=10)
 
 
+def _metrics_endpoint() -> dict:
+    """The Prometheus endpoint's settings on a free port, when prometheus_client is installed."""
+    try:
+        import prometheus_client  # noqa: F401
+    except ImportError:
+        return {}
+    port, = free_ports(1)
+    return {"metric_reporters": PROMETHEUS_REPORTER, "kafkawire_metrics_prometheus_listener": f"http://127.0.0.1:{port}"}
+
+
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
     # The log manager's checkpoints at once and often (Kafka's: after 30 s, then every 60 s / 5 s)
+    metrics = _metrics_endpoint()
     with combined_node(tmp_path_factory.mktemp("combined"), log_initial_task_delay_ms=0,
                        log_flush_offset_checkpoint_interval_ms=500, log_flush_start_offset_checkpoint_interval_ms=500,
                        replica_high_watermark_checkpoint_interval_ms=500, log_retention_check_interval_ms=500,
-                       log_cleaner_backoff_ms=200) as n:
+                       log_cleaner_backoff_ms=200, **metrics) as n:
+        n.metrics_url = metrics.get("kafkawire_metrics_prometheus_listener")
         yield n
 
 
@@ -439,6 +454,20 @@ def errors_of(response) -> list[int]:
         for partition in (getattr(topic, "partitions", None) or getattr(topic, "partition_responses", None) or []):
             codes.append(partition.error_code)
     return codes
+
+
+def test_one_request_metrics_counts_the_broker_and_controller_listeners_requests(node):
+    """kafka.network RequestMetrics on the endpoint once: the broker listener's Metadata and the
+    controller listener's BrokerHeartbeat (the node's broker heartbeats its controller over it)."""
+    parser = pytest.importorskip("prometheus_client.parser")
+    node.call(MetadataRequest(topics=[]), api_version=12)
+    with urllib.request.urlopen(node.metrics_url + "/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    families = [f.name for f in parser.text_string_to_metric_families(text)]
+    assert len(families) == len(set(families)), "a family exported twice"
+    counts = {s.labels["request"]: s.value for f in parser.text_string_to_metric_families(text)
+              for s in f.samples if s.name == "kafka_network_requestmetrics_totaltimems_count"}
+    assert counts.get("Metadata", 0) >= 1 and counts.get("BrokerHeartbeat", 0) >= 1, counts
 
 
 def test_every_advertised_version_of_every_broker_api_is_answered_without_an_error(node):

@@ -14,6 +14,18 @@ with broker.session.timeout.ms at 10 minutes (STORM_PROPERTIES) and the build se
 heartbeats every minute; the heartbeats' deadline (half of broker.heartbeat.interval.ms, 1 s) is
 Kafka's default.
 
+The active controller's own figure: every node runs the Prometheus endpoint, and the active
+controller's kafka.network RequestMetrics of BrokerHeartbeat are scraped just before and just
+after the storm window (not during it: a scrape walks every partition of the image on the
+controller's loop, beside the heartbeats it would measure: 12 ms at 100k partitions in
+benchmarks/metrics_scrape.py, in steps of 10,000 partitions), unless ``scrape_every_s`` asks for
+scrapes during it too: then each scrape's quantiles are of about the last second at 1000
+heartbeats/s, and the line gives their p99s' median and largest. Its TotalTimeMs,
+RequestQueueTimeMs and LocalTimeMs quantiles are Kafka's: of the last 1028 heartbeats it answered
+(RECENT_SAMPLES, Yammer's reservoir size), so they describe the storm's last seconds
+(1028 / answered per second), and the ``_count`` moved by the heartbeats it answered in the
+window. The 0.999 quantile of 1028 samples is within one sample of their largest.
+
 By hand, at 100k partitions (exits 1 if a check of ``problems`` fails):
 
     python -m tests.nemesis.paced_storm [--brokers 100] [--partitions 100000] [--seconds 20] [--fence fence|shutdown]
@@ -36,6 +48,7 @@ import statistics
 import sys
 import tempfile
 import time
+import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -43,8 +56,10 @@ from kafkawire.feature_versions import LATEST_PRODUCTION_LEVEL
 from kafkawire.messages.broker_heartbeat_request import BrokerHeartbeatRequest
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kafkawire.net.client import NetworkClient, TransportError
+from kafkawire.net.config import PROMETHEUS_REPORTER
+from kafkawire.net.request_metrics import RECENT_SAMPLES
 from kafkawire.protocol.error_codes import Errors
-from kafkawire.raft.node.local_quorum import LocalQuorum, QuorumError, describe_quorum
+from kafkawire.raft.node.local_quorum import LocalQuorum, QuorumError, describe_quorum, free_ports
 
 from .storm import _registration
 
@@ -303,6 +318,73 @@ async def fence_one(fakes: FakeBrokers, fencing: Fencing, seconds: float) -> Non
             return
 
 
+REQUESTS = "kafka_network_requestmetrics_"
+HEARTBEAT_TIMERS = ("totaltimems", "requestqueuetimems", "localtimems")
+
+
+def heartbeat_metrics(metrics_url: str) -> dict:
+    """The BrokerHeartbeat request metrics on a node's Prometheus endpoint: {"count": n,
+    timer: {quantile label: ms}} for HEARTBEAT_TIMERS (empty quantiles before its first one)."""
+    from prometheus_client.parser import text_string_to_metric_families   # the endpoint's own extra
+    with urllib.request.urlopen(metrics_url + "/metrics", timeout=60) as answer:
+        text = answer.read().decode()
+    found: dict = {"count": 0.0, **{timer: {} for timer in HEARTBEAT_TIMERS}}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.labels.get("request") != "BrokerHeartbeat":
+                continue
+            timer = sample.name.removeprefix(REQUESTS)
+            if timer == "totaltimems_count":
+                found["count"] = sample.value
+            elif timer in HEARTBEAT_TIMERS:
+                found[timer][sample.labels["quantile"]] = sample.value
+    return found
+
+
+async def scrape_during(metrics_url: str, seconds: float, every_s: float) -> list[dict]:
+    """heartbeat_metrics every ``every_s`` until ``seconds`` have passed (module docstring)."""
+    scraped, deadline = [], time.monotonic() + seconds
+    while time.monotonic() + every_s < deadline:
+        await asyncio.sleep(every_s)
+        scraped.append(await asyncio.to_thread(heartbeat_metrics, metrics_url))
+    return scraped
+
+
+@dataclass
+class ServerSide:
+    """The active controller's BrokerHeartbeat metrics around the storm window (module docstring)."""
+    before: dict
+    after: dict
+    during: list = field(default_factory=list)      # scrapes in the storm (scrape_every_s)
+
+    def during_line(self) -> str:
+        p99s = sorted(scrape["totaltimems"].get("0.99", float("nan")) for scrape in self.during)
+        return (f"  its TotalTimeMs p99 in {len(p99s)} scrapes during the storm (each of its last "
+                f"{RECENT_SAMPLES}): median {_median(p99s):.0f} ms, largest {max(p99s):.0f} ms, "
+                f"each {[round(p, 1) for p in p99s]}")
+
+    def line(self, seconds: float, client_ms: list) -> str:
+        """``client_ms``: the client's latencies in the order answered; its last RECENT_SAMPLES are
+        about the same heartbeats as the server's quantiles."""
+        answered = self.after["count"] - self.before["count"]
+        total, queue, local = (self.after[timer] for timer in HEARTBEAT_TIMERS)
+        last = client_ms[-RECENT_SAMPLES:]
+        if answered >= RECENT_SAMPLES:
+            covers = (f"its last {RECENT_SAMPLES} answered: the storm's last "
+                      f"{RECENT_SAMPLES * seconds / answered:.1f} s")
+        else:
+            covers = (f"its last {min(RECENT_SAMPLES, int(self.after['count']))} answered: the storm's "
+                      f"{answered:.0f} and {min(RECENT_SAMPLES - answered, self.before['count']):.0f} before it")
+        return (f"  the active controller's own BrokerHeartbeat times (kafka.network RequestMetrics, {covers}): "
+                f"TotalTimeMs "
+                f"p50 {total.get('0.50', float('nan')):.0f} p99 {total.get('0.99', float('nan')):.0f} "
+                f"max~ {total.get('0.999', float('nan')):.0f} ms, RequestQueueTimeMs p99 "
+                f"{queue.get('0.99', float('nan')):.0f} ms, LocalTimeMs p99 {local.get('0.99', float('nan')):.0f} "
+                f"ms; {answered:.0f} answered in the window (its count); the client's latency of its last "
+                f"{len(last)}: p50 {_median(last):.1f} p99 {_percentile(last, 0.99):.1f} "
+                f"max {_percentile(last, 1.0):.1f} ms")
+
+
 @dataclass
 class StormReport:
     brokers: int
@@ -323,10 +405,15 @@ class StormReport:
     commit_latency_ms: dict = field(default_factory=dict)    # the leader's raft metrics after the storm
     own_stalls: list = field(default_factory=list)           # this process's loop stalls in the storm
     fencing: Fencing | None = None
+    server_side: ServerSide | None = None    # the active controller's request metrics (metrics_url given)
 
     @property
     def answered_fraction(self) -> float:
         return self.beats.answers.get("NONE", 0) / max(self.beats.sent, 1)
+
+    def _server_lines(self) -> list[str]:
+        side = self.server_side
+        return [side.line(self.seconds, self.beats.latencies_ms)] + ([side.during_line()] if side.during else [])
 
     def lines(self) -> str:
         b, lat = self.beats, self.beats.latencies_ms
@@ -350,6 +437,7 @@ class StormReport:
             f"  the leader's commit latency (its raft metrics' window, after the storm): "
             f"{', '.join(f'{k} {v} ms' for k, v in self.commit_latency_ms.items()) or 'not read'}",
             f"  load average {' -> '.join(f'{x:.2f}' for x in self.load_average)}"]
+            + (self._server_lines() if self.server_side is not None else [])
             + ([self.fencing.line()] if self.fencing is not None else []))
 
 
@@ -388,9 +476,12 @@ def commit_latency(metrics_file: str | None) -> dict:
 
 async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, partitions: int, seconds: float,
                          idle: bool = True, metrics_file: str | None = None, fence: str | None = None,
-                         around_storm=None) -> StormReport:
+                         around_storm=None, metrics_url: str | None = None,
+                         scrape_every_s: float | None = None) -> StormReport:
     """The run against the active controller at ``address`` (its process ``pid``, its raft
-    metrics in ``metrics_file`` if given); ``idle`` False leaves the idle window out; ``fence``
+    metrics in ``metrics_file`` if given, its Prometheus endpoint at ``metrics_url`` if given:
+    its request metrics scraped around the storm, and every ``scrape_every_s`` in it if given);
+    ``idle`` False leaves the idle window out; ``fence``
     ("fence" or "shutdown") fences or shuts down the first broker during the storm (Fencing);
     ``around_storm``, a pair of callables (a profiler's start and stop), is called at the storm
     window's start and end."""
@@ -407,9 +498,13 @@ async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, parti
         if idle:
             (idle_creates, idle_answers), idle_cpu, _ = await _window(pid, seconds,
                                                                       probe_creates(address, seconds, "idle"))
+        # before the storm's tasks exist (gather starts them)
+        scraped = [] if metrics_url is None else [await asyncio.to_thread(heartbeat_metrics, metrics_url)]
         fencing = Fencing(fence, fakes.ids[0]) if fence else None
         both = asyncio.gather(fakes.storm(seconds, skip={fencing.broker} if fencing else ()),
                               probe_creates(address, seconds, "storm"),
+                              *([scrape_during(metrics_url, seconds, scrape_every_s)]
+                                if scraped and scrape_every_s else []),
                               *([fence_one(fakes, fencing, seconds)] if fencing else []))
         with OwnStalls() as stalls:
             if around_storm is not None:
@@ -418,6 +513,10 @@ async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, parti
             if around_storm is not None:
                 around_storm[1]()
             beats, (stormy, storm_answers) = results[0], results[1]
+        if scraped:
+            scraped.append(await asyncio.to_thread(heartbeat_metrics, metrics_url))
+            if scrape_every_s:
+                scraped.append(results[2])
     finally:
         await fakes.close()
     try:
@@ -431,16 +530,23 @@ async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, parti
                        idle_answers + storm_answers, idle_cpu, storm_cpu, own_cpu, rss_mb(pid),
                        (view.leader_id, view.leader_epoch),
                        (after.leader_id, after.leader_epoch) if after is not None else ("not this node", None),
-                       (load, os.getloadavg()[0]), commit_latency(metrics_file), stalls.late, fencing)
+                       (load, os.getloadavg()[0]), commit_latency(metrics_file), stalls.late, fencing,
+                       ServerSide(*scraped) if scraped else None)
 
 
 def run(base_dir: str, brokers: int, partitions: int, seconds: float, properties: dict | None = None,
-        fence: str | None = None, python: str | None = None, storm_signals: tuple | None = None) -> StormReport:
+        fence: str | None = None, python: str | None = None, storm_signals: tuple | None = None,
+        scrape_every_s: float | None = None) -> StormReport:
     """A fresh quorum of ``kafkawire server-start`` processes (STORM_PROPERTIES and
     ``properties`` in their configs; ``python`` the interpreter that runs them), and the run
     against its leader; ``storm_signals`` (two signal numbers) are sent to the leader at the
     storm window's start and end (a profiler's, benchmarks/heartbeat_storm.py --profile)."""
-    quorum = LocalQuorum(base_dir, voters=3, properties={**STORM_PROPERTIES, **(properties or {})}, python=python)
+    # every node's Prometheus endpoint on (scraped only around the storm: module docstring)
+    metrics_ports = dict(zip((1, 2, 3), free_ports(3)))
+    quorum = LocalQuorum(base_dir, voters=3, properties={**STORM_PROPERTIES, "metric.reporters": PROMETHEUS_REPORTER,
+                                                         **(properties or {})}, python=python,
+                         node_properties={i: {"kafkawire.metrics.prometheus.listener": f"http://127.0.0.1:{port}"}
+                                          for i, port in metrics_ports.items()})
     with quorum.started():
         leader = quorum.wait_for_leader(30).leader_id
         metrics = os.path.join(quorum.data_dir(leader), "kafkawire-raft-metrics.json")
@@ -449,7 +555,8 @@ def run(base_dir: str, brokers: int, partitions: int, seconds: float, properties
             (lambda signum=signum: process.send_signal(signum)) for signum in storm_signals)
         report = asyncio.run(storm_at_scale(quorum.address(leader), quorum.cluster_id, process.pid,
                                             brokers, partitions, seconds, metrics_file=metrics, fence=fence,
-                                            around_storm=around))
+                                            around_storm=around, metrics_url=f"http://127.0.0.1:{metrics_ports[leader]}",
+                                            scrape_every_s=scrape_every_s))
         if report.fencing is not None:
             report.fencing.read_leaderships(quorum.log_path(leader))
         return report

@@ -5,7 +5,9 @@ offset once the log is quiet), exactly one node is the active controller, and th
 partition counts follow a CreateTopics; the active controller alone reports the broker's time
 since its last heartbeat, and every node's idle ratios, error and election counts and event-queue
 counts are there and consistent (tests/controller/test_controller_metrics.py checks their values
-in process). Every wait is bounded and waits for a condition."""
+in process). The active controller also exports kafka.network RequestMetrics of its controller
+listener, as Kafka's ControllerServer does: the broker's BrokerRegistration and BrokerHeartbeat
+counted and timed. Every wait is bounded and waits for a condition."""
 from __future__ import annotations
 
 import asyncio
@@ -26,6 +28,7 @@ RAFT = "kafka_server_raftmetrics_"
 CONTROLLER = "kafka_controller_kafkacontroller_"
 EVENT_MANAGER = "kafka_controller_controllereventmanager_"
 STATS = "kafka_controller_controllerstats_"
+REQUESTS = "kafka_network_requestmetrics_"
 
 
 def scrape(port: int) -> dict[tuple[str, tuple], float]:
@@ -130,7 +133,35 @@ async def _create_a_topic_with_a_broker(q: LocalQuorum) -> None:
         assert 0 <= since[active[0]] < 9000
         leader = scraped[q.node_ids.index(active[0])]
         assert leader[(CONTROLLER + "eventqueueoperationsstartedcount", ())] >= 2     # registration, heartbeats, topic
+        await _heartbeats_are_counted_and_timed(q.metrics_ports[active[0]], leader, deadline)
     finally:
         stop.set()
         await asyncio.wait_for(broker, 10)
         await qc.client.close()
+
+
+def _answered(m: dict, request: str) -> float:
+    """RequestsPerSec's count of ``request``, over its versions."""
+    return sum(v for (name, labels), v in m.items()
+               if name == REQUESTS + "requests_total" and ("request", request) in labels)
+
+
+async def _heartbeats_are_counted_and_timed(port: int, before: dict, deadline: float) -> None:
+    """The active controller's request metrics: BrokerRegistration answered, and BrokerHeartbeat's
+    count moves with the broker's next heartbeats, its histograms counting every one answered."""
+    assert _answered(before, "BrokerRegistration") >= 1
+    assert before[(REQUESTS + "errors_total", (("error", "NONE"), ("request", "BrokerRegistration")))] >= 1
+    while True:
+        after = await asyncio.to_thread(scrape, port)
+        if _answered(after, "BrokerHeartbeat") > _answered(before, "BrokerHeartbeat"):
+            break
+        assert time.monotonic() < deadline, "the active controller never counted another BrokerHeartbeat"
+        await asyncio.sleep(0.2)
+    heartbeat = ("request", "BrokerHeartbeat")
+    for timer in ("totaltimems", "requestqueuetimems", "localtimems", "responsesendtimems"):
+        assert after[(REQUESTS + timer + "_count", (heartbeat,))] == _answered(after, "BrokerHeartbeat")
+    # each request's total includes its queue time: so do the slowest of each (the 0.999 quantile
+    # of fewer than 1000 samples is their largest)
+    total, queued = (after[(REQUESTS + timer, (("quantile", "0.999"), heartbeat))]
+                     for timer in ("totaltimems", "requestqueuetimems"))
+    assert 0 <= queued <= total < 9000

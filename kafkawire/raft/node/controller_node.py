@@ -43,6 +43,7 @@ from kafkawire.net.envelope import ENVELOPE, envelope_handler
 from kafkawire.net.install_aware_log import InstallAwareLog
 from kafkawire.net.metadata_topic import MetadataTopic, NodeEndpoint
 from kafkawire.net.metrics_http import EndpointStartError, start_metrics_endpoint
+from kafkawire.net.request_metrics import RequestMetrics
 from kafkawire.net.sasl import SCRAM_MECHANISM_TYPES
 from kafkawire.net.security import client_options
 from kafkawire.net.server import KafkaServer
@@ -190,6 +191,9 @@ class ControllerNode:
         self.authorizer: StandardAuthorizer | None = None     # made at start (authorizer.class.name)
         self.metrics_endpoint: MetricsEndpoint | None = None   # metric.reporters=...PrometheusReporter
         self.extra_metric_families: list = []    # more families for the endpoint (a combined node's broker's)
+        # kafka.network RequestMetrics of the controller listeners' requests (ControllerServer's
+        # RequestChannel); a combined node's broker counts its own listeners' in the same one
+        self.request_metrics = RequestMetrics()
         self._gc_watch: int | None = None        # kafkawire.raft.node.gc_pauses, from start to stop
 
     def _started(self, part: _Part | None) -> _Part:
@@ -251,6 +255,7 @@ class ControllerNode:
                 server = self._make_server(endpoint, name, quotas)
             except ConfigError as exc:
                 raise NodeStartError(f"listener {endpoint}: {exc}") from None
+            server.request_metrics = self.request_metrics      # one for all listeners, as Kafka's
             self._register(server)
             try:
                 await server.bind()
@@ -276,7 +281,8 @@ class ControllerNode:
         listener = c.prometheus_listener
         if listener is None:
             return
-        families = node_families(self._started(self.driver), self.state_machine, c, self.extra_metric_families)
+        families = node_families(self._started(self.driver), self.state_machine, c, self.extra_metric_families,
+                                 requests=self.request_metrics)
         try:
             self.metrics_endpoint = endpoint = await start_metrics_endpoint(listener, families)
         except EndpointStartError as exc:

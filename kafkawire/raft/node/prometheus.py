@@ -32,6 +32,7 @@ from typing import Callable, Iterable, Iterator
 from kafkawire.net.config import ServerConfig
 from kafkawire.net.metrics_http import (MISSING_CLIENT, PAUSE, Family, FamilyOrPause, MetricsEndpoint,
                                         MetricsUnavailable, exposition, gauge)
+from kafkawire.net.request_metrics import RequestMetrics
 
 from .driver import RaftDriver
 from .metrics import CounterRate, current_vote, kafka_state
@@ -212,13 +213,16 @@ def _registration_state(broker) -> int:
 # --- prometheus_client ------------------------------------------------------------------------
 
 def node_families(driver: RaftDriver, state_machine, config: ServerConfig,
-                  extra: list[Callable[[], Iterable[FamilyOrPause]]] | None = None) -> Callable[[], Iterable[FamilyOrPause]]:
-    """What the node's endpoint renders: the raft and controller families, then those of each
-    source in ``extra`` (a list the node may add to later: a combined node's broker); read as
-    the renderer iterates, so that it may stop at their PAUSEs."""
+                  extra: list[Callable[[], Iterable[FamilyOrPause]]] | None = None, *,
+                  requests: RequestMetrics | None = None) -> Callable[[], Iterable[FamilyOrPause]]:
+    """What the node's endpoint renders: the raft and controller families, the request metrics
+    of its listeners (``requests``: kafka.network RequestMetrics, which a combined node's broker
+    shares), then those of each source in ``extra`` (a list the node may add to later: a
+    combined node's broker); read as the renderer iterates, so that it may stop at their PAUSEs."""
     idle = CounterRate(samples=config.metrics_num_samples, window_ms=config.metrics_sample_window_ms)
     sources = [] if extra is None else extra
     return lambda: itertools.chain(raft_families(driver), controller_families(driver, state_machine, config, idle),
+                                   () if requests is None else requests.families(),
                                    (family for source in sources for family in source()))
 
 
