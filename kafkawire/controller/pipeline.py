@@ -120,12 +120,14 @@ class WritePipeline:
         for write in self._in_flight:
             _answer(write, error)
         committed = self.committed_image
-        if not try_fast_rollback(self.state, committed.view_while_ahead, committed.offset, self._in_flight[0].mark,
-                                 [write.values for write in self._in_flight]):
+        if try_fast_rollback(self.state, committed.view_while_ahead, committed.offset, self._in_flight[0].mark,
+                             [write.values for write in self._in_flight]):
+            committed.rolled_back()
+        else:
             self._rebuild()
+            committed.state_committed()     # its image is the state's again: not a second copy beside it
         self._in_flight.clear()
         self._in_flight_records = 0
-        committed.rolled_back()
         self.on_progress()
         return failed
 
