@@ -430,12 +430,15 @@ def test_full_collections_stay_held_until_the_replaced_state_is_let_go_then_what
     assert len(names) == 40
 
 
-def test_a_young_cycle_is_collected_before_the_freeze_after_a_load(freeze_policy):
+def test_a_young_cycle_is_collected_before_the_freeze_after_a_load_and_threshold2_counts_its_records(
+        freeze_policy):
     """freeze_after_load collects the young generations first: garbage made during the load's
-    last steps is not frozen for good."""
+    last steps is not frozen for good; threshold2 is raised for the records loaded (about one
+    tracked object each), as any freeze raises it for what it froze."""
     class Node:
         pass
 
+    gc.set_threshold(100, 10, 10)                  # 4 * 100 * 10 = 4,000 objects a step of threshold2
     gc.disable()                                   # no automatic collection moves the cycle meanwhile
     try:
         cycle = Node()
@@ -446,8 +449,9 @@ def test_a_young_cycle_is_collected_before_the_freeze_after_a_load(freeze_policy
         gc_pauses.freeze_after_load()              # another load still holds: nothing happens
         held = (gc.get_freeze_count(), gone() is None)
         gc_pauses.give_back_full_collections()
-        gc_pauses.freeze_after_load()
+        gc_pauses.freeze_after_load(4_000_000)
     finally:
         gc.enable()
     assert held == (0, False)
     assert gc.get_freeze_count() > 0 and gone() is None
+    assert gc.get_threshold() == (100, 10, 1_000)

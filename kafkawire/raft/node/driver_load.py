@@ -123,7 +123,7 @@ class SnapshotLoads(DriverState):
                 load.finish()
         finally:
             gc_pauses.give_back_full_collections()
-        gc_pauses.freeze_after_load()
+        gc_pauses.freeze_after_load(loading.records)
         self.applied_offset = snapshot_id.offset
         log.info("node %d: loaded snapshot %s (%d records)", self.node_id, snapshot_id, loading.records)
 
@@ -156,7 +156,7 @@ class SnapshotLoads(DriverState):
         finally:
             gc_pauses.give_back_full_collections()
         if loaded:
-            gc_pauses.freeze_after_load()
+            gc_pauses.freeze_after_load(loading.records)
 
     async def _load_in_steps(self, loading: SnapshotLoading) -> None:
         started, cpu = time.perf_counter(), time.thread_time()
