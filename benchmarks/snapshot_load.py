@@ -20,7 +20,14 @@ Then, --rounds times:
   and the loop thread's CPU time (time.thread_time: the probe's own turns included), the
   driver's longest step in wall and CPU time and its steps (a tree that loads in one go: the
   whole load, one step), the longest garbage collection meanwhile, and the probe's worst and
-  the longest garbage collection over as long a time after (at least 1 s; idle).
+  the longest garbage collection over as long a time after (at least 1 s; idle, or growing:
+  ``--grow-after N`` keeps N more objects, made a thousand per probe turn, as a node's state
+  grows after a load, which brings the first full collection after it: without a freeze it
+  walks the whole loaded image).
+* ``--freeze-after-ms MS``: the node's freeze policy (kafkawire.raft.node.gc_pauses, as
+  kafkawire.gc.freeze.after.ms; 0, the default here, for none) installed for each round; the
+  round's end then prints the objects frozen, the RSS, and the cyclic garbage the freezes kept
+  from the collector (a full collection, gc.unfreeze(), then another: what the second finds).
 * start (unless --skip-start): a driver started on that store (``start()``: the node's load of its latest
   snapshot before it listens): wall and CPU time.
 
@@ -46,6 +53,7 @@ from benchmarks.controller_scale import Cluster  # noqa: E402
 from kafkawire.raft.config import RaftConfig  # noqa: E402
 from kafkawire.raft.io import Ready, WriteSnapshotChunk  # noqa: E402
 from kafkawire.raft.node.disk_store import DiskLogStore  # noqa: E402
+from kafkawire.raft.node import gc_pauses as freeze_policy  # noqa: E402
 from kafkawire.raft.node.driver import RaftDriver  # noqa: E402
 from kafkawire.raft.node.snapshot_writer import SNAPSHOT_BATCH_RECORDS  # noqa: E402
 from kafkawire.raft.types import Endpoints, OffsetAndEpoch  # noqa: E402
@@ -111,7 +119,29 @@ def _driver(directory: str, controller) -> RaftDriver:
                       state_machine=controller)
 
 
-async def _install_round(snapshot: bytes, snapshot_id: OffsetAndEpoch, directory: str, old_state: bool) -> tuple:
+async def _grow(stop: asyncio.Event, count: int, kept: list) -> None:
+    """``count`` more objects kept, a thousand per loop turn (a node's state growing)."""
+    while len(kept) < count and not stop.is_set():
+        kept.extend({"n": i} for i in range(1000))
+        await asyncio.sleep(0.001)
+
+
+def _frozen_report() -> None:
+    """The freeze policy's objects frozen, the RSS, and the cyclic garbage it kept from the
+    collector, the controller still running (what a node's freezes leak: its own state is alive)."""
+    frozen = gc.get_freeze_count()
+    with open("/proc/self/statm") as f:
+        rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    gc.collect()
+    gc.unfreeze()
+    kept = gc.collect()
+    print(f"    frozen {frozen} objects ({freeze_policy.freezes[0]} freezes so far), RSS {rss / 2**20:.0f} MB, "
+          f"cyclic garbage the freezes kept: {kept} objects", flush=True)
+
+
+async def _install_round(snapshot: bytes, snapshot_id: OffsetAndEpoch, directory: str, old_state: bool,
+                         freeze_after_ms: int = 0, grow_after: int = 0) -> tuple:
+    token = freeze_policy.log_long_pauses(freeze_after_ms) if freeze_after_ms else None
     controller = add_controller(FakeQuorum(), 2)
     if old_state:       # a follower far behind: a state as large as the snapshot's, a little older
         values = [v for batch in stream_snapshot_data(snapshot, "snapshot") for v in batch.values()]
@@ -145,14 +175,23 @@ async def _install_round(snapshot: bytes, snapshot_id: OffsetAndEpoch, directory
         steps = getattr(driver, "last_load", None)      # the driver's own account of its steps (after only)
         longest = (steps.longest_step_ms, steps.longest_step_cpu_ms, steps.steps) if steps else (wall, cpu, 1)
         worst[0] = 0.0
+        kept: list = []
+        grower = asyncio.ensure_future(_grow(stop, grow_after, kept))
         await asyncio.sleep(max(wall / 1000, 1.0))
+        while not grower.done():
+            await asyncio.sleep(0.01)
         idle = worst[0]
         gc.callbacks.remove(gc_pauses)
         stop.set()
         await probe
+        del kept
+        if token is not None:
+            _frozen_report()
         return (stalled, loop_cpu, wall, cpu, *longest, load_gc, idle, gc_pauses.longest_ms)
     finally:
         await driver.close()
+        if token is not None:
+            freeze_policy.stop_logging_long_pauses(token)
 
 
 def _start_round(directory: str, snapshot_id: OffsetAndEpoch) -> tuple:
@@ -168,7 +207,8 @@ def _start_round(directory: str, snapshot_id: OffsetAndEpoch) -> tuple:
     return asyncio.run(run())
 
 
-def measure(path: str, rounds: int, start: bool = True, old_state: bool = False) -> list[tuple]:
+def measure(path: str, rounds: int, start: bool = True, old_state: bool = False, freeze_after_ms: int = 0,
+            grow_after: int = 0) -> list[tuple]:
     file_id = parse_snapshot_file_name(os.path.basename(path))[0]
     snapshot_id = OffsetAndEpoch(offset=file_id.end_offset, epoch=file_id.epoch)
     with open(path, "rb") as f:
@@ -177,7 +217,8 @@ def measure(path: str, rounds: int, start: bool = True, old_state: bool = False)
     for _ in range(rounds):
         with tempfile.TemporaryDirectory() as tmp:
             directory = os.path.join(tmp, "node")
-            installed = asyncio.run(_install_round(snapshot, snapshot_id, directory, old_state))
+            installed = asyncio.run(_install_round(snapshot, snapshot_id, directory, old_state, freeze_after_ms,
+                                                   grow_after))
             started = _start_round(directory, snapshot_id) if start else ()
             shutil.rmtree(directory)
         rows.append(installed + started)
@@ -194,6 +235,10 @@ def main() -> None:
                                                                    "from the snapshot (seconds at 1M partitions)")
     parser.add_argument("--old-state", action="store_true", help="the follower holds a state as large before the "
                                                                   "install (a follower far behind), which the load replaces")
+    parser.add_argument("--freeze-after-ms", type=int, default=0, help="the node's gc freeze policy in each round "
+                                                                      "(kafkawire.gc.freeze.after.ms; 0: none)")
+    parser.add_argument("--grow-after", type=int, default=0, help="objects kept after the load, a thousand per "
+                                                                  "loop turn (brings the first full collection)")
     parser.add_argument("--snapshot-dir", help="where the snapshot is kept: built there when it holds none, "
                                                "reused otherwise (so that trees compare on the same bytes)")
     args = parser.parse_args()
@@ -207,9 +252,11 @@ def main() -> None:
     if args.rounds == 0:
         print(f"snapshot kept in {path}")
         return
-    rows = measure(path, args.rounds, start=not args.skip_start, old_state=args.old_state)
+    print(f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    rows = measure(path, args.rounds, start=not args.skip_start, old_state=args.old_state,
+                   freeze_after_ms=args.freeze_after_ms, grow_after=args.grow_after)
     names = ("install: loop held at most", "loop CPU between two probe turns at most", "load wall", "load CPU", "longest step wall", "longest step CPU",
-             "steps", "longest GC", "idle probe after", "longest GC after", "start wall", "start CPU")
+             "steps", "longest GC", "probe after (idle or growing)", "longest GC after", "start wall", "start CPU")
     print(f"{os.path.getsize(path) / 1e6:.1f} MB snapshot, {args.rounds} rounds: "
           + "; ".join(f"{name} median {statistics.median(c):.1f} ms (max {max(c):.1f})"
                       for name, c in zip(names, zip(*rows))), flush=True)

@@ -229,7 +229,7 @@ class MetadataController:
         load = SnapshotLoad(self.state.supported_features, snapshot_id.offset, snapshot_id.epoch)
         return SnapshotLoadInSteps(load.add, lambda: self._snapshot_loaded(snapshot_id, load.result()), load.prepare)
 
-    def _snapshot_loaded(self, snapshot_id, loaded: ControllerState) -> None:
+    def _snapshot_loaded(self, snapshot_id, loaded: ControllerState):
         if self.pipeline.in_flight:      # raft loads snapshots on followers: not expected with writes ahead
             self._renounce(f"snapshot {snapshot_id} loaded")
         old = self.state.adopt(loaded)
@@ -237,7 +237,7 @@ class MetadataController:
         self._applied.set()
         self._applied = asyncio.Event()
         self.poke()
-        release_in_steps(old)       # the old state, as large as the new: freed at once it held the loop
+        return release_in_steps(old)    # the old state, as large as the new: freed at once it held the loop
 
     def on_leader_change(self, leader_id: int | None, epoch: int) -> None:
         if self.pipeline.in_flight and (leader_id != self.node_id or epoch != self._claimed_epoch):

@@ -68,10 +68,10 @@ class MetadataLoader:
         until ``finish`` swaps the new one in whole, then publishes it."""
         load = SnapshotLoad(self.state.supported_features, snapshot_id.offset, snapshot_id.epoch)
 
-        def finish() -> None:
+        def finish():
             old = self.state.adopt(load.result())
             self._publish()
-            release_in_steps(old)   # the old state, as large as the new: freed at once it held the loop
+            return release_in_steps(old)    # the old state, as large as the new: freed at once it held the loop
         return SnapshotLoadInSteps(load.add, finish, load.prepare)
 
     def on_leader_change(self, leader_id: int | None, epoch: int) -> None:

@@ -8,11 +8,12 @@ commits, in log order. When leadership is lost with writes in flight, each is an
 NOT_CONTROLLER and the state goes back to what is committed (Kafka's resetToLastCommitted).
 
 Kafka keeps its state in timeline data structures that revert to an offset. Here the committed
-image (committed.py) is kept while writes go well, and a rollback of the records most writes
-write goes back to it at the cost of what they touched (rollback.py); any other rebuilds the
-state from what the raft log holds committed (its latest snapshot and the committed batches
-after it, as a listener registering with the raft client gets them), which costs what loading
-the node's metadata costs (16 s at 1M partitions, on the event loop).
+image (committed.py) is kept while writes go well, and a rollback goes back to it, with what the
+state keeps beside it (a Mark taken before each write), at the cost of what the writes in flight
+touched (rollback.py). Only when that cannot be done (a record in flight that does not decode)
+is the state rebuilt from what the raft log holds committed (its latest snapshot and the
+committed batches after it, as a listener registering with the raft client gets them), which
+costs what loading the node's metadata costs (16 s at 1M partitions, on the event loop).
 
 Bounds (kafkawire's; Kafka's controller queues events without a bound and its raft client
 refuses appends past its accumulator's memory): a write waits for its turn while
@@ -29,7 +30,7 @@ from .bounded import MAX_RECORDS_PER_USER_OP
 from .committed import CommittedImage
 from .errors import ApiError
 from .rollback import try_fast_rollback
-from .state import ControllerState
+from .state import ControllerState, Mark
 from .stats import ReplayStats
 
 # The most records in flight (applied, not committed yet) before a new write waits for its
@@ -47,6 +48,7 @@ class InFlight:
     records: int
     answer: asyncio.Future
     values: list = field(default_factory=list)     # the records, which a rollback may undo (rollback.py)
+    mark: Mark | None = None                        # the state's, from before they were applied
 
 
 class WritePipeline:
@@ -85,9 +87,10 @@ class WritePipeline:
     def apply_ahead(self, base_offset: int, epoch: int, append_time_ms: int, records: list[bytes]) -> InFlight:
         """Apply a write's records, which the raft log gives the offsets from ``base_offset``."""
         self.committed_image.before_ahead()
+        mark = self.state.mark()
         self.state.apply_batch(base_offset, epoch, append_time_ms, records)
         write = InFlight(base_offset + len(records) - 1, len(records), asyncio.get_running_loop().create_future(),
-                         records)
+                         records, mark)
         self.committed_image.applied_ahead(write.last_offset)
         self._in_flight.append(write)
         self._in_flight_records += len(records)
@@ -117,12 +120,14 @@ class WritePipeline:
         for write in self._in_flight:
             _answer(write, error)
         committed = self.committed_image
-        if not try_fast_rollback(self.state, committed.view_while_ahead, committed.offset,
-                                 [write.values for write in self._in_flight]):
+        if try_fast_rollback(self.state, committed.view_while_ahead, committed.offset, self._in_flight[0].mark,
+                             [write.values for write in self._in_flight]):
+            committed.rolled_back()
+        else:
             self._rebuild()
+            committed.state_committed()     # its image is the state's again: not a second copy beside it
         self._in_flight.clear()
         self._in_flight_records = 0
-        committed.rolled_back()
         self.on_progress()
         return failed
 

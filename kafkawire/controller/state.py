@@ -58,6 +58,19 @@ class _Transaction:
     records: list = field(default_factory=list)      # (message, offset)
 
 
+@dataclass(frozen=True)
+class Mark:
+    """What a ControllerState keeps beside its image, as it was when ``mark()`` was called: what a
+    fast rollback to that point puts back (rollback.py). Nothing here is copied when taken: the
+    offsets map is copied by the state before its next change, the feature order is replaced,
+    never changed in place, and the open transaction's records only grow, so its length then
+    says which were there."""
+    transaction: _Transaction | None
+    transaction_records: int
+    register_broker_offsets: dict
+    feature_order: list
+
+
 class UnsupportedFeatureLevel(StateMachineFatal):
     """A committed feature level this node does not support; the message is Kafka's."""
 
@@ -81,6 +94,7 @@ class ControllerState:
         self.partition_index = PartitionIndex()
         self.problems: list[Problem] = []
         self._transaction: _Transaction | None = None
+        self._offsets_marked = False          # a Mark holds register_broker_offsets: copy it before a change
 
     # --- queries ------------------------------------------------------------------------------
     @property
@@ -101,6 +115,31 @@ class ControllerState:
         if self.image.metadata_version is not None:
             levels[METADATA_VERSION] = self.image.metadata_version
         return levels
+
+    # --- a point to roll back to (rollback.py) --------------------------------------------------
+    def mark(self) -> Mark:
+        """What this state keeps beside its image now, in O(1) (the pipeline takes one before each
+        write it applies ahead of its commit)."""
+        txn = self._transaction
+        self._offsets_marked = True
+        return Mark(txn, 0 if txn is None else len(txn.records), self.register_broker_offsets, self.feature_order)
+
+    def back_to(self, mark: Mark, next_offset: int) -> None:
+        """Put back what ``mark`` holds (the image is the caller's), ``next_offset`` past the
+        last record kept: a transaction open then is open again with the records it had."""
+        txn = mark.transaction
+        if txn is not None:
+            del txn.records[mark.transaction_records:]
+        self._transaction = txn
+        self.register_broker_offsets, self.feature_order = mark.register_broker_offsets, mark.feature_order
+        self._offsets_marked = True           # other marks, dropped by now, may have held it too
+        self.next_offset = next_offset
+
+    def _writable_offsets(self) -> dict[int, int]:
+        if self._offsets_marked:
+            self.register_broker_offsets = dict(self.register_broker_offsets)
+            self._offsets_marked = False
+        return self.register_broker_offsets
 
     # --- replay -------------------------------------------------------------------------------
     def apply_batch(self, base_offset: int, epoch: int, append_time_ms: int, values: list[bytes]) -> None:
@@ -208,13 +247,13 @@ class ControllerState:
         if name == "PartitionChangeRecord":
             self.replay_stats.partition_changed(touched[0][2], message)
         if name == "RegisterBrokerRecord":
-            self.register_broker_offsets[message.broker_id] = offset
+            self._writable_offsets()[message.broker_id] = offset
         elif name == "UnregisterBrokerRecord":
-            self.register_broker_offsets.pop(message.broker_id, None)
+            self._writable_offsets().pop(message.broker_id, None)
         elif name == "FeatureLevelRecord" and message.name != METADATA_VERSION:
             if message.feature_level == 0:
-                if message.name in self.feature_order:
-                    self.feature_order.remove(message.name)
+                if message.name in self.feature_order:      # replaced, not changed: a Mark may hold it
+                    self.feature_order = [n for n in self.feature_order if n != message.name]
                 if message.name in new_features:
                     new_features.remove(message.name)
             elif message.name not in self.feature_order and message.name not in new_features:
@@ -235,8 +274,9 @@ class ControllerState:
     def _note_new_features(self, new_features: list[str]) -> None:
         # FeaturesDelta.apply copies the old image's features, then adds the new ones in the
         # order of its `changes` HashMap.
-        if new_features:
-            self.feature_order += string_hashmap_order(new_features, grown_capacity(len(new_features)))
+        if new_features:          # replaced, not changed in place: a Mark may hold it
+            added = string_hashmap_order(new_features, grown_capacity(len(new_features)))
+            self.feature_order = self.feature_order + added
 
     def _problem(self, offset: int, message: str) -> None:
         problem = Problem(offset, message)

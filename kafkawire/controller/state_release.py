@@ -25,19 +25,23 @@ _SMALL = 256                # maps this small are left to go with their holder
 _running: set[asyncio.Task] = set()     # the release tasks (a task must be referred to while it runs)
 
 
-def release_in_steps(old: dict) -> None:
+def release_in_steps(old: dict) -> asyncio.Task | None:
     """Drop ``old`` (the attributes of the state ``adopt`` replaced) in steps on the running
-    loop; at once when no loop runs (a node's start, a test's plain call)."""
+    loop; at once when no loop runs (a node's start, a test's plain call). Returns the task
+    that drops it, if any (the snapshot load's ``finish`` hands it to the raft driver, which
+    holds full collections off until it is done: contract.SnapshotLoadInSteps)."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
-        return
+        return None
     pieces = _owned_pieces(old)
     old.clear()
-    if pieces:
-        task = loop.create_task(_release(pieces))
-        _running.add(task)
-        task.add_done_callback(_running.discard)
+    if not pieces:
+        return None
+    task = loop.create_task(_release(pieces))
+    _running.add(task)
+    task.add_done_callback(_running.discard)
+    return task
 
 
 def _sole(obj, referrers: int) -> bool:

@@ -145,7 +145,10 @@ class SnapshotLoadInSteps:
     for the next records, in order; ``finish()`` once they were all added, to swap the state in;
     ``prepare()``, if given, once before the first ``add``, on a worker thread (the driver's
     read of the file): the load's one-time costs that touch nothing readers see (importing the
-    record decoders: 10-50 ms each on a fresh process's loop)."""
+    record decoders: 10-50 ms each on a fresh process's loop). ``finish`` may return an
+    awaitable, done once the state it replaced has been let go (dropped in steps): the driver
+    holds full garbage collections off until then, then freezes what survives
+    (kafkawire.raft.node.gc_pauses.freeze_after_load)."""
     add: Callable[[list[bytes]], None]
     finish: Callable[[], None]
     prepare: Callable[[], None] | None = None

@@ -4,11 +4,16 @@ loads drive a ControllerState through the WritePipeline and its CommittedImage; 
 step the committed image must be, map by map and in each map's order, what replaying only the
 committed records makes, and every image a reader was handed earlier must still be what it was
 then (the committed image keeps its own maps and replays each write's recorded changes at its
-commit, copying a map only while a view handed out holds it: committed.py)."""
+commit, copying a map only while a view handed out holds it: committed.py). After every
+rollback, which goes back from the committed view whatever the records in flight (rollback.py),
+the whole state must be what the oracle's is: image, collision map, partition index, broker
+registration offsets, feature order and open metadata transaction, orders included."""
 import asyncio
 import logging
 import random
 import uuid
+
+import pytest
 
 from kafkawire.controller.committed import CommittedImage
 from kafkawire.controller.errors import ApiError
@@ -64,9 +69,13 @@ def _record(rng: random.Random) -> bytes:
     if kind == 1:
         return frame("RemoveTopicRecord", topic_id=topic_id)
     if kind in (2, 3):
-        replicas = rng.sample(range(1, 5), 2)
-        return frame("PartitionRecord", partition_id=rng.randrange(3), topic_id=topic_id, replicas=replicas,
-                     isr=replicas, leader=replicas[0], leader_epoch=0, partition_epoch=0)
+        replicas = rng.sample(range(1, 5), 3)
+        if kind == 3:                               # two in the ISR, the third eligible (ClearElrRecord clears it)
+            return frame("PartitionRecord", 2, partition_id=rng.randrange(3), topic_id=topic_id, replicas=replicas,
+                         isr=replicas[:2], leader=replicas[0], leader_epoch=0, partition_epoch=0,
+                         eligible_leader_replicas=replicas[2:])
+        return frame("PartitionRecord", partition_id=rng.randrange(3), topic_id=topic_id, replicas=replicas[:2],
+                     isr=replicas[:2], leader=replicas[0], leader_epoch=0, partition_epoch=0)
     if kind == 4:
         return frame("PartitionChangeRecord", partition_id=rng.randrange(3), topic_id=topic_id,
                      leader=rng.randrange(1, 5))
@@ -115,16 +124,29 @@ def _record(rng: random.Random) -> bytes:
     if kind == 13:
         return frame("ProducerIdsRecord", broker_id=1, broker_epoch=1, next_producer_id=rng.randrange(10_000))
     if kind == 14:
-        return frame("ClearElrRecord", topic_name=rng.choice(("", "a", "zz")))
+        return frame("ClearElrRecord", topic_name=rng.choice(["", "zz"] + NAMES))
     return rng.choice((frame("BeginTransactionRecord", name="t"), frame("EndTransactionRecord"),
                        frame("AbortTransactionRecord"), frame("NoOpRecord")))
 
 
-async def _drive(seed: int, steps: int) -> int:
+def state_fingerprint(state: ControllerState) -> tuple:
+    """Everything a ControllerState keeps, orders included (not its replay counts and problems)."""
+    txn = state._transaction
+    return (fingerprint(state.image), state.next_offset,
+            [(key, list(names)) for key, names in state.image.topics_with_collision_chars.items()],
+            list(state.register_broker_offsets.items()), list(state.feature_order),
+            None if txn is None else (txn.name, txn.start_offset, [(repr(m), o) for m, o in txn.records]),
+            state.partition_index.as_sets())
+
+
+async def _drive(seed: int, steps: int, rollbacks: list) -> int:
+    """``rollbacks`` gets, for each rollback, whether a metadata transaction was open at the
+    commit point or in flight."""
     rng = random.Random(seed)
     state, oracle, log = ControllerState(None), ControllerState(None), _Log()
     committed = CommittedImage(state)
     pipeline = WritePipeline(state, log.replay, lambda: None, committed=committed)
+    pipeline._rebuild = lambda: pytest.fail("a rollback replayed the log")
     ahead: list[tuple[int, list[bytes]]] = []    # appended, not committed, oldest first
     held: list[tuple[object, tuple]] = []        # images handed out, with what they were then
     checks = 0
@@ -141,8 +163,10 @@ async def _drive(seed: int, steps: int) -> int:
                 oracle.apply_batch(base, 1, 0, records)
                 pipeline.committed(base, records)
         elif action < 0.8 and ahead:                        # leadership lost: the writes ahead dropped
+            rollbacks.append(oracle.in_transaction or state.in_transaction)
             pipeline.roll_back(ApiError(41, "not controller"))
             ahead.clear()
+            assert state_fingerprint(state) == state_fingerprint(oracle), (seed, checks)
         elif action < 0.85 and not ahead:                   # a batch committed by another leader
             records = [_record(rng) for _ in range(rng.randint(1, 4))]
             base = state.next_offset
@@ -174,10 +198,36 @@ async def _drive(seed: int, steps: int) -> int:
 def test_the_committed_image_is_what_the_committed_records_make_at_every_step(monkeypatch):
     monkeypatch.setattr(logging.getLogger("kafkawire.controller.state"), "disabled", True)   # the refused records
 
+    rollbacks = []
+
     async def go():
-        return [await _drive(seed, 250) for seed in range(5)]
+        return [await _drive(seed, 250, rollbacks) for seed in range(5)]
 
     assert asyncio.run(go()) == [250] * 5
+    assert len(rollbacks) > 20 and any(rollbacks)          # some in the middle of a metadata transaction
+
+
+def test_after_a_rollback_that_rebuilds_the_committed_image_is_the_states_not_a_copy(monkeypatch):
+    """A rollback that replays the log (a record in flight that does not decode) builds a new
+    state: the committed image follows it (shares its topics) rather than keep the old ones
+    beside it, twice the memory at 1M partitions."""
+    async def go():
+        state = ControllerState(None)
+        log = _Log()
+        pipeline = WritePipeline(state, log.replay, lambda: None)
+        records = [frame("TopicRecord", name=f"t{i}", topic_id=uuid.UUID(int=i + 1)) for i in range(5)]
+        pipeline.apply_ahead(0, 1, 0, records)
+        log.batches.append((0, records))
+        pipeline.committed(0, records)
+        pipeline.apply_ahead(5, 1, 0, [b"\x00not a record"])
+        pipeline.roll_back(ApiError(41, "not controller"))
+        image = pipeline.committed_image.image
+        return state, image
+
+    monkeypatch.setattr(logging.getLogger("kafkawire.controller.state"), "disabled", True)
+    state, image = asyncio.run(go())
+    assert sorted(image.topics_by_name) == [f"t{i}" for i in range(5)] and state.next_offset == 5
+    assert all(image.topics_by_id[topic_id] is topic for topic_id, topic in state.image.topics_by_id.items())
 
 
 def test_a_commit_copies_no_map_when_no_view_handed_out_is_alive():
@@ -204,3 +254,32 @@ def test_a_commit_copies_no_map_when_no_view_handed_out_is_alive():
     before, unshared, held, after = asyncio.run(go())
     assert id(unshared) == before                          # changed in place: nobody held it
     assert after is not unshared and len(held.topics_by_id) == 51 and len(after) == 52
+
+
+def test_a_rollback_inside_a_metadata_transaction_reopens_it_with_its_committed_records():
+    """Begin and a TopicRecord committed; a PartitionRecord and the EndTransactionRecord, which
+    applied both, in flight: the rollback takes the topic and its partition out of the image and
+    the index, and the transaction is open again with the TopicRecord alone."""
+    topic_id = uuid.UUID(int=7)
+    committed_records = [frame("BeginTransactionRecord", name="t"), frame("TopicRecord", name="a.b", topic_id=topic_id)]
+    in_flight = [frame("PartitionRecord", partition_id=0, topic_id=topic_id, replicas=[1, 2], isr=[1, 2], leader=1,
+                       leader_epoch=0, partition_epoch=0), frame("EndTransactionRecord")]
+
+    async def go():
+        state, oracle, log = ControllerState(None), ControllerState(None), _Log()
+        pipeline = WritePipeline(state, log.replay, lambda: None)
+        pipeline._rebuild = lambda: pytest.fail("a rollback replayed the log")
+        for target in (state, oracle):
+            target.apply_batch(0, 1, 0, committed_records)
+        log.batches.append((0, committed_records))
+        pipeline.committed_image.state_committed()
+        pipeline.apply_ahead(2, 1, 0, in_flight)
+        ahead = (sorted(state.image.topics_by_name), state.in_transaction, state.partition_index.as_sets()["leader"])
+        pipeline.roll_back(ApiError(41, "not controller"))
+        return ahead, state, oracle
+
+    ahead, state, oracle = asyncio.run(go())
+    assert ahead == (["a.b"], False, {1: {(topic_id, 0)}})
+    assert state_fingerprint(state) == state_fingerprint(oracle)
+    assert (state.transaction_start_offset, [o for _, o in state._transaction.records]) == (0, [1])
+    assert state.image.topics_by_name == {} and state.partition_index.as_sets()["leader"] == {}

@@ -10,6 +10,7 @@ import gc
 import os
 import threading
 import uuid
+import weakref
 
 import pytest
 
@@ -20,7 +21,7 @@ from kafkawire.controller.state import ControllerState
 from kafkawire.raft.config import RaftConfig
 from kafkawire.raft.contract import SnapshotLoadInSteps
 from kafkawire.raft.io import Append, Ready, WriteSnapshotChunk
-from kafkawire.raft.node import driver_load
+from kafkawire.raft.node import driver_load, gc_pauses
 from kafkawire.raft.node.disk_store import DiskLogStore
 from kafkawire.raft.node.driver import RaftDriver
 from kafkawire.raft.types import Endpoints, LeaderAndEpoch, OffsetAndEpoch
@@ -372,3 +373,85 @@ def test_a_snapshot_cut_short_or_framed_wrong_is_refused_where_it_shows():
         list(stream_snapshot_data(whole[data:], "s"))
     with pytest.raises(SnapshotFormatError, match="a batch follows the SnapshotFooter"):
         list(stream_snapshot_data(whole + whole[data:footer], "s"))
+
+
+@pytest.fixture
+def freeze_policy():
+    """The node's freeze policy on (kafkawire.gc.freeze.after.ms > 0) for the test, from unfrozen;
+    what it froze goes back to the collected generations after, and gc's thresholds with it."""
+    threshold = gc.get_threshold()
+    gc.unfreeze()
+    gc_pauses._threshold_before.clear()
+    token = gc_pauses.log_long_pauses(freeze_after_ms=10**9)      # no full collection is that long
+    yield
+    gc_pauses.stop_logging_long_pauses(token)
+    gc.unfreeze()
+    gc.set_threshold(*threshold)
+    gc_pauses._threshold_before.clear()
+
+
+def test_full_collections_stay_held_until_the_replaced_state_is_let_go_then_what_survives_is_frozen(
+        tmp_path, small_steps, freeze_policy):
+    """contract.SnapshotLoadInSteps.finish may return an awaitable (the controller's release of the
+    state it replaced, in steps): the load's hold of full collections lasts until it is done, then
+    the process freezes what survived (gc_pauses.freeze_after_load), so that no full collection
+    walks the image just loaded."""
+    class Releasing(Recorder):
+        def begin_snapshot_load(self, snapshot_id):
+            return SnapshotLoadInSteps(lambda values: None, lambda: released)
+
+    async def run():
+        nonlocal released
+        released = asyncio.get_running_loop().create_future()
+        driver, loader, _ = await _started(tmp_path)
+        try:
+            driver.register(Releasing())
+            snapshot = OffsetAndEpoch(offset=4000, epoch=3)
+            _install(driver.store, snapshot, bootstrap() + _topics("t", 40, 10_000), [])
+            freezes = gc_pauses.freezes[0]
+            driver._apply_effects(Ready(load_snapshot=snapshot))
+            async with asyncio.timeout(10):
+                while driver._load is not None:
+                    await asyncio.sleep(0)
+                for _ in range(5):
+                    await asyncio.sleep(0)
+                while_releasing = (gc_pauses._holds[0], gc_pauses.freezes[0] - freezes, gc.get_freeze_count())
+                released.set_result(None)
+                while gc_pauses.freezes[0] == freezes:
+                    await asyncio.sleep(0)
+            return while_releasing, gc_pauses._holds[0], gc.get_freeze_count(), _names(loader)
+        finally:
+            await driver.close()
+
+    released = None
+    while_releasing, holds, frozen, names = asyncio.run(run())
+    assert while_releasing == (1, 0, 0)            # loaded, the old state not let go yet: held, nothing frozen
+    assert holds == 0 and frozen > 10_000          # then given back, and the process frozen
+    assert len(names) == 40
+
+
+def test_a_young_cycle_is_collected_before_the_freeze_after_a_load_and_threshold2_counts_its_records(
+        freeze_policy):
+    """freeze_after_load collects the young generations first: garbage made during the load's
+    last steps is not frozen for good; threshold2 is raised for the records loaded (about one
+    tracked object each), as any freeze raises it for what it froze."""
+    class Node:
+        pass
+
+    gc.set_threshold(100, 10, 10)                  # 4 * 100 * 10 = 4,000 objects a step of threshold2
+    gc.disable()                                   # no automatic collection moves the cycle meanwhile
+    try:
+        cycle = Node()
+        cycle.me = cycle
+        gone = weakref.ref(cycle)
+        del cycle
+        gc_pauses.hold_full_collections()
+        gc_pauses.freeze_after_load()              # another load still holds: nothing happens
+        held = (gc.get_freeze_count(), gone() is None)
+        gc_pauses.give_back_full_collections()
+        gc_pauses.freeze_after_load(4_000_000)
+    finally:
+        gc.enable()
+    assert held == (0, False)
+    assert gc.get_freeze_count() > 0 and gone() is None
+    assert gc.get_threshold() == (100, 10, 1_000)

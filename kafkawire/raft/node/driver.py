@@ -59,7 +59,11 @@ its MetadataLoader's thread and publishes the image when done). Its rules:
 * ``register`` during a load: the listener joins at its end. The node stopping cancels it.
 * No full garbage collection runs while a load does (generation 2's threshold is put out of
   reach and given back at its end): the new state doubles the heap, which in CPython's rule
-  meant collections of the whole heap on the loop during the load.
+  meant collections of the whole heap on the loop during the load. The hold lasts until the
+  listeners have let the replaced state go (``finish`` may return an awaitable for that), and
+  then the node freezes what survives (gc_pauses.freeze_after_load, when
+  kafkawire.gc.freeze.after.ms is above 0): else the first full collection after the load
+  walked the whole new image (0.5-3 s at 1M partitions). The start's load freezes too.
 * At start (``start``) the latest snapshot is loaded by the same code in one go, before the
   core starts and the node listens (nothing to yield to; a StateMachineFatal is the start's
   error), as before.

@@ -122,6 +122,30 @@ def give_back_full_collections() -> None:
         _set_oldest(_held_oldest[0])
 
 
+def freeze_after_load(records: int = 0) -> None:
+    """A snapshot's load of ``records`` records is done and the state it replaced let go
+    (driver_load.py): freeze what survives, so that the next full collections do not walk the
+    image it loaded (the first full collection after a load at 1M partitions walked it all:
+    0.5-3 s on the loop). Only when the policy freezes (``kafkawire.gc.freeze.after.ms`` > 0) and
+    no other load holds full collections off. The young generations are collected first (a few
+    thousand objects at most: cyclic garbage there is not frozen); cyclic garbage that reached the
+    oldest generation during the load is frozen with the rest (benchmarks/README.md measures how
+    much: the trade-off of any freeze, above). threshold2 is raised as after any freeze, for
+    ``records`` objects (the image keeps about one tracked object per record: 1.09M frozen after
+    a load of 1.01M records), not gc.get_freeze_count(), which walks every frozen object (25 ms
+    of CPU at 1M partitions)."""
+    if not _freeze_after_ms[0] or _holds[0]:
+        return
+    started = time.perf_counter()
+    gc.collect(1)
+    gc.freeze()
+    freezes[0] += 1
+    _space_full_collections(records)
+    log.info("froze what survived a snapshot load of %d records in %.1f ms (kafkawire.gc.freeze.after.ms=%d; "
+             "freeze %d of this process)", records, (time.perf_counter() - started) * 1000, _freeze_after_ms[0],
+             freezes[0])
+
+
 def log_long_pauses(freeze_after_ms: int = 0) -> int:
     """Install the callback (once per process) for a node that starts; returns the token its
     ``stop_logging_long_pauses`` gives back. ``freeze_after_ms`` (kafkawire.gc.freeze.after.ms)
