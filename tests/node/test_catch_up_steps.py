@@ -11,12 +11,12 @@ import gc
 import pytest
 
 from kafkawire.raft.io import Ready
-from kafkawire.raft.node import driver_load
+from kafkawire.raft.node import driver_load, gc_pauses
 from kafkawire.raft.types import OffsetAndEpoch
 
 from tests.controller.harness import bootstrap
 
-from .test_snapshot_load_steps import _install, _names, _started, _topics
+from .test_snapshot_load_steps import _install, _names, _started, _topics, freeze_policy  # noqa: F401 (a fixture)
 
 BATCHES = 12
 
@@ -95,3 +95,24 @@ def test_a_short_backlog_and_a_caught_up_leaders_commits_are_applied_at_once(tmp
     ends, (load_short, applied_short), load_after, applied, calls = asyncio.run(run())
     assert load_short is None and applied_short == ends[1]
     assert load_after is None and applied == ends[-1] and len(calls) == BATCHES
+
+
+@pytest.mark.usefixtures("freeze_policy")
+def test_what_a_long_backlog_built_is_frozen_once_it_is_in(tmp_path, small_backlog):
+    """As after a load (test_snapshot_load_steps): the first full collection after a catch-up
+    would walk the whole image it built (634 ms at 100k partitions), so it is frozen once in."""
+    async def run():
+        driver, loader, recorder, ends = await _loaded_with_backlog(tmp_path)
+        try:
+            before = gc_pauses.freezes[0]
+            driver._apply_effects(Ready(committed_through=ends[-1]))
+            async with asyncio.timeout(10):
+                while driver._load is not None:
+                    assert gc_pauses.freezes[0] == before          # nothing frozen half-way
+                    await asyncio.sleep(0)
+            return driver.applied_offset, ends[-1], gc_pauses.freezes[0] - before, gc.get_freeze_count()
+        finally:
+            await driver.close()
+
+    applied, last, frozen, freeze_count = asyncio.run(run())
+    assert applied == last and frozen == 1 and freeze_count > 0

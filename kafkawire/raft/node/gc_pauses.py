@@ -122,7 +122,7 @@ def give_back_full_collections() -> None:
         _set_oldest(_held_oldest[0])
 
 
-def freeze_after_load(records: int = 0) -> None:
+def freeze_after_load(records: int = 0, what: str = "a snapshot load") -> None:
     """A snapshot's load of ``records`` records is done and the state it replaced let go
     (driver_load.py): freeze what survives, so that the next full collections do not walk the
     image it loaded (the first full collection after a load at 1M partitions walked it all:
@@ -133,7 +133,8 @@ def freeze_after_load(records: int = 0) -> None:
     much: the trade-off of any freeze, above). threshold2 is raised as after any freeze, for
     ``records`` objects (the image keeps about one tracked object per record: 1.09M frozen after
     a load of 1.01M records), not gc.get_freeze_count(), which walks every frozen object (25 ms
-    of CPU at 1M partitions)."""
+    of CPU at 1M partitions). ``what`` names the load in the log line (a long catch-up of the
+    committed log is frozen after as a load is)."""
     if not _freeze_after_ms[0] or _holds[0]:
         return
     started = time.perf_counter()
@@ -141,8 +142,8 @@ def freeze_after_load(records: int = 0) -> None:
     gc.freeze()
     freezes[0] += 1
     _space_full_collections(records)
-    log.info("froze what survived a snapshot load of %d records in %.1f ms (kafkawire.gc.freeze.after.ms=%d; "
-             "freeze %d of this process)", records, (time.perf_counter() - started) * 1000, _freeze_after_ms[0],
+    log.info("froze what survived %s of %d records in %.1f ms (kafkawire.gc.freeze.after.ms=%d; "
+             "freeze %d of this process)", what, records, (time.perf_counter() - started) * 1000, _freeze_after_ms[0],
              freezes[0])
 
 
