@@ -22,8 +22,10 @@ from kafkawire.messages.create_topics_response import CreateTopicsResponse
 from kafkawire.messages.fetch_response import FetchableTopicResponse, FetchResponse, NodeEndpoint, PartitionData
 from kafkawire.messages.metadata_request import MetadataRequest
 from kafkawire.messages.metadata_response import MetadataResponse
+from kafkawire.messages.sasl_handshake_response import SaslHandshakeResponse
 from kafkawire.net.client import NetworkClient
 from kafkawire.net.server import KafkaServer
+from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler, RequestContext, Throttled
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -311,6 +313,24 @@ def test_a_client_over_its_request_percentage_is_throttled_at_most_one_window():
     assert isinstance(answer, Throttled) and answer.throttle_ms == 1000 == answer.response.throttle_time_ms
     idle = RequestContext(3, 12, 2, "idle", ("127.0.0.1", 1), "PLAINTEXT", "c")
     assert isinstance(asyncio.run(handlers[3].handle(idle, None)), MetadataResponse)
+
+
+def test_a_sasl_request_past_authentication_counts_against_the_request_percentage_as_in_kafka():
+    """KafkaApis answers SaslHandshake and SaslAuthenticate on an authenticated connection (a
+    re-authentication within a second of the last, or any on a listener without SASL) with
+    ILLEGAL_SASL_STATE through sendResponseMaybeThrottle: recorded and throttled."""
+    now = [0]
+    quotas = _broker_quotas({frozenset({("client-id", "busy")}): {"request_percentage": 1.0}}, now)
+
+    async def handshake(ctx, request):
+        _burn(200)
+        return SaslHandshakeResponse(error_code=int(Errors.ILLEGAL_SASL_STATE), mechanisms=[])
+
+    handlers = quotas.wrap({17: ApiHandler(handshake), 36: ApiHandler(handshake)})
+    for key in (17, 36):
+        busy = RequestContext(key, 1, 1, "busy", ("127.0.0.1", 1), "SASL_PLAINTEXT", "c")
+        answer = asyncio.run(handlers[key].handle(busy, None))
+        assert isinstance(answer, Throttled) and answer.throttle_ms == 1000, answer
 
 
 def test_a_forwarded_answers_throttle_time_mutes_the_clients_connection_without_any_broker_quota():
