@@ -139,10 +139,13 @@ class BrokerQuotas:
         return wrapped
 
     @staticmethod
-    def _wrapped(handler: ApiHandler, through) -> ApiHandler:
+    def _wrapped(handler, through):
+        """``handler`` (an ApiHandler, or a bare coroutine function as SaslHandshake's) behind ``through``."""
+        inner = handler.handle if isinstance(handler, ApiHandler) else handler
+
         async def handle(ctx, request):
-            return await through(handler.handle, ctx, request)
-        return dataclasses.replace(handler, handle=handle)
+            return await through(inner, ctx, request)
+        return dataclasses.replace(handler, handle=handle) if isinstance(handler, ApiHandler) else handle
 
     def _timing(self) -> bool:
         return self.index(REQUEST_PERCENTAGE).enabled != 0
