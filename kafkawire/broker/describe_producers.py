@@ -16,7 +16,7 @@ from kafkawire.messages.describe_producers_response import (DescribeProducersRes
 from kafkawire.net.metadata_topic import invalid_topic_message
 from kafkawire.protocol.error_codes import Errors
 
-from .log_dir_failure import offline_replica_error
+from .log_dir_failure import is_offline_replica
 
 __all__ = ["DescribeProducersApi", "active_producers"]
 
@@ -58,7 +58,7 @@ class DescribeProducersApi:
         partition = self.broker.partitions.get((name, index))
         if partition is None:
             code = Errors.NOT_LEADER_OR_FOLLOWER if index in topic.partitions else Errors.UNKNOWN_TOPIC_OR_PARTITION
-            if offline_replica_error(self.broker, (name, index), topic.id):
+            if is_offline_replica(self.broker, (name, index), topic.id):
                 code = Errors.KAFKA_STORAGE_ERROR
             return PartitionResponse(partition_index=index, error_code=code)
         return PartitionResponse(partition_index=index, error_code=Errors.NONE,

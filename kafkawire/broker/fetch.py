@@ -59,7 +59,7 @@ from kafkawire.broker.leader_discovery import FETCH_LEADER_VERSION, LeaderHints
 from kafkawire.broker.metrics import BYTES_OUT, REPLICATION_BYTES_OUT, TOTAL_FETCH
 from kafkawire.broker.quotas import fetch_response_size
 from kafkawire.broker.replica_selector import FollowerView, preferred_read_replica
-from kafkawire.broker.log_dir_failure import offline_replica_error
+from kafkawire.broker.log_dir_failure import is_offline_replica
 from kafkawire.messages.fetch_response import (AbortedTransaction, EpochEndOffset, FetchableTopicResponse,
                                                FetchResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData)
 from kafkawire.messages.list_offsets_response import (ListOffsetsPartitionResponse, ListOffsetsResponse,
@@ -335,7 +335,7 @@ class FetchApi:
         registration = topic.partitions.get(index)
         if registration is None:
             return Errors.UNKNOWN_TOPIC_OR_PARTITION, None, -1, False
-        if offline_replica_error(self.broker, (topic.name, index), topic.id):
+        if is_offline_replica(self.broker, (topic.name, index), topic.id):
             return Errors.KAFKA_STORAGE_ERROR, None, -1, False
         partition = self.broker.partitions.get((topic.name, index))
         if registration.leader == self.broker.node_id and partition is not None:

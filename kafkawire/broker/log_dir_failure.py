@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 
-__all__ = ["BrokerHalted", "fail_log_dir", "offline_replica_error"]
+__all__ = ["BrokerHalted", "fail_log_dir", "is_offline_replica"]
 
 log = logging.getLogger("kafkawire.broker.broker")
 
@@ -48,7 +48,7 @@ def fail_log_dir(broker, path: str, reason) -> None:
         broker.lifecycle.heartbeat_soon()
 
 
-def offline_replica_error(broker, key, topic_id) -> bool:
+def is_offline_replica(broker, key, topic_id) -> bool:
     """Whether ``key`` ((topic, partition)) of ``topic_id`` is a replica of a failed directory
     (Kafka's HostedPartition.Offline, answered KAFKA_STORAGE_ERROR)."""
     return bool(broker.offline_partitions) and broker.offline_partitions.get(key) == topic_id

@@ -47,7 +47,7 @@ from .metrics import BYTES_IN, FAILED_PRODUCE, MESSAGES_IN, TOTAL_PRODUCE
 from .record_checks import RecordErrors, RecordRules
 from .txn_verification import transaction_checks
 from .validation import ProduceRefused, validate_produce
-from .log_dir_failure import offline_replica_error
+from .log_dir_failure import is_offline_replica
 
 __all__ = ["ProduceApi", "isr_and_min_isr", "record_rules"]
 
@@ -129,7 +129,7 @@ class ProduceApi:
         if registration is None:
             return _refused(p.index, Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
         partition = self.broker.partitions.get((topic.name, p.index))
-        if offline_replica_error(self.broker, (topic.name, p.index), topic.id):
+        if is_offline_replica(self.broker, (topic.name, p.index), topic.id):
             return _refused(p.index, Errors.KAFKA_STORAGE_ERROR, None)
         if registration.leader != self.broker.node_id or partition is None:
             return _refused(p.index, Errors.NOT_LEADER_OR_FOLLOWER, None)
