@@ -64,7 +64,7 @@ class DeleteRecordsApi:
         if name in INTERNAL_TOPICS:
             return Errors.INVALID_TOPIC_EXCEPTION, INVALID_LOW_WATERMARK, -1
         partition = self.broker.partitions.get((name, index))
-        if is_offline_replica(self.broker, (name, index), topic.id):
+        if is_offline_replica(self.broker, (name, index), topic):
             return Errors.KAFKA_STORAGE_ERROR, INVALID_LOW_WATERMARK, -1
         if topic.partitions[index].leader != self.broker.node_id or partition is None:
             return Errors.NOT_LEADER_OR_FOLLOWER, INVALID_LOW_WATERMARK, -1

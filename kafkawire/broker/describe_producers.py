@@ -58,7 +58,7 @@ class DescribeProducersApi:
         partition = self.broker.partitions.get((name, index))
         if partition is None:
             code = Errors.NOT_LEADER_OR_FOLLOWER if index in topic.partitions else Errors.UNKNOWN_TOPIC_OR_PARTITION
-            if is_offline_replica(self.broker, (name, index), topic.id):
+            if is_offline_replica(self.broker, (name, index), topic):
                 code = Errors.KAFKA_STORAGE_ERROR
             return PartitionResponse(partition_index=index, error_code=code)
         return PartitionResponse(partition_index=index, error_code=Errors.NONE,

@@ -335,7 +335,7 @@ class FetchApi:
         registration = topic.partitions.get(index)
         if registration is None:
             return Errors.UNKNOWN_TOPIC_OR_PARTITION, None, -1, False
-        if is_offline_replica(self.broker, (topic.name, index), topic.id):
+        if is_offline_replica(self.broker, (topic.name, index), topic):
             return Errors.KAFKA_STORAGE_ERROR, None, -1, False
         partition = self.broker.partitions.get((topic.name, index))
         if registration.leader == self.broker.node_id and partition is not None:

@@ -74,7 +74,7 @@ class LogDirApis:
         if partition is None:
             known = topic is not None and p.partition in topic.partitions
             answer.error_code = Errors.NOT_LEADER_OR_FOLLOWER if known else Errors.UNKNOWN_TOPIC_OR_PARTITION
-            if known and is_offline_replica(self.broker, (topic.name, p.partition), topic.id):
+            if known and is_offline_replica(self.broker, (topic.name, p.partition), topic):
                 answer.error_code = Errors.KAFKA_STORAGE_ERROR
             return answer
         answer.error_code = _fencing_error(p.current_leader_epoch, partition.leader_epoch)

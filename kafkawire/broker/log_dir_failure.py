@@ -48,7 +48,8 @@ def fail_log_dir(broker, path: str, reason) -> None:
         broker.lifecycle.heartbeat_soon()
 
 
-def is_offline_replica(broker, key, topic_id) -> bool:
-    """Whether ``key`` ((topic, partition)) of ``topic_id`` is a replica of a failed directory
-    (Kafka's HostedPartition.Offline, answered KAFKA_STORAGE_ERROR)."""
-    return bool(broker.offline_partitions) and broker.offline_partitions.get(key) == topic_id
+def is_offline_replica(broker, key, topic) -> bool:
+    """Whether ``key`` ((topic name, partition)) of ``topic`` (an image topic) is a replica of a
+    failed directory (Kafka's HostedPartition.Offline, answered KAFKA_STORAGE_ERROR)."""
+    offline = getattr(broker, "offline_partitions", None)       # none without a failed directory
+    return bool(offline) and offline.get(key) == topic.id

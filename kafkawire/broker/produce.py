@@ -129,7 +129,7 @@ class ProduceApi:
         if registration is None:
             return _refused(p.index, Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
         partition = self.broker.partitions.get((topic.name, p.index))
-        if is_offline_replica(self.broker, (topic.name, p.index), topic.id):
+        if is_offline_replica(self.broker, (topic.name, p.index), topic):
             return _refused(p.index, Errors.KAFKA_STORAGE_ERROR, None)
         if registration.leader != self.broker.node_id or partition is None:
             return _refused(p.index, Errors.NOT_LEADER_OR_FOLLOWER, None)
