@@ -33,9 +33,9 @@ from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, RESOURCE_TO
 from kafkawire.net.server import NO_RESPONSE, CloseConnection
 from kafkawire.protocol.apis import api_table
 from kafkawire.protocol.error_codes import Errors
-from kafkawire.protocol.handler import Throttled
 
 from .delegation_token_apis import DELEGATION_TOKEN_RULES, delegation_token_checks
+from .fetch_session import READABLE_TOPIC, topic_authorization_failed
 from .txn_verification import _transactional_header
 
 __all__ = ["authorize_broker_handlers", "KAFKA_BROKER_API_RULES", "RESOURCE_GROUP", "RESOURCE_TRANSACTIONAL_ID",
@@ -246,54 +246,29 @@ def _produce_refused_everywhere(request, error):
 # -- Fetch --
 
 def _fetch(broker):
-    name_of = _topic_names(broker)
-
     async def check(ctx, request, may, handle):
         v = ctx.api_version
         replica = request.replica_state.replica_id if v >= 15 else request.replica_id
-        if replica >= 0:
-            if may(Op.CLUSTER_ACTION, RESOURCE_CLUSTER, CLUSTER_NAME):
-                return await handle(ctx, request)
-            kept, refused = [], list(request.topics)
-        else:
-            def allowed(t):
-                name = name_of(t.topic_id) if v >= 13 else t.topic
-                return name is None or may(Op.READ, RESOURCE_TOPIC, name)      # unknown ids: UNKNOWN_TOPIC_ID
-            kept, refused = _split(request.topics, allowed)
-        if not refused:
-            response = await handle(ctx, request)
-        else:
-            # with nothing left to read the handler still runs (the fetch session's epoch moves
-            # on), but answers at once, as Kafka does when every partition is erroneous
-            effective = _with(request, "topics", kept)
-            effective.max_wait_ms = effective.max_wait_ms if kept else 0
-            response = await handle(ctx, effective)
-        if isinstance(response, Throttled):     # a consumer over its quota: answered empty, as Kafka's
-            return response                     # getThrottledResponse leaves the refused topics out too
         if replica < 0:
-            _refuse_session_topics(response, v, may, name_of)
+            # a consumer: each partition of its fetch context, the session's included, is checked
+            # by the fetch itself (READABLE_TOPIC), as KafkaApis checks fetchContext.foreachPartition
+            token = READABLE_TOPIC.set(lambda name: may(Op.READ, RESOURCE_TOPIC, name))
+            try:
+                return await handle(ctx, request)
+            finally:
+                READABLE_TOPIC.reset(token)
+        if may(Op.CLUSTER_ACTION, RESOURCE_CLUSTER, CLUSTER_NAME):
+            return await handle(ctx, request)
+        # a follower without CLUSTER_ACTION: every partition refused; the handler still runs (the
+        # fetch session's epoch moves on), but answers at once, as Kafka does when every partition is erroneous
+        effective = _with(request, "topics", [])
+        effective.max_wait_ms = 0
+        response = await handle(ctx, effective)
         response.responses = list(response.responses) + [fr.FetchableTopicResponse(
-            topic=t.topic, topic_id=t.topic_id, partitions=[_refused_partition(p.partition) for p in t.partitions])
-            for t in refused]
+            topic=t.topic, topic_id=t.topic_id, partitions=[topic_authorization_failed(p.partition) for p in t.partitions])
+            for t in request.topics]
         return response
     return check
-
-
-def _refused_partition(index: int):
-    """FetchResponse.partitionResponse(TOPIC_AUTHORIZATION_FAILED): no data, offsets -1."""
-    return fr.PartitionData(partition_index=index, error_code=TOPIC_AUTH, high_watermark=-1, last_stable_offset=-1,
-                            log_start_offset=-1, records=b"")
-
-
-def _refuse_session_topics(response, version: int, may, name_of) -> None:
-    """An incremental fetch answers the session's partitions too, which an earlier request
-    added: one of a topic the principal may no longer READ (its ACL was removed since) is
-    answered TOPIC_AUTHORIZATION_FAILED without its records, as Kafka checks every partition of
-    the fetch context."""
-    for topic in response.responses:
-        name = name_of(topic.topic_id) if version >= 13 else topic.topic
-        if name is not None and not may(Op.READ, RESOURCE_TOPIC, name):
-            topic.partitions = [_refused_partition(p.partition_index) for p in topic.partitions]
 
 
 # -- ListOffsets, OffsetForLeaderEpoch, DeleteRecords, DescribeProducers --

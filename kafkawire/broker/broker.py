@@ -84,6 +84,7 @@ from .cordoned_dirs import CordonedDirs
 from .dir_assignments import DirAssignments
 from .alter_log_dirs import AlterLogDirsApi
 from .log_dir_copy import find_future_logs
+from .log_dir_failure import BrokerHalted, fail_log_dir
 from .state_writes import StateWrites
 from .stray_logs import mark_stray_logs
 from .telemetry_apis import client_telemetry
@@ -168,6 +169,7 @@ class Broker:
         self.serving = asyncio.Event()            # the listeners process requests (set once unfenced)
         self.lifecycle: BrokerLifecycle | None = None
         self.task: asyncio.Task | None = None     # the lifecycle (registration, heartbeats), then serving
+        self._halted: asyncio.Future | None = None     # fails the task with BrokerHalted (halt())
         self.metadata_apis = MetadataApis(self)
         # producer_byte_rate, consumer_byte_rate and request_percentage from the image (kafkawire.broker.quotas)
         self.quotas = BrokerQuotas(self)
@@ -363,13 +365,17 @@ class Broker:
         bound."""
         lifecycle = asyncio.ensure_future(self.lifecycle.run())
         unfenced = asyncio.ensure_future(self.lifecycle.unfenced.wait())
+        halted = self._halted = asyncio.get_running_loop().create_future()      # set by halt()
         try:
-            await asyncio.wait([lifecycle, unfenced], return_when=asyncio.FIRST_COMPLETED)
-            if not lifecycle.done():
+            await asyncio.wait([lifecycle, unfenced, halted], return_when=asyncio.FIRST_COMPLETED)
+            if not lifecycle.done() and not halted.done():
                 await self._enable_request_processing()
+            await asyncio.wait([lifecycle, halted], return_when=asyncio.FIRST_COMPLETED)
+            if halted.done():
+                halted.result()         # raises BrokerHalted
             await lifecycle
         finally:
-            for task in (lifecycle, unfenced):
+            for task in (lifecycle, unfenced, halted):
                 task.cancel()
             await asyncio.gather(lifecycle, unfenced, return_exceptions=True)
 
@@ -467,26 +473,14 @@ class Broker:
         return self.log_dirs.is_offline_id(assigned_directory(registration, self.node_id))
 
     def fail_log_dir(self, path: str, reason) -> None:
-        """A log directory failed (an I/O error writing its files): KIP-858's offline directory.
-        Its replicas stop being served here, the next heartbeats report it in OfflineLogDirs (the
-        controller moves leadership off them) and no log opens there any more. One directory
-        broker keeps going as before (Kafka's would stop: nothing is left to serve)."""
-        if len(self.log_dirs.dirs) == 1 or path in self.log_dirs.offline:
-            return
-        self.log_dirs.offline.add(path)
-        log.error("broker %d: log directory %s failed (%s): stopping serving the replicas in it", self.node_id,
-                  path, reason)
-        for key, partition in list(self.log_manager.replicas().items()):
-            if os.path.dirname(os.path.abspath(partition.log.directory)) != path:
-                continue
-            self.offline_partitions[key] = partition.topic_id
-            if self.partitions.get(key) is partition:
-                del self.partitions[key]
-            else:
-                self.replica_roles.drop(key)
-            self.close_partition(partition)
-        if self.lifecycle is not None:
-            self.lifecycle.heartbeat_soon()
+        """A log directory failed (an I/O error writing its files): kafkawire.broker.log_dir_failure."""
+        fail_log_dir(self, path, reason)
+
+    def halt(self, reason: BrokerHalted) -> None:
+        """Stop the broker (its task ends with ``reason``), as Kafka's Exit.halt(1)."""
+        log.critical("broker %d: %s", self.node_id, reason)
+        if self._halted is not None and not self._halted.done():
+            self._halted.set_exception(reason)
 
     def _assign_directories(self, image) -> None:
         """ReplicaManager.maybeUpdateTopicAssignment: each replica here whose log is not in the

@@ -23,6 +23,7 @@ from kafkawire.messages.delete_records_response import (DeleteRecordsPartitionRe
 from kafkawire.protocol.error_codes import Errors
 
 from .metadata_apis import INTERNAL_TOPICS
+from .log_dir_failure import is_offline_replica
 
 __all__ = ["DeleteRecordsApi"]
 
@@ -63,6 +64,8 @@ class DeleteRecordsApi:
         if name in INTERNAL_TOPICS:
             return Errors.INVALID_TOPIC_EXCEPTION, INVALID_LOW_WATERMARK, -1
         partition = self.broker.partitions.get((name, index))
+        if is_offline_replica(self.broker, (name, index), topic):
+            return Errors.KAFKA_STORAGE_ERROR, INVALID_LOW_WATERMARK, -1
         if topic.partitions[index].leader != self.broker.node_id or partition is None:
             return Errors.NOT_LEADER_OR_FOLLOWER, INVALID_LOW_WATERMARK, -1
         settings = self.broker.log_manager.settings(image, name)

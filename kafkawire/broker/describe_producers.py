@@ -16,6 +16,8 @@ from kafkawire.messages.describe_producers_response import (DescribeProducersRes
 from kafkawire.net.metadata_topic import invalid_topic_message
 from kafkawire.protocol.error_codes import Errors
 
+from .log_dir_failure import is_offline_replica
+
 __all__ = ["DescribeProducersApi", "active_producers"]
 
 
@@ -56,6 +58,8 @@ class DescribeProducersApi:
         partition = self.broker.partitions.get((name, index))
         if partition is None:
             code = Errors.NOT_LEADER_OR_FOLLOWER if index in topic.partitions else Errors.UNKNOWN_TOPIC_OR_PARTITION
+            if is_offline_replica(self.broker, (name, index), topic):
+                code = Errors.KAFKA_STORAGE_ERROR
             return PartitionResponse(partition_index=index, error_code=code)
         return PartitionResponse(partition_index=index, error_code=Errors.NONE,
                                  active_producers=active_producers(partition.producers))

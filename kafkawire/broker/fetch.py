@@ -54,11 +54,12 @@ import time
 
 from typing import NamedTuple
 
-from kafkawire.broker.fetch_session import FetchManager, FetchSessionCache
+from kafkawire.broker.fetch_session import READABLE_TOPIC, FetchManager, FetchSessionCache, topic_authorization_failed
 from kafkawire.broker.leader_discovery import FETCH_LEADER_VERSION, LeaderHints
 from kafkawire.broker.metrics import BYTES_OUT, REPLICATION_BYTES_OUT, TOTAL_FETCH
 from kafkawire.broker.quotas import fetch_response_size
 from kafkawire.broker.replica_selector import FollowerView, preferred_read_replica
+from kafkawire.broker.log_dir_failure import is_offline_replica
 from kafkawire.messages.fetch_response import (AbortedTransaction, EpochEndOffset, FetchableTopicResponse,
                                                FetchResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData)
 from kafkawire.messages.list_offsets_response import (ListOffsetsPartitionResponse, ListOffsetsResponse,
@@ -115,7 +116,7 @@ class FetchApi:
             # KafkaApis' ClientMetadata, from v11 on: a consumer may then read from a follower
             client=(request.rack_id, ctx.listener_name) if v >= CLIENT_METADATA_VERSION and replica_id < 0 else None)
         context = self.sessions.new_context(v, request, privileged=replica_id >= 0)
-        wanted = context.partitions()
+        wanted, refused = self._readable(context.partitions(), v)
         deadline = time.monotonic() + min(max(request.max_wait_ms, 0), MAX_WAIT_CAP_MS) / 1000
         # a consumer's fetch answers to its client quotas (kafkawire.broker.quotas); a follower's does not
         quotas = self.broker.quotas if params.follower is None else None
@@ -127,6 +128,7 @@ class FetchApi:
         while True:
             seen = self.broker.appends
             updates, total, done = self._fetch_once(max_bytes, wanted, params._replace(record_follower=first))
+            updates = refused + updates         # KafkaApis: the erroneous partitions first
             first = False
             remaining = deadline - time.monotonic()
             if total >= min_bytes or done or remaining <= 0 or not wanted:
@@ -139,6 +141,24 @@ class FetchApi:
                 return answer
             local_work_done(ctx)           # the long poll is RemoteTimeMs (Kafka's DelayedFetch)
             await self.broker.wait_for_appends(seen, remaining)
+
+    def _readable(self, wanted: list, version: int) -> tuple[list, list]:
+        """(the partitions to read, the refused ones' answers): under an authorizer a consumer's
+        partitions of topics it may not READ, the session's included, are answered
+        TOPIC_AUTHORIZATION_FAILED in every answer and not read (a topic id the image does not
+        know is read, to be answered UNKNOWN_TOPIC_ID)."""
+        readable = READABLE_TOPIC.get()
+        if readable is None:
+            return wanted, []
+        image = self.broker.image()
+        kept, refused = [], []
+        for name, topic_id, p in wanted:
+            topic_name = name if version < 13 else getattr(self._topic(image, name, topic_id, version), "name", None)
+            if topic_name is None or readable(topic_name):
+                kept.append((name, topic_id, p))
+            else:
+                refused.append((name, topic_id, topic_authorization_failed(p.partition)))
+        return kept, refused
 
     def _leader_hints(self, ctx, updates: list, params: "FetchParams") -> list:
         """KafkaApis.handleFetchRequest's processResponseCallback: each NOT_LEADER_OR_FOLLOWER or
@@ -315,6 +335,8 @@ class FetchApi:
         registration = topic.partitions.get(index)
         if registration is None:
             return Errors.UNKNOWN_TOPIC_OR_PARTITION, None, -1, False
+        if is_offline_replica(self.broker, (topic.name, index), topic):
+            return Errors.KAFKA_STORAGE_ERROR, None, -1, False
         partition = self.broker.partitions.get((topic.name, index))
         if registration.leader == self.broker.node_id and partition is not None:
             return Errors.NONE, partition, partition.leader_epoch, True

@@ -26,11 +26,25 @@ from __future__ import annotations
 
 import random
 import time
+from contextvars import ContextVar
 
 from kafkawire.messages.fetch_request import FetchPartition
+from kafkawire.messages.fetch_response import PartitionData
 from kafkawire.protocol.error_codes import Errors
 
-__all__ = ["EVICTION_MS", "FetchManager", "FetchSession", "FetchSessionCache", "next_epoch"]
+__all__ = ["EVICTION_MS", "FetchManager", "FetchSession", "FetchSessionCache", "READABLE_TOPIC", "next_epoch",
+           "topic_authorization_failed"]
+
+# A consumer's fetch under an authorizer: whether its principal may READ a topic (by name), set by
+# the broker's ACL check around the fetch (kafkawire.broker.authorization). Every partition of the
+# fetch context, the session's included, is checked, as KafkaApis checks fetchContext.foreachPartition.
+READABLE_TOPIC: ContextVar = ContextVar("READABLE_TOPIC", default=None)
+
+
+def topic_authorization_failed(index: int) -> PartitionData:
+    """FetchResponse.partitionResponse(TOPIC_AUTHORIZATION_FAILED): no data, offsets -1."""
+    return PartitionData(partition_index=index, error_code=Errors.TOPIC_AUTHORIZATION_FAILED, high_watermark=-1,
+                         last_stable_offset=-1, log_start_offset=-1, records=b"")
 
 INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0

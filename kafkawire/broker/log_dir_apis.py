@@ -34,6 +34,7 @@ from kafkawire.protocol.handler import ApiHandler
 
 from .cordoned_dirs import cordoned_supported
 from .log_manager import log_dir_paths
+from .log_dir_failure import is_offline_replica
 
 __all__ = ["LogDirApis", "OFFSET_FOR_LEADER_EPOCH", "DESCRIBE_LOG_DIRS"]
 
@@ -74,6 +75,8 @@ class LogDirApis:
         if partition is None:
             known = topic is not None and p.partition in topic.partitions
             answer.error_code = Errors.NOT_LEADER_OR_FOLLOWER if known else Errors.UNKNOWN_TOPIC_OR_PARTITION
+            if known and is_offline_replica(self.broker, (topic.name, p.partition), topic):
+                answer.error_code = Errors.KAFKA_STORAGE_ERROR
             return answer
         answer.error_code = _fencing_error(p.current_leader_epoch, partition.leader_epoch)
         if answer.error_code != Errors.NONE:

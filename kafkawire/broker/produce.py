@@ -47,6 +47,7 @@ from .metrics import BYTES_IN, FAILED_PRODUCE, MESSAGES_IN, TOTAL_PRODUCE
 from .record_checks import RecordErrors, RecordRules
 from .txn_verification import transaction_checks
 from .validation import ProduceRefused, validate_produce
+from .log_dir_failure import is_offline_replica
 
 __all__ = ["ProduceApi", "isr_and_min_isr", "record_rules"]
 
@@ -128,6 +129,8 @@ class ProduceApi:
         if registration is None:
             return _refused(p.index, Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
         partition = self.broker.partitions.get((topic.name, p.index))
+        if is_offline_replica(self.broker, (topic.name, p.index), topic):
+            return _refused(p.index, Errors.KAFKA_STORAGE_ERROR, None)
         if registration.leader != self.broker.node_id or partition is None:
             return _refused(p.index, Errors.NOT_LEADER_OR_FOLLOWER, None)
         stats = self.broker.topic_stats

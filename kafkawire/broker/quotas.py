@@ -15,8 +15,9 @@ KafkaApis uses them): a produce, a fetch and a request quota manager
   client may use. Kafka measures the request thread's time; here the handler runs on the event
   loop, so what is measured is the thread CPU time (time.thread_time_ns) of the handler's own
   steps, between its awaits (``RequestTimer``), as a percentage of a second. Every API but the
-  exempt ones (WriteTxnMarkers, a cluster action; a follower's Fetch; SaslHandshake and
-  SaslAuthenticate) records it; a Produce with acks=0 records it without being throttled for it
+  exempt ones (WriteTxnMarkers, a cluster action; a follower's Fetch) records it, SaslHandshake and
+  SaslAuthenticate past authentication included (a re-authentication's own exchange is the
+  connection's, as Kafka's authenticator handles it); a Produce with acks=0 records it without being throttled for it
   (KafkaApis). Its throttle time is capped at one window (``quota.window.size.seconds``), and
   Produce and Fetch take the larger of their two throttle times. Not measured: the time spent
   decoding, encoding and sending (Kafka's network thread time), and ApiVersions, which the
@@ -42,8 +43,10 @@ from .forwarding import FORWARDED_APIS
 __all__ = ["BrokerQuotas", "RequestTimer", "PRODUCE", "FETCH"]
 
 PRODUCE, FETCH = 0, 1
-# WriteTxnMarkers (a cluster action: sendResponseExemptThrottle), SaslHandshake, SaslAuthenticate
-REQUEST_QUOTA_EXEMPT = frozenset({27, 17, 36})
+# WriteTxnMarkers (a cluster action: sendResponseExemptThrottle). SaslHandshake and SaslAuthenticate
+# reach the handlers only past authentication (a re-authentication is the connection's), and are
+# answered ILLEGAL_SASL_STATE through sendResponseMaybeThrottle: they count, as in Kafka.
+REQUEST_QUOTA_EXEMPT = frozenset({27})
 NANOS_TO_PERCENTAGE = 100.0 / 1e9       # ClientRequestQuotaManager.NANOS_TO_PERCENTAGE_PER_SECOND
 _timer: contextvars.ContextVar = contextvars.ContextVar("kafkawire_request_timer", default=None)
 
@@ -136,10 +139,13 @@ class BrokerQuotas:
         return wrapped
 
     @staticmethod
-    def _wrapped(handler: ApiHandler, through) -> ApiHandler:
+    def _wrapped(handler, through):
+        """``handler`` (an ApiHandler, or a bare coroutine function as SaslHandshake's) behind ``through``."""
+        inner = handler.handle if isinstance(handler, ApiHandler) else handler
+
         async def handle(ctx, request):
-            return await through(handler.handle, ctx, request)
-        return dataclasses.replace(handler, handle=handle)
+            return await through(inner, ctx, request)
+        return dataclasses.replace(handler, handle=handle) if isinstance(handler, ApiHandler) else handle
 
     def _timing(self) -> bool:
         return self.index(REQUEST_PERCENTAGE).enabled != 0

@@ -184,10 +184,11 @@ class ShareCoordinatorApis:
         topic = None if image is None else image.topics_by_id.get(topic_id)
         return None if topic is None else len(topic.partitions)
 
-    def _each(self, request, answer) -> dict:
+    def _each(self, request, answer, failed: str) -> dict:
         """{topic id: {partition: result}}: ``answer(topic id, partition data)`` for each
-        share-partition this broker coordinates, the coordinator's error for the others; empty
-        for a request the service answers with no results."""
+        share-partition this broker coordinates, the coordinator's error for the others (its
+        message after ShareCoordinatorService's "Unable to ``failed``: "); empty for a request the
+        service answers with no results."""
         if not request.group_id or not request.topics or any(not t.partitions for t in request.topics):
             return {}
         results: dict = {}
@@ -196,7 +197,7 @@ class ShareCoordinatorApis:
             for data in topic.partitions:
                 code = self.store.coordinator_error(coordinator_key(request.group_id, topic.topic_id, data.partition))
                 by_partition[data.partition] = answer(topic.topic_id, data) if code == Errors.NONE else \
-                    (code, Errors.for_code(code).message, None)
+                    (code, f"Unable to {failed}: {Errors.for_code(code).message}", None)
         return results
 
     # -- the handlers --
@@ -204,14 +205,15 @@ class ShareCoordinatorApis:
     async def initialize_state(self, ctx, request):
         group = request.group_id
         results = self._each(request, lambda topic_id, p: (*self.coordinator.initialize(
-            group, topic_id, p.partition, p.state_epoch, p.start_offset), None))
+            group, topic_id, p.partition, p.state_epoch, p.start_offset), None), "initialize share group state")
         return isr.InitializeShareGroupStateResponse(results=[isr.InitializeStateResult(topic_id=topic_id, partitions=[
             isr.PartitionResult(partition=p, error_code=code, error_message=message)
             for p, (code, message, _) in parts.items()]) for topic_id, parts in results.items()])
 
     async def write_state(self, ctx, request):
         group = request.group_id
-        results = self._each(request, lambda topic_id, p: (*self.coordinator.write(group, topic_id, p), None))
+        results = self._each(request, lambda topic_id, p: (*self.coordinator.write(group, topic_id, p), None),
+                             "write share group state")
         return wsr.WriteShareGroupStateResponse(results=[wsr.WriteStateResult(topic_id=topic_id, partitions=[
             wsr.PartitionResult(partition=p, error_code=code, error_message=message)
             for p, (code, message, _) in parts.items()]) for topic_id, parts in results.items()])
@@ -219,7 +221,7 @@ class ShareCoordinatorApis:
     async def delete_state(self, ctx, request):
         group = request.group_id
         results = self._each(request, lambda topic_id, p: (*self.coordinator.delete(group, topic_id, p.partition),
-                                                           None))
+                                                           None), "delete share group state")
         return dsr.DeleteShareGroupStateResponse(results=[dsr.DeleteStateResult(topic_id=topic_id, partitions=[
             dsr.PartitionResult(partition=p, error_code=code, error_message=message)
             for p, (code, message, _) in parts.items()]) for topic_id, parts in results.items()])
@@ -227,13 +229,14 @@ class ShareCoordinatorApis:
     async def read_state(self, ctx, request):
         group = request.group_id
         results = self._each(request, lambda topic_id, p: self.coordinator.read(
-            group, topic_id, p.partition, p.leader_epoch))
+            group, topic_id, p.partition, p.leader_epoch), "read share group state")
         return rsr.ReadShareGroupStateResponse(results=[rsr.ReadStateResult(topic_id=topic_id, partitions=[
             _read_result(p, *answer) for p, answer in parts.items()]) for topic_id, parts in results.items()])
 
     async def read_state_summary(self, ctx, request):
         group = request.group_id
-        results = self._each(request, lambda topic_id, p: self.coordinator.read_summary(group, topic_id, p.partition))
+        results = self._each(request, lambda topic_id, p: self.coordinator.read_summary(group, topic_id, p.partition),
+                             "read share group state summary")
         return rssr.ReadShareGroupStateSummaryResponse(results=[rssr.ReadStateSummaryResult(
             topic_id=topic_id, partitions=[_summary_result(p, *answer) for p, answer in parts.items()])
             for topic_id, parts in results.items()])

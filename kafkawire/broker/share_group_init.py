@@ -9,8 +9,9 @@ and which topics' state is being deleted, in the group's ShareGroupStatePartitio
     initializer.start(group_id, group_epoch, change, adopt)  # then, in the background:
         InitializeShareGroupState (start offset -1: the leader resolves share.auto.offset.reset
         at its first read, as Kafka's SharePartition does), batched per share coordinator;
-        the initialized partitions moved to ``initialized`` (assigned at the next heartbeat),
-        the failed ones dropped from ``initializing`` (asked for again at a later heartbeat).
+        the initialized partitions moved to ``initialized`` (assigned at the next heartbeat); if
+        any failed, all of them dropped from ``initializing`` (asked for again at a later
+        heartbeat), as Kafka's coordinator uninitializes the whole request.
 
 A partition still initializing after ``RETRY_INTERVAL_MS`` (Kafka's
 ``group.share.initialize.retry.interval.ms``) is asked for again. Where the group has no
@@ -159,8 +160,10 @@ class ShareGroupInitializer:
             if wanted else {}
         done: dict = {}
         failed: dict = {}
+        # handlePersisterInitializeResponse: one share-partition's error uninitializes the whole request's
+        all_initialized = all(codes.get(key) == Errors.NONE for key in wanted)
         for key in keys:
-            ok = key in kept or codes.get(key) == Errors.NONE
+            ok = key in kept or all_initialized
             (done if ok else failed).setdefault(key[0], set()).add(key[1])
         if failed:
             log.warning("[GroupId %s] Initializing the state of %d share-partitions failed (%s); asked again at "

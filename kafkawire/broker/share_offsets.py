@@ -12,8 +12,9 @@ share coordinator (kafkawire.broker.share_persister), wherever the partition is 
   (-1 elsewhere: kafkawire's group coordinator does not ask the leader for its high watermark).
   Without topics: the share-partitions the group coordinator has initialized (its
   ShareGroupStatePartitionMetadata, kafkawire.broker.share_group_init).
-- Alter: the group must be Empty (NON_EMPTY_GROUP, as throwIfShareGroupIsNotEmpty); each
-  share-partition is initialized again at the given offset with the next state epoch
+- Alter: the group must be Empty (NON_EMPTY_GROUP, as throwIfShareGroupIsNotEmpty; one that
+  does not exist is made, Empty, as getOrMaybeCreateShareGroup makes it); each share-partition is
+  initialized again at the given offset (a negative one as it is, as Kafka passes it on) with the next state epoch
   (InitializeShareGroupState), which fences its leader's older state (FENCED_STATE_EPOCH at its
   next write: it reads the new state), and recorded as initialized.
 - Delete: the group must exist (GROUP_ID_NOT_FOUND) and be Empty (NON_EMPTY_GROUP, as
@@ -110,16 +111,18 @@ class ShareOffsets:
                 by_topic[topic.name] = [p for p in partitions if p in topic.partitions]
         return [(name, sorted(ps)) for name, ps in sorted(by_topic.items())]
 
-    def _record(self, group_id: str, initialized=None, deleting=None) -> None:
+    def _record(self, group_id: str, initialized=None, deleting=None, *, create: bool = False) -> None:
         """Write the group's ShareGroupStatePartitionMetadata with ``initialized`` ({topic id:
-        (name, partitions)}) and ``deleting`` ({topic id: name}) in place of its own (a group
-        that does not exist has none: nothing written)."""
+        (name, partitions)}) and ``deleting`` ({topic id: name}) in place of its own. A group
+        that does not exist has none: nothing written, unless ``create`` (the record makes it, Empty)."""
         group = self.share.groups.groups.get(group_id)
-        if group is None:
+        if group is None and not create:
             return
+        initializing, own_initialized, own_deleting = ({}, {}, {}) if group is None else \
+            (group.initializing, group.initialized, group.deleting)
         self.share.groups.write(group_id, [state_partitions_record(
-            group_id, group.initializing, group.initialized if initialized is None else initialized,
-            group.deleting if deleting is None else deleting)])
+            group_id, initializing, own_initialized if initialized is None else initialized,
+            own_deleting if deleting is None else deleting)])
 
     async def _describe_partition(self, group_id: str, topic, index: int):
         answer = describe.DescribeShareGroupOffsetsResponsePartition(
@@ -170,12 +173,13 @@ class ShareOffsets:
         """The altered share-partitions are initialized ones now."""
         altered = {p.partition_index for p in answer.partitions if p.error_code == Errors.NONE}
         group = self.share.groups.groups.get(group_id)
-        if topic is None or not altered or group is None:
+        if topic is None or not altered:
             return
-        initialized = dict(group.initialized)
+        initialized = {} if group is None else dict(group.initialized)
         initialized[topic.id] = (topic.name, initialized.get(topic.id, ("", frozenset()))[1] | altered)
         try:
-            self._record(group_id, initialized=initialized)
+            # a group that does not exist is made, Empty (getOrMaybeCreateShareGroup), by this record
+            self._record(group_id, initialized=initialized, create=True)
         except GroupError as exc:
             for p in answer.partitions:
                 if p.partition_index in altered:
@@ -184,10 +188,8 @@ class ShareOffsets:
     async def _alter_partition(self, group_id: str, topic, index: int, start: int):
         if topic is None or index not in topic.partitions:
             return Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.UNKNOWN_TOPIC_OR_PARTITION.message
-        if start < 0:
-            return Errors.INVALID_REQUEST, f"The start offset {start} of partition {index} is negative."
         partition = self._local(topic, index)
-        if partition is not None:
+        if partition is not None and start >= 0:      # a negative one goes as it is (-1: share.auto.offset.reset)
             start = min(max(start, partition.log.log_start_offset), partition.log.log_end_offset)
         persister = self.share.keeper.persister
         code, summary = await persister.summary(group_id, topic.id, index)

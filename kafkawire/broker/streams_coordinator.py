@@ -39,7 +39,8 @@ from .consumer_coordinator import GroupError, metadata_hash
 from .group_records import group_tombstone
 from .java_collections import java_hash_map_order, timeline_hash_map_order
 from .streams_assignor import assign
-from .streams_topology import STALE_TOPOLOGY, Configured, InvalidTopology, configure, topology_value
+from .streams_topology import (STALE_TOPOLOGY, Configured, CopartitionIndexOutOfRange, InvalidTopology, configure,
+                               topology_value)
 
 __all__ = ["StreamsCoordinator", "StreamsSettings", "validate"]
 
@@ -372,6 +373,9 @@ class StreamsCoordinator:
             configured = configure(topology, lambda name: view.by_name[name][1] if name in view.by_name else None)
         except InvalidTopology as exc:
             raise GroupError(Errors.STREAMS_INVALID_TOPOLOGY, str(exc)) from None
+        except CopartitionIndexOutOfRange as exc:      # Kafka's handleOperationException: logged, no message
+            log.error("Operation streams-group-heartbeat of group %s hit an unexpected exception: %s", group.group_id, exc)
+            raise GroupError(Errors.UNKNOWN_SERVER_ERROR) from None
         return configured, hashed
 
     # -- the target assignment --

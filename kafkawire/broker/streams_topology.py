@@ -28,7 +28,7 @@ from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTo
 from kafkawire.messages.streams_group_topology_value import (CopartitionGroup, StreamsGroupTopologyValue, Subtopology,
                                                              TopicConfig, TopicInfo)
 
-__all__ = ["Configured", "configure", "topology_value", "InvalidTopology",
+__all__ = ["Configured", "configure", "topology_value", "InvalidTopology", "CopartitionIndexOutOfRange",
            "MISSING_SOURCE_TOPICS", "INCORRECTLY_PARTITIONED_TOPICS", "MISSING_INTERNAL_TOPICS", "STALE_TOPOLOGY"]
 
 # StreamsGroupHeartbeatResponse.Status codes.
@@ -37,6 +37,11 @@ STALE_TOPOLOGY, MISSING_SOURCE_TOPICS, INCORRECTLY_PARTITIONED_TOPICS, MISSING_I
 
 class InvalidTopology(Exception):
     """STREAMS_INVALID_TOPOLOGY with Kafka's message."""
+
+
+class CopartitionIndexOutOfRange(Exception):
+    """A copartition group's topic index outside its subtopology's topics: Kafka's coordinator does
+    not check the indexes, and its List.get throws IndexOutOfBoundsException, an internal error."""
 
 
 @dataclass
@@ -88,6 +93,9 @@ def configure(topology: StreamsGroupTopologyValue, partition_count) -> Configure
     # StreamsTopology keeps the subtopologies in a HashMap by id
     by_id = {s.subtopology_id: s for s in topology.subtopologies}
     subtopologies = [by_id[i] for i in java_hash_map_order(list(by_id))]
+    for s in subtopologies:         # copartitionGroupsFromPersistedSubtopology, before anything is checked
+        for group in s.copartition_groups:
+            _copartition_group(s, group)
     missing = {t for s in subtopologies for t in s.source_topics if partition_count(t) is None}
     if missing:
         return Configured(status=(MISSING_SOURCE_TOPICS,
@@ -146,15 +154,14 @@ def _to_create(subtopologies, expected: dict, partition_count) -> dict:
 
 def _copartition_group(s, group) -> list:
     """The topics a copartition group names by index into its subtopology's source topics and
-    repartition source topics (Kafka does not check the indexes: an index out of range fails its
-    heartbeat with an internal error; here it is STREAMS_INVALID_TOPOLOGY)."""
+    repartition source topics (CopartitionIndexOutOfRange for an index outside them)."""
     topics = []
     for indexes, names in ((group.source_topics, list(s.source_topics)),
                            (group.repartition_source_topics, [t.name for t in s.repartition_source_topics])):
         for i in indexes:
             if not 0 <= i < len(names):
-                raise InvalidTopology(f"A copartition group of subtopology {s.subtopology_id} refers to topic index "
-                                      f"{i}, but the subtopology has {len(names)} such topics.")
+                raise CopartitionIndexOutOfRange(f"A copartition group of subtopology {s.subtopology_id} refers to "
+                                                 f"topic index {i}, but the subtopology has {len(names)} such topics.")
             topics.append(names[i])
     return java_hash_map_order(list(dict.fromkeys(topics)))         # a HashSet
 

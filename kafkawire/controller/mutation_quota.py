@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 
 from kafkawire.net.client_quotas import (CONTROLLER_MUTATION_RATE, ClientQuotaManager, QuotaIndexes, TokenBucket,
-                                         quota_limit, quota_tags, principal_user)
+                                         java_int_cast, java_round, quota_limit, quota_tags, principal_user)
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import Throttled
 
@@ -89,17 +89,16 @@ class MutationQuota:
             self._note_throttle(tokens, bound, now_ms)
 
     def _note_throttle(self, tokens: float, bound: float, now_ms: int) -> None:
-        if bound <= 0:      # Kafka divides by the quota; throttle as long as a window may hold
-            ms = self.manager.samples * self.manager.window_ms
-        else:
-            ms = int(math.floor(-tokens / bound * 1000 + 0.5))
-        self._throttle_ms, self._throttled_at_ms = min(ms, 2**31 - 1), now_ms
+        # ControllerMutationQuotaManager.throttleTimeMs: a long, infinite (Long.MAX_VALUE) for a zero quota.
+        ms = java_round(-tokens / bound * 1000 if bound else math.inf)      # tokens < 0 here
+        self._throttle_ms, self._throttled_at_ms = ms, now_ms
 
     def throttle_time_ms(self) -> int:
-        """The throttle time left: the last one noted, less the time since (AbstractControllerMutationQuota)."""
+        """The throttle time left: the last one noted, less the time since, cast to an int as
+        AbstractControllerMutationQuota.throttleTime does (so a zero quota's infinite time leaves none)."""
         if self._throttle_ms == 0:
             return 0
-        return max(0, self._throttle_ms - (self.manager.clock() - self._throttled_at_ms))
+        return max(0, java_int_cast(self._throttle_ms - (self.manager.clock() - self._throttled_at_ms)))
 
     def answer(self, ctx, response):
         """``response`` with the throttle time (sendResponseMaybeThrottleWithControllerQuota): in

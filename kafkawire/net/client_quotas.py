@@ -212,8 +212,27 @@ class TokenBucket:
 
 
 def throttle_time_ms(observed: float, bound: float, window_ms: int) -> int:
-    """QuotaUtils.throttleTime: X = (O - T) / T * W, rounded as Java's Math.round."""
-    return int(math.floor((observed - bound) / bound * window_ms + 0.5))
+    """QuotaUtils.throttleTime: X = (O - T) / T * W, rounded as Java's Math.round (a zero quota: X is infinite,
+    rounded to Long.MAX_VALUE)."""
+    return java_round((observed - bound) / bound * window_ms if bound else math.inf)
+
+
+_LONG_MIN, _LONG_MAX = -2**63, 2**63 - 1
+
+
+def java_round(value: float) -> int:
+    """Java's Math.round(double): half up, NaN 0, saturating at the long range."""
+    if math.isnan(value):
+        return 0
+    if math.isinf(value):
+        return _LONG_MAX if value > 0 else _LONG_MIN
+    return max(_LONG_MIN, min(_LONG_MAX, math.floor(value + 0.5)))
+
+
+def java_int_cast(value: int) -> int:
+    """Java's (int) cast of a long: its low 32 bits. The quota managers cast their long throttle time so; an
+    infinite one (a zero quota) becomes -1, which throttles nothing."""
+    return (value + 2**31) % 2**32 - 2**31
 
 
 # -- which quota applies --
@@ -401,13 +420,12 @@ class ClientQuotaManager:
         observed = rate.measure(now_ms)
         if observed <= bound:
             return 0
-        if bound <= 0:          # a zero quota: Kafka's formula divides by it; throttle as long as it may
-            return self._capped(self.samples * self.window_ms)
         return self._capped(throttle_time_ms(observed, bound, rate.window_size_ms(now_ms)))
 
     def _capped(self, ms: int) -> int:
-        ms = min(ms, 2**31 - 1)
-        return ms if self.max_throttle_ms is None else min(ms, self.max_throttle_ms)
+        """The throttle time as Kafka's managers give it: at most ``max_throttle_ms`` (the request quota's
+        boundedThrottleTime), cast to an int (so a zero byte rate, an infinite time, throttles nothing)."""
+        return java_int_cast(ms if self.max_throttle_ms is None else min(ms, self.max_throttle_ms))
 
     def unrecord(self, index: QuotaIndex, user: str, client_id: str, value: float, now_ms: int | None = None) -> None:
         """unrecordQuotaSensor: take a recorded value back out (a throttled fetch sends nothing)."""

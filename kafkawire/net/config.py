@@ -364,10 +364,13 @@ def parse_server_config(text: str) -> ServerConfig:
     if explicit_map:
         protocols = values["listener.security.protocol.map"]
     else:
-        # KRaft maps controller listeners to PLAINTEXT when no explicit map is given.
         protocols = parse_security_protocol_map("listener.security.protocol.map", DEFAULT_SECURITY_PROTOCOL_MAP)
-        for name in controller_names:
-            protocols.setdefault(name, "PLAINTEXT")
+        if not _names_secured_listener(controller_names, raw["listeners"]):
+            # Kafka maps controller listeners to PLAINTEXT without an explicit map only when no
+            # listener is named for SSL or SASL (AbstractKafkaConfig.effectiveListenerSecurityProtocolMap):
+            # a secured cluster must say what its controller listener's protocol is.
+            for name in controller_names:
+                protocols.setdefault(name, "PLAINTEXT")
     listeners = parse_listeners("listeners", raw["listeners"], protocols)
     advertised = (parse_listeners("advertised.listeners", raw["advertised.listeners"], protocols)
                   if raw["advertised.listeners"] is not None else listeners)
@@ -476,6 +479,16 @@ def _validate_group_bounds(c: ServerConfig, raw: dict) -> None:
             raise ConfigError(key, raw[key], f"must be less than or equal to {bound}")
         if side == "less" and value(key) >= value(bound):
             raise ConfigError(key, raw[key], f"must be less than {bound}")
+
+
+_SECURED_PROTOCOL_NAMES = ("SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+def _names_secured_listener(controller_names, raw_listeners) -> bool:
+    """Whether a controller listener name, or a listener's name in `listeners`, is SSL or SASL_*."""
+    listener_names = [entry.split(":", 1)[0].strip().upper() for entry in (raw_listeners or "").split(",")
+                      if entry.strip()]
+    return any(name in _SECURED_PROTOCOL_NAMES for name in [*controller_names, *listener_names])
 
 
 def _validate(c: ServerConfig, raw: dict) -> None:

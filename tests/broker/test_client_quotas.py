@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 import time
 import uuid
 from types import SimpleNamespace
@@ -12,7 +13,8 @@ from types import SimpleNamespace
 import pytest
 
 from kafkawire.net.client_quotas import (DEFAULT, INACTIVE_EXPIRY_MS, ClientQuotaManager, QuotaIndex,
-                                            SampledRate, principal_user, quota_limit, quota_tags, throttle_time_ms)
+                                            SampledRate, java_int_cast, java_round, principal_user, quota_limit, quota_tags,
+                                            throttle_time_ms)
 from kafkawire.broker.fetch import FetchApi
 from kafkawire.broker.fetch_session import SessionlessFetchContext
 from kafkawire.broker.quotas import BrokerQuotas, RequestTimer, fetch_response_size
@@ -20,8 +22,10 @@ from kafkawire.messages.create_topics_response import CreateTopicsResponse
 from kafkawire.messages.fetch_response import FetchableTopicResponse, FetchResponse, NodeEndpoint, PartitionData
 from kafkawire.messages.metadata_request import MetadataRequest
 from kafkawire.messages.metadata_response import MetadataResponse
+from kafkawire.messages.sasl_handshake_response import SaslHandshakeResponse
 from kafkawire.net.client import NetworkClient
 from kafkawire.net.server import KafkaServer
+from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler, RequestContext, Throttled
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -164,9 +168,17 @@ def test_tracked_rates_are_bounded_and_expire_after_an_hour_idle():
     assert list(manager.rates) == [("", "c4")]                # c2 and c3 idle an hour: dropped
 
 
-def test_a_zero_quota_throttles_for_the_whole_window():
-    manager = ClientQuotaManager(11, 1)
-    assert manager.record(index({(None, "c"): 0.0}), "u", "c", 1, now_ms=0) == 11_000
+def test_a_zero_byte_rate_throttles_nothing_and_a_zero_request_percentage_one_window_as_in_kafka():
+    """Kafka's throttle time for a zero quota is Math.round(infinity) = Long.MAX_VALUE; the byte-rate
+    managers cast it to an int (-1: no throttle), the request quota caps it at one window first."""
+    assert manager_record(ClientQuotaManager(11, 1)) == -1     # Kafka's too; its callers throttle above 0 only
+    assert manager_record(ClientQuotaManager(11, 1, max_throttle_ms=1000)) == 1000
+    assert (java_round(math.inf), java_round(math.nan), java_round(2.5), java_round(-2.5)) == (2**63 - 1, 0, 3, -2)
+    assert (java_int_cast(2**63 - 1), java_int_cast(2**31), java_int_cast(5000)) == (-1, -2**31, 5000)
+
+
+def manager_record(manager):
+    return manager.record(index({(None, "c"): 0.0}), "u", "c", 1, now_ms=0)
 
 
 # -- the connection muted for the throttle time (KIP-219) --
@@ -301,6 +313,24 @@ def test_a_client_over_its_request_percentage_is_throttled_at_most_one_window():
     assert isinstance(answer, Throttled) and answer.throttle_ms == 1000 == answer.response.throttle_time_ms
     idle = RequestContext(3, 12, 2, "idle", ("127.0.0.1", 1), "PLAINTEXT", "c")
     assert isinstance(asyncio.run(handlers[3].handle(idle, None)), MetadataResponse)
+
+
+def test_a_sasl_request_past_authentication_counts_against_the_request_percentage_as_in_kafka():
+    """KafkaApis answers SaslHandshake and SaslAuthenticate on an authenticated connection (a
+    re-authentication within a second of the last, or any on a listener without SASL) with
+    ILLEGAL_SASL_STATE through sendResponseMaybeThrottle: recorded and throttled."""
+    now = [0]
+    quotas = _broker_quotas({frozenset({("client-id", "busy")}): {"request_percentage": 1.0}}, now)
+
+    async def handshake(ctx, request):
+        _burn(200)
+        return SaslHandshakeResponse(error_code=int(Errors.ILLEGAL_SASL_STATE), mechanisms=[])
+
+    handlers = quotas.wrap({17: handshake, 36: ApiHandler(handshake)})      # the broker's 17 is a bare function
+    for key, handle in ((17, handlers[17]), (36, handlers[36].handle)):
+        busy = RequestContext(key, 1, 1, "busy", ("127.0.0.1", 1), "SASL_PLAINTEXT", "c")
+        answer = asyncio.run(handle(busy, None))
+        assert isinstance(answer, Throttled) and answer.throttle_ms == 1000, answer
 
 
 def test_a_forwarded_answers_throttle_time_mutes_the_clients_connection_without_any_broker_quota():

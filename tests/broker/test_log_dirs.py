@@ -16,6 +16,7 @@ import pytest
 
 from kafkawire.broker import Broker
 from kafkawire.broker.dir_assignments import DirAssignments
+from kafkawire.broker.log_dir_failure import BrokerHalted
 from kafkawire.broker.log_dirs import LogDirs, LogDirsError
 from kafkawire.messages.alter_replica_log_dirs_request import (AlterReplicaLogDir, AlterReplicaLogDirsRequest,
                                                                AlterReplicaLogDirTopic)
@@ -240,8 +241,19 @@ def test_a_failed_directory_stops_its_replicas_and_is_reported_in_heartbeats(tmp
         described = broker.log_dir_apis.log_dir_results(None)
         assert [r.error_code for r in described] == [Errors.NONE, Errors.KAFKA_STORAGE_ERROR]
         assert await altered(broker, dirs[1], 0) == {("t", 0): Errors.KAFKA_STORAGE_ERROR}
+        # the offline replica's requests: KAFKA_STORAGE_ERROR (Kafka's HostedPartition.Offline)
+        image, topic = state["image"], state["image"].topics_by_name["t"]
+        assert [broker.fetch_api._replica(topic, i, 13)[0] for i in (0, 1)] == [Errors.NONE, Errors.KAFKA_STORAGE_ERROR]
+        assert broker.produce_api._produce_partition(image, topic, SimpleNamespace(index=1), 1, 9, 0).error_code == \
+            Errors.KAFKA_STORAGE_ERROR
+        assert broker.delete_records_api._delete(image, topic, "t", 1, 0)[0] == Errors.KAFKA_STORAGE_ERROR
         await broker.lifecycle._heartbeat_once()
         assert beats[-1].offline_log_dirs == [broker.log_dirs.ids()[1]]
+        # the last directory online fails: the broker halts (its task ends with BrokerHalted), as Kafka's LogManager
+        broker._halted = asyncio.get_running_loop().create_future()         # what a started broker's task waits on
+        broker.fail_log_dir(str(dirs[0]), OSError("the disk under a failed"))
+        with pytest.raises(BrokerHalted, match=f"all log dirs in {dirs[0]}, {dirs[1]} have failed"):
+            await broker._halted
         broker.lifecycle = SimpleNamespace(state="RUNNING", poke=lambda: None, broker_epoch=5)
         await broker.stop(graceful=False)
     asyncio.run(go())

@@ -77,8 +77,8 @@ def wait_initialized(node):
     raise AssertionError("no share-partition initialized in 10 s")
 
 
-def alter(node, starts: dict, topic=TOPIC):
-    response = call(node, AlterShareGroupOffsetsRequest(group_id=GROUP, topics=[AlterShareGroupOffsetsRequestTopic(
+def alter(node, starts: dict, topic=TOPIC, group=GROUP):
+    response = call(node, AlterShareGroupOffsetsRequest(group_id=group, topics=[AlterShareGroupOffsetsRequestTopic(
         topic_name=topic, partitions=[AlterShareGroupOffsetsRequestPartition(partition_index=p, start_offset=o)
                                       for p, o in starts.items()])]), 0)
     return response
@@ -139,6 +139,12 @@ def test_share_group_offsets_describe_alter_delete(kafkawire_broker):
     assert (nothing.error_code, nothing.error_message) == (Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                                            "There is no offset information to delete.")
     assert delete(node, [TOPIC], group="share-offsets-no-group").error_code == Errors.GROUP_ID_NOT_FOUND
+    # as Kafka's coordinator: Alter makes a group that does not exist (Empty), and passes a negative
+    # start offset on (-1: the leader resolves share.auto.offset.reset at its first read)
+    made = alter(node, {0: 4, 1: -1}, group="share-offsets-made")
+    assert [(p.partition_index, p.error_code) for p in made.responses[0].partitions] == [(0, 0), (1, 0)], made
+    assert offsets(node, group="share-offsets-made") == {TOPIC: {0: (4, 2, 0), 1: (-1, -1, 0)}}
+    assert call(node, DeleteGroupsRequest(groups_names=["share-offsets-made"]), 2).results[0].error_code == 0
     # the session's broker is shared: the group goes (the other tests list the share groups)
     gone = call(node, DeleteGroupsRequest(groups_names=[GROUP]), 2).results[0]
     assert gone.error_code == Errors.NONE

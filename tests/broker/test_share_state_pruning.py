@@ -6,11 +6,17 @@ Kafka 4.3.1's ShareCoordinatorShard.snapshotColdPartitions and ShareCoordinatorO
 compute them; a coordinator rebuilt from the records kept above that offset has the same state."""
 from __future__ import annotations
 
+import asyncio
 from types import SimpleNamespace
 
 from kafkawire.broker.group_records import partition_for
 from kafkawire.broker.share_coordinator import ShareCoordinator, ShareCoordinatorSettings
 from kafkawire.broker.share_coordinator_apis import ShareCoordinatorApis
+from kafkawire.messages.read_share_group_state_summary_request import (PartitionData, ReadShareGroupStateSummaryRequest,
+                                                                       ReadStateSummaryData)
+from kafkawire.messages.write_share_group_state_request import (PartitionData as WritePartition,
+                                                                WriteShareGroupStateRequest, WriteStateData)
+from kafkawire.protocol.error_codes import Errors
 from kafkawire.broker.share_state_records import (SHARE_SNAPSHOT, SHARE_STATE_TOPIC, ShareState, coordinator_key,
                                                   decode_state_record)
 
@@ -124,3 +130,26 @@ def test_the_prune_moves_each_loaded_state_partitions_log_start_to_its_oldest_ne
     moved = apis.prune()
     assert list(moved) == [0] and moved[0] > lowest[0]
     assert apis.metrics.last_pruned == {0: moved[0], 1: 3}     # share-coordinator-metrics' last-pruned-offset
+
+
+def test_a_share_partition_coordinated_elsewhere_or_loading_is_refused_with_kafkas_message_prefix():
+    """ShareCoordinatorService answers a routing failure with "Unable to <operation>: " and the
+    error's message, per API."""
+    config = SimpleNamespace(share_coordinator_snapshot_update_records_per_snapshot=500,
+                             share_coordinator_cold_partition_snapshot_interval_ms=300_000)
+    elsewhere, here = SimpleNamespace(leader=2), SimpleNamespace(leader=1)
+    image = SimpleNamespace(topics_by_name={SHARE_STATE_TOPIC: SimpleNamespace(partitions={0: elsewhere})},
+                            topics_by_id={TOPIC: None})
+    apis = ShareCoordinatorApis(SimpleNamespace(config=config, image=lambda: image, partitions={}, node_id=1))
+    summary = asyncio.run(apis.read_state_summary(None, ReadShareGroupStateSummaryRequest(group_id="g", topics=[
+        ReadStateSummaryData(topic_id=TOPIC, partitions=[PartitionData(partition=0, leader_epoch=0)])])))
+    (result,) = summary.results[0].partitions
+    assert (result.error_code, result.error_message) == (
+        Errors.NOT_COORDINATOR, "Unable to read share group state summary: This is not the correct coordinator.")
+    image.topics_by_name[SHARE_STATE_TOPIC].partitions[0] = here         # led here, not loaded yet
+    written = asyncio.run(apis.write_state(None, WriteShareGroupStateRequest(group_id="g", topics=[
+        WriteStateData(topic_id=TOPIC, partitions=[WritePartition(partition=0, state_batches=[])])])))
+    (result,) = written.results[0].partitions
+    assert (result.error_code, result.error_message) == (
+        Errors.COORDINATOR_LOAD_IN_PROGRESS,
+        "Unable to write share group state: The coordinator is loading and hence can't process requests.")

@@ -19,8 +19,8 @@ from kafkawire.broker.group_offsets import CommitRefused, GroupOffsets
 from kafkawire.broker.streams_apis import StreamsApis, described
 from kafkawire.broker.streams_coordinator import StreamsCoordinator, StreamsSettings
 from kafkawire.broker.streams_topology import MISSING_INTERNAL_TOPICS, MISSING_SOURCE_TOPICS, STALE_TOPOLOGY
-from kafkawire.messages.streams_group_heartbeat_request import (StreamsGroupHeartbeatRequest, Subtopology, TaskIds,
-                                                                TopicInfo, Topology)
+from kafkawire.messages.streams_group_heartbeat_request import (CopartitionGroup, StreamsGroupHeartbeatRequest,
+                                                                Subtopology, TaskIds, TopicInfo, Topology)
 from kafkawire.metadata.image import BROKER_RESOURCE, GROUP_RESOURCE
 from kafkawire.net.config import parse_server_config
 from kafkawire.protocol.error_codes import Errors
@@ -105,6 +105,11 @@ def active(response) -> dict:
     (dict(member_id="m", member_epoch=0, topology=Topology(epoch=1, subtopologies=[Subtopology(
         subtopology_id="0", source_topics=["in"], state_changelog_topics=[TopicInfo(name="c", partitions=3)])])),
      Errors.STREAMS_INVALID_TOPOLOGY, "Changelog topic c must have an undefined partition count, but it is set to 3."),
+    # Kafka's List.get of a copartition group's index fails the heartbeat, before a source topic is looked for
+    (dict(member_id="m", member_epoch=0, topology=Topology(epoch=1, subtopologies=[Subtopology(
+        subtopology_id="0", source_topics=["in", "gone"],
+        copartition_groups=[CopartitionGroup(source_topics=[0, 2], repartition_source_topics=[])])])),
+     Errors.UNKNOWN_SERVER_ERROR, None),
 ])
 def test_invalid_heartbeats_are_refused_with_kafkas_messages(fields, code, message):
     h = Harness()

@@ -11,7 +11,7 @@ import pytest
 
 from kafkawire.broker.consumer_coordinator import TopicsView
 from kafkawire.broker.streams_topology import (INCORRECTLY_PARTITIONED_TOPICS, MISSING_INTERNAL_TOPICS,
-                                               MISSING_SOURCE_TOPICS, InvalidTopology, configure)
+                                               MISSING_SOURCE_TOPICS, CopartitionIndexOutOfRange, configure)
 from kafkawire.messages import streams_group_heartbeat_request as request
 from kafkawire.messages.streams_group_topology_value import (CopartitionGroup, StreamsGroupTopologyValue, Subtopology,
                                                              TopicInfo)
@@ -96,11 +96,13 @@ def test_a_group_of_repartition_topics_takes_the_largest_or_the_fixed_count():
         INCORRECTLY_PARTITIONED_TOPICS, "Following topics do not have the same number of partitions: [{app-a=4, app-b=5}]")
 
 
-def test_a_copartition_group_index_out_of_range_is_an_invalid_topology():
+def test_a_copartition_group_index_out_of_range_fails_first_as_kafkas_list_get():
     bad = join_topology()
     bad.subtopologies[1].copartition_groups = [CopartitionGroup(source_topics=[0, 2], repartition_source_topics=[])]
-    with pytest.raises(InvalidTopology, match="subtopology 1 refers to topic index 2, but the subtopology has 2"):
+    with pytest.raises(CopartitionIndexOutOfRange, match="subtopology 1 refers to topic index 2, but the subtopology has 2"):
         configure(bad, sizes(keys=8, left=3, right=3))
+    with pytest.raises(CopartitionIndexOutOfRange):         # before the source topics are looked for
+        configure(bad, sizes())
 
 
 def test_messages_name_three_topics_and_count_the_others():

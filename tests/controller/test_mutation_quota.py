@@ -9,6 +9,9 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+import pytest
+
+from kafkawire.controller.errors import ApiError
 from kafkawire.controller.mutation_quota import ControllerMutationQuotas
 from kafkawire.messages.alter_client_quotas_request import AlterClientQuotasRequest, EntityData, EntryData, OpData
 from kafkawire.messages.create_partitions_request import CreatePartitionsRequest, CreatePartitionsTopic
@@ -144,3 +147,20 @@ def test_no_quota_records_nothing():
     for _ in range(100):
         quota.record(1000)
     assert quota.throttle_time_ms() == 0 and not quotas.rates
+
+
+def test_a_zero_rate_refuses_strict_topics_and_throttles_nothing_as_kafkas_int_cast():
+    """A controller_mutation_rate of 0 (AlterClientQuotas refuses it; a metadata log may hold it):
+    Kafka's throttle time is Long.MAX_VALUE, which its int cast makes -1, so no answer is throttled;
+    a strict request's topics still find the empty bucket below zero."""
+    class Image:
+        client_quotas = {frozenset({("client-id", "admin")}): {"controller_mutation_rate": 0.0}}
+    quotas = ControllerMutationQuotas(lambda: Image, 2, 1, clock=lambda: 0)
+    strict = quotas.quota_for(ClientCtx(7, CREATE_TOPICS))
+    strict.record(1)                    # the bucket holds 0 tokens: not below zero, so done
+    with pytest.raises(ApiError) as refused:
+        strict.record(1)
+    assert refused.value.error == Errors.THROTTLING_QUOTA_EXCEEDED and strict.throttle_time_ms() == 0
+    permissive = quotas.quota_for(ClientCtx(5, CREATE_TOPICS))
+    permissive.record(3)
+    assert permissive.throttle_time_ms() == 0

@@ -100,6 +100,21 @@ def test_the_inter_broker_listener_is_named_as_kafka_names_it():
     assert parse_server_config(props()).inter_broker_listener is None        # a controller-only node
 
 
+def test_controller_listeners_default_to_plaintext_only_when_no_listener_is_named_ssl_or_sasl():
+    """Without listener.security.protocol.map Kafka maps controller listeners to PLAINTEXT unless a
+    listener or controller listener is named SSL, SASL_PLAINTEXT or SASL_SSL."""
+    combined = dict(process_roles="broker,controller", listeners="PLAINTEXT://:9092,CONTROLLER://:9093")
+    assert parse_server_config(props(**combined)).controller_endpoints[0].security_protocol == "PLAINTEXT"
+    for secured in ("SSL", "sasl_plaintext", "SASL_SSL"):
+        with pytest.raises(ConfigError, match="no security protocol for listener CONTROLLER"):
+            parse_server_config(props(**dict(combined, listeners=f"{secured}://:9092,CONTROLLER://:9093")))
+    with pytest.raises(ConfigError, match="no security protocol for listener CONTROLLER"):   # a controller name
+        parse_server_config(props(listeners="SSL://:9093,CONTROLLER://:9094", controller_listener_names="SSL,CONTROLLER"))
+    mapped = dict(combined, listeners="SSL://:9092,CONTROLLER://:9093",
+                  listener_security_protocol_map="SSL:SSL,CONTROLLER:PLAINTEXT", security_inter_broker_protocol="SSL")
+    assert [e.security_protocol for e in parse_server_config(props(**mapped)).listeners] == ["SSL", "PLAINTEXT"]
+
+
 def test_unknown_keys_are_warned_not_refused(caplog):
     with caplog.at_level(logging.WARNING, logger="kafkawire.net.config"):
         c = parse_server_config(props(num_recovery_threads_per_data_dir="3") + "some.future.key=x\n")

@@ -687,6 +687,15 @@ def test_an_incremental_fetch_refuses_a_session_partition_whose_read_acl_was_rem
     answer = node.call(node.send(user, "p", incremental, 12))
     partitions = [(t.topic, p.error_code, bytes(p.records or b"")) for t in answer.responses for p in t.partitions]
     assert partitions == [("t-fetch", TOPIC_AUTH, b"")], answer
+    latest = node.call(node.send("controller", "c-secret", ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsTopic(
+        name="t-fetch", partitions=[ListOffsetsPartition(partition_index=0, timestamp=-1)])]), 7))
+    caught_up = fetch("t-fetch")                    # the session's partition moved to the log end: nothing new
+    caught_up.topics[0].partitions[0].fetch_offset = latest.topics[0].partitions[0].offset
+    for epoch, incremental.topics in ((2, caught_up.topics), (3, [])):      # refused again, in every answer
+        incremental.session_epoch = epoch
+        answer = node.call(node.send(user, "p", incremental, 12))
+        partitions = [(t.topic, p.error_code, bytes(p.records or b"")) for t in answer.responses for p in t.partitions]
+        assert partitions == [("t-fetch", TOPIC_AUTH, b"")], answer
 
 
 def test_a_denied_request_is_logged_as_kafkas_authorizer_logs_it(node, caplog):
