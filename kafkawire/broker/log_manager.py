@@ -325,8 +325,10 @@ class LogManager:
         offsets = {}
         for key, partition in self.replicas().items():
             # never below the log start (UnifiedLog.updateLogStartOffset moves the recovery point up with it)
+            # and up to the last flush since the open (flush.messages: UnifiedLog.flush moves it)
+            flushed = partition.log.flushed_offset if partition.log.flush_count else 0
             point = max(self.recovery_points.get(key, 0), partition.log.active_segment.base_offset,
-                        partition.log.log_start_offset)
+                        partition.log.log_start_offset, flushed)
             self.recovery_points[key] = offsets[key] = min(point, partition.log.log_end_offset)
         self._write(RECOVERY_POINT_CHECKPOINT, offsets)
 

@@ -145,6 +145,7 @@ class Log:
         self.flush_messages = flush_messages     # flush.messages: flush once this many offsets are unflushed
         self.flushed_offset = self.log_end_offset      # the log end at the last flush() (or the open)
         self.last_flush_ms = self.clock()
+        self.flush_count = 0                     # flush() calls since the open
 
     # -- segments --
 
@@ -464,6 +465,7 @@ class Log:
         end = self.log_end_offset
         self.prepare_flush()()
         self.flushed_offset, self.last_flush_ms = end, self.clock()
+        self.flush_count += 1
 
     def prepare_flush(self):
         """The flush in two halves: this one, on the writer's thread, takes what was written

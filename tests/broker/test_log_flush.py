@@ -14,7 +14,7 @@ from kafkawire.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
 from kafkawire.storage.flush_stats import LOG_FLUSHES
 from kafkawire.storage.log import NEVER, Log
 
-from .test_log_retention import CONFIG, HOUR, NOW, FakeBroker, batch, config
+from .test_log_retention import CONFIG, HOUR, NOW, FakeBroker, batch, checkpoint, config
 from .test_topic_config import image_with
 
 
@@ -83,6 +83,8 @@ def test_the_log_manager_hands_them_to_the_log_and_a_change_to_the_open_log(tmp_
     assert (partition.log.index_interval_bytes, partition.log.flush_messages) == (0, 1)
     partition.log.append(batch(NOW), assign_offsets=True)
     assert partition.log.unflushed_messages == 0
+    broker.log_manager.checkpoint_recovery_points()       # the flush moved the recovery point, as Kafka's
+    assert checkpoint(broker, "recovery-point-offset-checkpoint") == [["t", "0", "1"]]
     partition.log.roll()
     assert partition.log.active_segment.index_interval_bytes == 0      # the segments made from now on
     broker.close()
