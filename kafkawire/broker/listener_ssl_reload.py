@@ -23,6 +23,13 @@ The change was checked when it was accepted (kafkawire.metadata.dynamic_reconfig
 context that still cannot be built (a file replaced since) is logged, and the listener keeps
 its current one, as Kafka logs a reconfiguration that fails after validation.
 
+A node's controller listeners are watched the same way (kafkawire.tools.server_start), with
+``check_changes``: nothing checked a change of their stores when it was accepted (a broker checks
+only its own listeners, as Kafka's broker, whose DynamicBrokerConfig is not its controller's), so
+it is checked here, as the controller's DynamicBrokerConfig validates each reconfigurable before
+it reconfigures it: a store of another subject, fewer SubjectAltNames, a key store added or
+removed (kafkawire.metadata.dynamic_ssl_reconfiguration.check) is logged and not taken.
+
     reloader = ListenerSslReload(static_props, node_id)
     reloader.on_metadata(image, servers, network_clients)      # after each publish
 """
@@ -34,7 +41,8 @@ import os
 import ssl
 
 from kafkawire.metadata.dynamic_reconfiguration import merged
-from kafkawire.metadata.dynamic_ssl_reconfiguration import SSL_RECONFIGURABLE
+from kafkawire.metadata.dynamic_broker_config_table import DYNAMIC
+from kafkawire.metadata.dynamic_ssl_reconfiguration import SSL_RECONFIGURABLE, SslRefused, check
 from kafkawire.metadata.image import BROKER_RESOURCE
 from kafkawire.metadata.topic_config_synonyms import dynamic_broker_configs
 from kafkawire.net.config import ConfigError
@@ -73,6 +81,23 @@ def _with_reconfigured(current: SslSettings, props: dict, listener: str) -> SslS
     return SslSettings(values, keys)
 
 
+def _refusal(old: SslSettings, new: SslSettings, props: dict, listener: str) -> str | None:
+    """SslFactory.validateReconfiguration of the change from ``old`` to ``new`` (each value unset
+    read as Kafka's default, as the channel builder reads it), else None."""
+    def values(settings):
+        return {k: settings.get(k) if settings.get(k) is not None else DYNAMIC[k].default for k in SSL_RECONFIGURABLE}
+
+    def flag(name):
+        text = props.get(f"listener.name.{listener.lower()}.{name}", props.get(name, "false"))
+        return text.strip().lower() == "true"
+    try:
+        check(values(old), values(new), allow_dn_changes=flag("ssl.allow.dn.changes"),
+              allow_san_changes=flag("ssl.allow.san.changes"))
+    except SslRefused as exc:
+        return str(exc)
+    return None
+
+
 class _Built:
     """The settings a context was built from, and the store files' modification times then."""
 
@@ -89,10 +114,12 @@ class ListenerSslReload:
     """The broker's listeners' TLS contexts and its inter-broker clients' one, rebuilt after a
     dynamic change of their stores (see the module docstring)."""
 
-    def __init__(self, static_props: dict, node_id: int, inter_broker: tuple[str, SslSettings] | None = None):
+    def __init__(self, static_props: dict, node_id: int, inter_broker: tuple[str, SslSettings] | None = None,
+                 *, check_changes: bool = False):
         """``static_props``: server.properties as read; ``inter_broker``: the inter-broker
         listener's name and the SslSettings the broker's clients towards it start with (None:
-        not SSL)."""
+        not SSL); ``check_changes``: check a change before taking it (a controller listener's)."""
+        self.check_changes = check_changes
         self.static = dict(static_props)
         self.node = str(node_id)
         self._configs: tuple = (None, None)     # the resources' config maps last seen (identity)
@@ -127,6 +154,11 @@ class ListenerSslReload:
         built = self._servers[id(server)]
         settings = _with_reconfigured(built.settings, props, server.listener_name)
         if not built.stale(settings):
+            return
+        refusal = _refusal(built.settings, settings, props, server.listener_name) if self.check_changes else None
+        if refusal is not None:
+            log.error("listener %s: the changed key or trust store is refused, the current one stays: %s",
+                      server.listener_name, refusal)
             return
         security = dataclasses.replace(server.security, ssl=settings)
         try:

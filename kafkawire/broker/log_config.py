@@ -26,7 +26,7 @@ from kafkawire.metadata.topic_config_synonyms import dynamic_broker_configs, res
 from kafkawire.records import GZIP, LZ4, ZSTD
 
 __all__ = ["LogSettings", "ProduceSettings", "TopicConfigs", "log_settings", "topic_config", "retention_time_ms",
-           "roll_time_ms"]
+           "roll_time_ms", "flush_time_ms"]
 
 LONG_MAX = (1 << 63) - 1
 MS_PER_MINUTE = 60_000
@@ -43,6 +43,9 @@ class LogSettings:
     segment_jitter_ms: int = 0
     segment_bytes: int = 1 << 30
     segment_index_bytes: int = 10 * 1024 * 1024
+    index_interval_bytes: int = 4096         # the bytes between two index entries of a segment
+    flush_messages: int = LONG_MAX           # the offsets between two flushes of a log (LONG_MAX: never)
+    flush_ms: int = LONG_MAX                 # the time between two, which the log flusher applies
     file_delete_delay_ms: int = 60_000
     cleanup_policy: tuple[str, ...] = ("delete",)
     # the log cleaner's (kafkawire.broker.log_cleaner), for cleanup.policy compact
@@ -97,6 +100,11 @@ def roll_time_ms(ms: int | None, hours: int) -> int:
     return ms if ms is not None else hours * MS_PER_HOUR
 
 
+def flush_time_ms(ms: int | None, scheduler_ms: int) -> int:
+    """KafkaConfig.logFlushIntervalMs: log.flush.interval.ms, else log.flush.scheduler.interval.ms."""
+    return ms if ms is not None else scheduler_ms
+
+
 def _parse(raw: str, like):
     """``raw`` as the type of ``like`` (None when it does not parse: the controller checked it)."""
     if isinstance(like, str):
@@ -145,6 +153,9 @@ def log_settings(image, topic: str, config) -> LogSettings:
         segment_jitter_ms=levels.value("segment.jitter.ms", roll_time_ms(c.log_roll_jitter_ms, c.log_roll_jitter_hours)),
         segment_bytes=levels.value("segment.bytes", c.log_segment_bytes),
         segment_index_bytes=levels.value("segment.index.bytes", c.log_index_size_max_bytes),
+        index_interval_bytes=levels.value("index.interval.bytes", c.log_index_interval_bytes),
+        flush_messages=levels.value("flush.messages", c.log_flush_interval_messages),
+        flush_ms=levels.value("flush.ms", flush_time_ms(c.log_flush_interval_ms, c.log_flush_scheduler_interval_ms)),
         file_delete_delay_ms=levels.value("file.delete.delay.ms", c.log_segment_delete_delay_ms),
         cleanup_policy=levels.value("cleanup.policy", tuple(c.log_cleanup_policy)),
         delete_retention_ms=levels.value("delete.retention.ms", c.log_cleaner_delete_retention_ms),

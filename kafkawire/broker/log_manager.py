@@ -43,7 +43,7 @@ from kafkawire.storage.segment import DELETED_SUFFIX
 from kafkawire.storage.state_files import (StateFileError, read_offset_checkpoint, read_partition_metadata,
                                            write_offset_checkpoint)
 
-from .log_config import LogSettings, retention_time_ms
+from .log_config import LONG_MAX, LogSettings, retention_time_ms
 from .log_deletion import remove_deleted
 from .partition import partition_dir_name
 from .producer_snapshots import retire_snapshots
@@ -167,7 +167,8 @@ class LogManager:
         the directory it was written for)."""
         s = self.settings(image, topic)
         options = dict(segment_bytes=s.segment_bytes, segment_ms=s.roll_ms, max_index_size=s.segment_index_bytes,
-                       segment_jitter_ms=s.roll_jitter_bound_ms, clock=self.clock)
+                       segment_jitter_ms=s.roll_jitter_bound_ms, clock=self.clock,
+                       index_interval_bytes=s.index_interval_bytes, flush_messages=s.flush_messages)
         log_dir = self._log_dir(log_dir)
         start = self._start_checkpoint.get(log_dir, {}).pop((topic, index), None)
         directory = os.path.join(log_dir, partition_dir_name(topic, index))
@@ -217,12 +218,14 @@ class LogManager:
         self.recovery_points[key] = min(checkpointed, log_.log_end_offset)
 
     def configure(self, partition, image) -> None:
-        """A topic's or the broker's configs may have changed: the open log takes the new roll settings
-        (a new jitter bound applies to the segments made from now on, as Kafka draws a segment's at its open)."""
+        """A topic's or the broker's configs may have changed: the open log takes the new roll and flush
+        settings (a new jitter bound and index interval apply to the segments made from now on, as Kafka
+        draws a segment's jitter and fixes its index interval at its open)."""
         s = self.settings(image, partition.topic)
         log_ = partition.log
         log_.segment_bytes, log_.segment_ms, log_.max_index_size = s.segment_bytes, s.roll_ms, s.segment_index_bytes
-        log_.segment_jitter_ms = s.roll_jitter_bound_ms
+        log_.segment_jitter_ms, log_.index_interval_bytes = s.roll_jitter_bound_ms, s.index_interval_bytes
+        log_.flush_messages = s.flush_messages
         partition.producers.expiration_ms = self.producer_id_expiration_ms(image)
 
     def producer_id_expiration_ms(self, image) -> int:
@@ -322,8 +325,10 @@ class LogManager:
         offsets = {}
         for key, partition in self.replicas().items():
             # never below the log start (UnifiedLog.updateLogStartOffset moves the recovery point up with it)
+            # and up to the last flush since the open (flush.messages: UnifiedLog.flush moves it)
+            flushed = partition.log.flushed_offset if partition.log.flush_count else 0
             point = max(self.recovery_points.get(key, 0), partition.log.active_segment.base_offset,
-                        partition.log.log_start_offset)
+                        partition.log.log_start_offset, flushed)
             self.recovery_points[key] = offsets[key] = min(point, partition.log.log_end_offset)
         self._write(RECOVERY_POINT_CHECKPOINT, offsets)
 
@@ -370,6 +375,7 @@ class LogManager:
         self._every("highwatermark-checkpoint", 0, c.replica_high_watermark_checkpoint_interval_ms,
                     self.checkpoint_high_watermarks)
         self._every("delete-file", 0, 1000, self.delete_due_files)
+        self._every("kafka-log-flusher", delay, c.log_flush_scheduler_interval_ms, self.flush_dirty_logs)
         if self.cleaner is not None:
             self.cleaner.start()
 
@@ -381,8 +387,33 @@ class LogManager:
                 task()
             except Exception:                   # a periodic task must never take the loop down
                 log.exception("log manager task %s failed", name)
-            self._handles[name] = loop.call_later(max(period_ms, 1) / 1000, run)
+            if period_ms < LONG_MAX:            # Long.MAX_VALUE: once, as Kafka's scheduler runs it
+                self._handles[name] = loop.call_later(max(period_ms, 1) / 1000, run)
         self._handles[name] = loop.call_later(max(delay_ms, 0) / 1000, run)
+
+    def flush_dirty_logs(self) -> int:
+        """The log flusher (LogManager.flushDirtyLogs): every log, a future one too, with offsets
+        unflushed ``flush.ms`` or more after its last flush is flushed; the number flushed. The
+        fsyncs run here, on the loop, as Kafka's run on its scheduler's thread."""
+        image = self.broker.image()
+        now = self.clock()
+        flushed = 0
+        for key, partition in list(self.replicas().items()):
+            flush_ms = self.settings(image, partition.topic).flush_ms
+            if flush_ms >= LONG_MAX:
+                continue
+            for replica in [partition, *self._future_of(partition)]:
+                log_ = replica.log
+                if log_.unflushed_messages > 0 and now - log_.last_flush_ms >= flush_ms:
+                    try:
+                        log_.flush()
+                    except OSError as exc:
+                        log.error("flushing %s: %s", log_.directory, exc)
+                        continue
+                    flushed += 1
+                    if replica is partition:
+                        self.recovery_points[key] = log_.flushed_offset
+        return flushed
 
     def shutdown(self) -> None:
         """A clean stop (LogManager.shutdown, ReplicaManager's last high watermarks): the logs flushed,

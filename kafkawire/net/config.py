@@ -205,6 +205,10 @@ class ServerConfig:
     log_roll_jitter_ms: int | None = None
     log_roll_jitter_hours: int = 0
     log_index_size_max_bytes: int = 10 * 1024 * 1024
+    log_index_interval_bytes: int = 4096
+    log_flush_interval_messages: int = (1 << 63) - 1
+    log_flush_interval_ms: int | None = None
+    log_flush_scheduler_interval_ms: int = (1 << 63) - 1
     log_segment_delete_delay_ms: int = 60_000
     log_cleanup_policy: tuple[str, ...] = ("delete",)
     log_flush_offset_checkpoint_interval_ms: int = 60_000

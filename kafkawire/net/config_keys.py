@@ -126,6 +126,13 @@ _KEYS = (
     _Key("log.roll.jitter.ms", _long, None, "ServerLogConfigs"),
     _Key("log.roll.jitter.hours", lambda k, v: _int(k, v, 0), "0", "ServerLogConfigs"),
     _Key("log.index.size.max.bytes", lambda k, v: _int(k, v, 4), str(10 * 1024 * 1024), "ServerLogConfigs"),
+    # ServerLogConfigs: INT 4096 atLeast(0): the bytes between two index entries of a segment; LONG
+    # Long.MAX_VALUE atLeast(1): the offsets appended between two flushes of a log; LONG null, else
+    # log.flush.scheduler.interval.ms (LONG Long.MAX_VALUE), the time between two: how often the flusher looks
+    _Key("log.index.interval.bytes", lambda k, v: _int(k, v, 0), "4096", "ServerLogConfigs"),
+    _Key("log.flush.interval.messages", lambda k, v: _long(k, v, 1), str((1 << 63) - 1), "ServerLogConfigs"),
+    _Key("log.flush.interval.ms", _long, None, "ServerLogConfigs"),
+    _Key("log.flush.scheduler.interval.ms", _long, str((1 << 63) - 1), "ServerLogConfigs"),
     # ServerLogConfigs: LONG Long.MAX_VALUE atLeast(0); LONG 3600000 atLeast(0): the record checks of a produced batch (LogValidator)
     _Key("log.message.timestamp.before.max.ms", lambda k, v: _long(k, v, 0), str((1 << 63) - 1), "ServerLogConfigs"),
     _Key("log.message.timestamp.after.max.ms", lambda k, v: _long(k, v, 0), "3600000", "ServerLogConfigs"),

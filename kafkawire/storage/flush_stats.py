@@ -5,7 +5,8 @@ alike, as in Kafka, where the metadata log is a UnifiedLog too.
 
 A flush is one segment's fsyncs (its .log, and its indexes unless it is the active segment:
 kafkawire.storage.log.Log.prepare_flush says why), as Kafka times each LogSegment.flush: at a
-roll (the closed segment), at a log's flush (a clean stop, the metadata log's commits).
+roll (the closed segment), at a log's flush (a clean stop, the metadata log's commits, a
+topic's flush.messages or flush.ms).
 Only the count and the last RECENT_SAMPLES durations are kept; the node's metrics endpoint
 turns them into the timer's percentiles when scraped (kafkawire.broker.metrics).
 """

@@ -30,7 +30,11 @@ jitter), by ``jitter(bound)``. An append bigger than ``segment_bytes`` is refuse
 Durability: appends reach the page cache; ``flush()`` fsyncs every segment written since
 the last flush (only the .log of the last one, whose indexes recovery rebuilds on every open)
 and the directory (for created/deleted segment files). A roll fsyncs the segment it closes,
-indexes included.
+indexes included. With ``flush_messages`` (Kafka's ``flush.messages``; Long.MAX_VALUE, the
+default, is never) an append flushes the log once the offsets appended since the last flush
+(or the open) reach it, before it returns, as UnifiedLog.append does; ``flushed_offset`` and
+``last_flush_ms`` say where and when the last ``flush()`` was (a caller applying ``flush.ms``
+reads them, as Kafka's LogManager flusher reads lastFlushTime).
 """
 
 from __future__ import annotations
@@ -50,9 +54,10 @@ from .swap import CLEANED_SUFFIX, SWAP_SUFFIX, recover_interrupted_swaps, rename
 from .segment import (DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_INDEX_SIZE, DELETED_SUFFIX, LogSegment, ReadResult,
                       RecoveryReport, _max_ts)
 
-__all__ = ["Log", "OffsetOutOfRangeError", "DEFAULT_SEGMENT_BYTES", "fsync_dir", "random_segment_jitter"]
+__all__ = ["Log", "OffsetOutOfRangeError", "DEFAULT_SEGMENT_BYTES", "NEVER", "fsync_dir", "random_segment_jitter"]
 
 DEFAULT_SEGMENT_BYTES = 1 << 30
+NEVER = (1 << 63) - 1       # Long.MAX_VALUE: Kafka's flush.messages and flush.ms defaults, no flush
 _SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
@@ -106,7 +111,7 @@ class Log:
                  log_start_offset: int | None = None, recover_all: bool = False,
                  contiguous_offsets: bool = False, segment_ms: int | None = None,
                  max_index_size: int = DEFAULT_MAX_INDEX_SIZE, clock=None, segment_jitter_ms: int = 0,
-                 jitter=None):
+                 jitter=None, flush_messages: int = NEVER):
         self.directory = os.fspath(directory)
         self.segment_ms = segment_ms
         self.segment_jitter_ms = segment_jitter_ms    # the bound of each new segment's roll jitter
@@ -137,6 +142,10 @@ class Log:
         self._bases = sorted(self._segments)
         first = self._bases[0]
         self.log_start_offset = first if log_start_offset is None else max(first, log_start_offset)
+        self.flush_messages = flush_messages     # flush.messages: flush once this many offsets are unflushed
+        self.flushed_offset = self.log_end_offset      # the log end at the last flush() (or the open)
+        self.last_flush_ms = self.clock()
+        self.flush_count = 0                     # flush() calls since the open
 
     # -- segments --
 
@@ -263,6 +272,7 @@ class Log:
         next_offset = leo
         first_offset = last_offset = None
         max_ts, offset_of_max_ts = -1, None
+        batches = []        # (position, last offset, largest timestamp): the segment indexes each
         it = iter_batches(data, verify_crc=not crc_verified)
         for batch in it:
             pos = batch.position
@@ -281,10 +291,12 @@ class Log:
                 _INT32.pack_into(data, pos + 12, leader_epoch)
             if first_offset is None:
                 first_offset = base
-            if _max_ts(batch) > max_ts or offset_of_max_ts is None:
-                max_ts, offset_of_max_ts = max(_max_ts(batch), max_ts), last
+            batch_max_ts = _max_ts(batch)
+            if batch_max_ts > max_ts or offset_of_max_ts is None:
+                max_ts, offset_of_max_ts = max(batch_max_ts, max_ts), last
             last_offset = last
             next_offset = last + 1
+            batches.append((pos, last, batch_max_ts))
         if it.tail is not None:
             raise ValueError(f"append data ends inside a batch at byte {it.tail.position}")
         active = self.active_segment
@@ -293,9 +305,16 @@ class Log:
                 or active.offset_index.is_full or active.time_index.is_full \
                 or last_offset - active.base_offset > 0x7FFFFFFF:
             active = self.roll(first_offset)
-        active.append(data, last_offset, max_ts, offset_of_max_ts)
+        active.append(data, last_offset, max_ts, offset_of_max_ts, batches=batches)
         self._dirty.add(active.base_offset)
+        if last_offset + 1 - self.flushed_offset >= self.flush_messages:
+            self.flush()
         return first_offset, last_offset
+
+    @property
+    def unflushed_messages(self) -> int:
+        """The offsets appended since the last flush (LocalLog.unflushedMessages)."""
+        return self.log_end_offset - self.flushed_offset
 
     # -- read --
 
@@ -363,6 +382,7 @@ class Log:
         self._dirty.add(self.active_segment.base_offset)
         if self.active_segment.size == 0:
             self._first_batch_timestamp = None
+        self.flushed_offset = min(self.flushed_offset, offset)
         return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -372,6 +392,7 @@ class Log:
         self._segments[offset] = self._new_segment(offset)
         self._bases = [offset]
         self.log_start_offset = offset
+        self.flushed_offset = offset
 
     def _delete_segment(self, base: int) -> None:
         seg = self._segments.pop(base)
@@ -441,7 +462,10 @@ class Log:
 
     def flush(self) -> None:
         """fsync the segments written since the last flush, and the directory."""
+        end = self.log_end_offset
         self.prepare_flush()()
+        self.flushed_offset, self.last_flush_ms = end, self.clock()
+        self.flush_count += 1
 
     def prepare_flush(self):
         """The flush in two halves: this one, on the writer's thread, takes what was written

@@ -202,11 +202,13 @@ class LogSegment:
 
     def append(self, records: bytes, largest_offset: int | None = None,
                largest_timestamp: int | None = None,
-               offset_of_max_timestamp: int | None = None) -> int:
+               offset_of_max_timestamp: int | None = None, batches=None) -> int:
         """Append the bytes of one or more whole batches; returns the position written at.
 
         ``largest_offset`` / ``largest_timestamp`` / ``offset_of_max_timestamp`` are
-        computed from the batches when not given.
+        computed from the batches when not given. ``batches``: each batch's (position in
+        ``records``, last offset, largest timestamp), for several: each is then indexed on its
+        own as LogSegment.append does (without it the chunk is indexed as one batch).
         """
         if not records:
             return self._size
@@ -229,15 +231,28 @@ class LogSegment:
         self._log.write(records)
         self._log.flush()
         self._size += len(records)
+        if batches is not None and len(batches) > 1:
+            self._index_each(batches, position, len(records))
+        else:
+            self._index_chunk(largest_offset, largest_timestamp, offset_of_max_timestamp, position, len(records))
+        self._next_offset = largest_offset + 1
+        return position
+
+    def _index_chunk(self, largest_offset: int, largest_timestamp: int, offset_of_max_timestamp: int,
+                     position: int, size: int) -> None:
         if largest_timestamp > self._max_timestamp:
             self._max_timestamp, self._offset_of_max_timestamp = largest_timestamp, offset_of_max_timestamp
         if self._bytes_since_last_index_entry > self.index_interval_bytes:
             self.offset_index.append(largest_offset, position)
             self.time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
             self._bytes_since_last_index_entry = 0
-        self._bytes_since_last_index_entry += len(records)
-        self._next_offset = largest_offset + 1
-        return position
+        self._bytes_since_last_index_entry += size
+
+    def _index_each(self, batches, position: int, size: int) -> None:
+        """LogSegment.append's loop: each batch checked against index.interval.bytes in turn."""
+        for i, (start, last_offset, max_timestamp) in enumerate(batches):
+            end = batches[i + 1][0] if i + 1 < len(batches) else size
+            self._index_chunk(last_offset, max_timestamp, last_offset, position + start, end - start)
 
     # -- lookups --
 

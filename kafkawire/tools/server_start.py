@@ -134,6 +134,8 @@ async def serve(config: ServerConfig, state_machine_factory: StateMachineFactory
         if broker is None:
             await node.stop(graceful=False)
             return 1
+    elif node.state_machine is not None:      # a controller-only node
+        watch_controller_ssl_stores(node)
     servers = node.servers + ([] if broker is None else broker.servers)
     print(f"node {config.node_id} started on {', '.join(f'{s.host}:{s.port}' for s in servers)}",
           file=sys.stderr, flush=True)
@@ -178,6 +180,7 @@ async def start_broker(node):
     except BrokerStartError as exc:
         log.error("cannot start the broker: %s", exc)
         return None
+    watch_controller_ssl_stores(node, published)
     # on the node's endpoint, if on; the request metrics are the node's, which the broker shares
     node.extra_metric_families.append(lambda: broker_families(broker, requests=False))
     return broker
@@ -190,6 +193,24 @@ def broker_metadata(controller):
     published = MetadataPublisher(lambda: controller.image, lambda: controller.committed_offset)
     controller.committed.listeners.append(published.committed_moved)
     return published
+
+
+def watch_controller_ssl_stores(node, published=None):
+    """The key and trust stores of the node's SSL or SASL_SSL controller listeners, checked and
+    taken after a dynamic change as a broker listener's (kafkawire.broker.listener_ssl_reload,
+    check_changes), as Kafka's ControllerServer registers its listeners' channel builders with
+    its DynamicBrokerConfig: on each move of the committed image, read through ``published`` (a
+    combined node's broker's publisher) or a publisher of its own. None when no controller
+    listener has TLS: nothing is watched, nothing read per commit."""
+    if not any(server.ssl_context is not None for server in node.servers):
+        return None
+    from kafkawire.broker.listener_ssl_reload import ListenerSslReload    # lazy: CLI start-up
+    published = published or broker_metadata(node.state_machine)
+    reload = ListenerSslReload(dict(node.config.properties), node.config.node_id, check_changes=True)
+    published.listeners.append(lambda: reload.on_metadata(published.image, node.servers))
+    reload.on_metadata(published.image, node.servers)       # the stores each listener started with
+    node.controller_ssl_reload = reload
+    return reload
 
 
 def broker_failed(broker) -> bool:

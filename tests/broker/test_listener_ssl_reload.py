@@ -156,3 +156,38 @@ def test_the_inter_broker_clients_get_the_new_trust_store(stores):
                        [client])
     assert client.ssl_context is reload.client_context is not None
     assert len(client.ssl_context.get_ca_certs()) == 2
+
+
+def test_a_controller_listener_takes_a_changed_store_of_its_subject_and_refuses_another(stores, caplog):
+    """kafkawire.tools.server_start.watch_controller_ssl_stores: the controller listeners watched on
+    each publish of the committed image, each change checked first (no broker checked it), as
+    Kafka's controller validates a reconfigurable before it reconfigures it."""
+    from kafkawire.broker.metadata_publisher import MetadataPublisher
+    from kafkawire.tools.server_start import watch_controller_ssl_stores
+    static = _store(stores / "ks.p12")
+    old, new = _certificate_in(stores / "ks.p12"), _certificate_in(stores / "ks-same.p12")
+
+    async def scenario():
+        committed = SimpleNamespace(image=_image({}), offset=0)
+        published = MetadataPublisher(lambda: committed.image, lambda: committed.offset)
+        security = resolve_listener_security(static, "EXTERNAL", "SSL")
+        async with KafkaServer({}, listener_name="EXTERNAL", security=security) as server:
+            node = SimpleNamespace(servers=[server], config=SimpleNamespace(properties=tuple(static.items()), node_id=1))
+            reload = watch_controller_ssl_stores(node, published)
+            seen = []
+            for store in ("ks-other-dn.p12", "ks-same.p12"):
+                committed.image, committed.offset = _image(_store(stores / store)), committed.offset + 1
+                published.publish()
+                peer = await Peer.connect(server.port)
+                seen.append(peer.certificate)
+                peer.close()
+            return seen, reload.reloads, node.controller_ssl_reload is reload
+
+    assert run(scenario()) == ([old, new], 1, True)
+    assert "DistinguishedName does not match" in caplog.text and "is refused, the current one stays" in caplog.text
+
+
+def test_a_node_without_a_tls_controller_listener_watches_nothing():
+    from kafkawire.tools.server_start import watch_controller_ssl_stores
+    node = SimpleNamespace(servers=[SimpleNamespace(ssl_context=None)], state_machine=None)
+    assert watch_controller_ssl_stores(node) is None

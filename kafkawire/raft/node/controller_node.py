@@ -182,6 +182,7 @@ class ControllerNode:
         self.max_versions = dict(max_versions or {})
         self.driver: RaftDriver | None = None
         self.servers: list[KafkaServer] = []
+        self.controller_ssl_reload = None      # the controller listeners' stores watched (kafkawire.tools.server_start)
         self.state_machine: StateMachine | None = None
         self.topic: MetadataTopic | None = None
         self._tasks: list[asyncio.Task] = []
