@@ -187,18 +187,8 @@ class SnapshotLoads(DriverState):
             self.applied_offset = loading.snapshot_id.offset
             # The commits held, applied in steps too: each step ends on a whole batch, a state
             # as committed as any; the load ends (commits no longer held) once they are all in.
-            while loading.commit_through is not None and self._apply_committed(
-                    loading.commit_through, deadline=step_started + LOAD_STEP_MS / 1000):
-                loading.step_ended(step_started, step_cpu)
-                await asyncio.sleep(0)
-                if self._load is not loading or self.failure is not None or self._closing:
-                    return
-                step_started, step_cpu = time.perf_counter(), time.thread_time()
-            self._load = None
-            for listener in loading.late_listeners:
-                self.register(listener)
-            self._after_load(loading)
-            loading.step_ended(step_started, step_cpu)
+            if not await self._apply_held_commits(loading, step_started, step_cpu):
+                return
             self.last_load = loading
             log.info("node %d: loaded snapshot %s (%d records) in %.0f ms (%.0f ms of CPU), %d steps, the longest "
                      "%.1f ms (%.1f ms of CPU)", self.node_id, loading.snapshot_id, loading.records,
@@ -210,6 +200,25 @@ class SnapshotLoads(DriverState):
             if self._load is loading or self._load is None:
                 self._load = None
                 self._stop_on_failure(exc)
+
+    async def _apply_held_commits(self, loading: SnapshotLoading, step_started: float, step_cpu: float) -> bool:
+        """The commits ``loading`` holds applied in steps of LOAD_STEP_MS, each ending on a whole
+        batch, the loop turning between them; then the hold ends (the listeners that came during
+        it registered, the rest of the held Readys done). False, the hold left as it is, when the
+        load was replaced or the node failed or closes meanwhile."""
+        while loading.commit_through is not None and self._apply_committed(
+                loading.commit_through, deadline=step_started + LOAD_STEP_MS / 1000):
+            loading.step_ended(step_started, step_cpu)
+            await asyncio.sleep(0)
+            if self._load is not loading or self.failure is not None or self._closing:
+                return False
+            step_started, step_cpu = time.perf_counter(), time.thread_time()
+        self._load = None
+        for listener in loading.late_listeners:
+            self.register(listener)
+        self._after_load(loading)
+        loading.step_ended(step_started, step_cpu)
+        return True
 
     def _after_load(self, loading: SnapshotLoading) -> None:
         """The rest of what the Readys during the load held, as _apply_effects would have done it."""
@@ -262,19 +271,8 @@ class SnapshotLoads(DriverState):
     async def _apply_backlog_in_steps(self, loading: SnapshotLoading) -> None:
         started, cpu, first = time.perf_counter(), time.thread_time(), self.applied_offset
         try:
-            step_started, step_cpu = time.perf_counter(), time.thread_time()
-            while loading.commit_through is not None and self._apply_committed(
-                    loading.commit_through, deadline=step_started + LOAD_STEP_MS / 1000):
-                loading.step_ended(step_started, step_cpu)
-                await asyncio.sleep(0)
-                if self._load is not loading or self.failure is not None or self._closing:
-                    return
-                step_started, step_cpu = time.perf_counter(), time.thread_time()
-            self._load = None
-            for listener in loading.late_listeners:
-                self.register(listener)
-            self._after_load(loading)
-            loading.step_ended(step_started, step_cpu)
+            if not await self._apply_held_commits(loading, time.perf_counter(), time.thread_time()):
+                return
             log.info("node %d: applied the committed log from offset %d to %d in %.0f ms (%.0f ms of CPU), %d steps, "
                      "the longest %.1f ms (%.1f ms of CPU)", self.node_id, first, self.applied_offset,
                      (time.perf_counter() - started) * 1000, (time.thread_time() - cpu) * 1000, loading.steps,
