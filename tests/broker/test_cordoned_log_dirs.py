@@ -9,18 +9,16 @@ the whole round with kafkawire processes: tests/broker/test_cordoned_log_dirs_wi
 from __future__ import annotations
 
 import asyncio
-import uuid
 from types import SimpleNamespace
 
 import pytest
 
-from kafkawire.broker.lifecycle import BrokerLifecycle, Registration
 from kafkawire.broker.metrics import log_manager_families
 from kafkawire.metadata.image import BROKER_RESOURCE
 from kafkawire.net.config import ConfigError, parse_server_config
 from kafkawire.protocol.error_codes import Errors
 
-from .test_log_dirs import altered, image_of, make_broker, parent, registration
+from .test_log_dirs import altered, heartbeats_recorded, image_of, make_broker, parent, registration
 
 NODE = ("process.roles=broker,controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
         "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0\ncontroller.quorum.bootstrap.servers=127.0.0.1:1\n")
@@ -52,15 +50,7 @@ def cordoned_broker(tmp_path, metadata_version=30, cordoned="a"):
     # the static setting, as parse_server_config reads it
     broker.config = parse_server_config(NODE + f"log.dirs={dirs[0]},{dirs[1]}\ncordoned.log.dirs={tmp_path / cordoned}\n")
     broker.dir_assignments.submit = lambda *a: None
-    beats = []
-
-    async def send(request, timeout_ms):
-        beats.append(request)
-        return SimpleNamespace(error_code=0, is_caught_up=True, is_fenced=False)
-    broker.lifecycle = BrokerLifecycle(send, registration=Registration(1, "c", uuid.uuid4(), (), {}, ()),
-                                       metadata_offset=lambda: 0, ready_to_unfence=lambda: True,
-                                       cordoned_log_dirs=broker.cordoned_dirs.heartbeat_ids)
-    broker.lifecycle.broker_epoch = 5
+    beats = heartbeats_recorded(broker, cordoned_log_dirs=broker.cordoned_dirs.heartbeat_ids)
     return broker, state, dirs, beats
 
 

@@ -45,6 +45,21 @@ def image_of(partitions: dict, metadata_version=17):
                            metadata_version=metadata_version)
 
 
+
+def heartbeats_recorded(broker, **dirs) -> list:
+    """A stand-in BrokerLifecycle on ``broker`` (epoch 5) whose heartbeats are kept in the list
+    returned, each answered caught up and unfenced; ``dirs``: its offline or cordoned dirs."""
+    from kafkawire.broker.lifecycle import BrokerLifecycle, Registration
+    beats = []
+
+    async def send(request, timeout_ms):
+        beats.append(request)
+        return SimpleNamespace(error_code=0, is_caught_up=True, is_fenced=False)
+    broker.lifecycle = BrokerLifecycle(send, registration=Registration(1, "c", uuid.uuid4(), (), {}, ()),
+                                       metadata_offset=lambda: 0, ready_to_unfence=lambda: True, **dirs)
+    broker.lifecycle.broker_epoch = 5
+    return beats
+
 def make_broker(dirs, image):
     config = parse_server_config(f"process.roles=broker,controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
                                  f"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0\n"
@@ -220,16 +235,8 @@ def test_a_failed_directory_stops_its_replicas_and_is_reported_in_heartbeats(tmp
         dirs = [tmp_path / "a", tmp_path / "b"]
         broker, state = make_broker(dirs, image_of({0: registration(), 1: registration()}))
         broker.dir_assignments.submit = lambda *a: None
-        beats = []
-
-        async def send(request, timeout_ms):
-            beats.append(request)
-            return SimpleNamespace(error_code=0, is_caught_up=True, is_fenced=False)
-        from kafkawire.broker.lifecycle import BrokerLifecycle, Registration
-        broker.lifecycle = BrokerLifecycle(send, registration=Registration(1, "c", uuid.uuid4(), (), {}, ()),
-                                           metadata_offset=lambda: 0, ready_to_unfence=lambda: True,
-                                           offline_log_dirs=broker.log_dirs.offline_ids)
-        broker.lifecycle.state, broker.lifecycle.broker_epoch = "RUNNING", 5
+        beats = heartbeats_recorded(broker, offline_log_dirs=broker.log_dirs.offline_ids)
+        broker.lifecycle.state = "RUNNING"
         broker.on_metadata()
         assert [parent(broker.partitions[("t", i)]) for i in (0, 1)] == [str(dirs[0]), str(dirs[1])]
         os.rename(dirs[1], tmp_path / "gone")                # the disk under b fails
