@@ -151,10 +151,12 @@ class FetchApi:
         if readable is None:
             return wanted, []
         image = self.broker.image()
-        kept, refused = [], []
+        kept, refused, allowed = [], [], {}     # allowed: topic name -> READ, asked once a topic (as Kafka)
         for name, topic_id, p in wanted:
             topic_name = name if version < 13 else getattr(self._topic(image, name, topic_id, version), "name", None)
-            if topic_name is None or readable(topic_name):
+            if topic_name is not None and topic_name not in allowed:
+                allowed[topic_name] = readable(topic_name)
+            if topic_name is None or allowed[topic_name]:
                 kept.append((name, topic_id, p))
             else:
                 refused.append((name, topic_id, topic_authorization_failed(p.partition)))
