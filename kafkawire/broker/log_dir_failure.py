@@ -14,7 +14,7 @@ import os
 
 __all__ = ["BrokerHalted", "fail_log_dir", "is_offline_replica"]
 
-log = logging.getLogger("kafkawire.broker.broker")
+log = logging.getLogger(__name__)
 
 
 class BrokerHalted(RuntimeError):
