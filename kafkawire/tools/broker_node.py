@@ -48,9 +48,9 @@ from kafkawire.net.authorizer import StandardAuthorizer
 from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.metrics_http import EndpointStartError, MetricsEndpoint, start_metrics_endpoint
 from kafkawire.raft.contract import StateMachineFatal
-from kafkawire.raft.node.controller_node import (METADATA_PARTITION_DIR, METRICS_FILE, NodeStartError,
+from kafkawire.raft.node.controller_node import (METADATA_PARTITION_DIR, NodeStartError,
                                                  controller_client_options, raft_config_from, raft_network_client,
-                                                 read_node_meta, scram_credential)
+                                                 read_node_meta, scram_credential, write_raft_metrics)
 from kafkawire.raft.node.disk_store import DiskLogStore
 from kafkawire.raft.node.driver import RaftDriver
 from kafkawire.raft.node.metrics import RaftMetrics
@@ -147,12 +147,8 @@ class BrokerOnlyNode:
             self._write_metrics()
 
     def _write_metrics(self) -> None:
-        path = os.path.join(self.config.metadata_log_dir, METRICS_FILE)
-        try:
-            if self.driver is not None:
-                self.driver.metrics.write(path)
-        except OSError as exc:
-            log.warning("cannot write %s: %s", path, exc)
+        if self.driver is not None:
+            write_raft_metrics(self.driver, self.config.metadata_log_dir)
 
     def _make_broker(self, directory_id) -> Broker:
         driver, loader, c = self.driver, self.loader, self.config

@@ -448,13 +448,9 @@ class ControllerNode:
 
     # --- running -----------------------------------------------------------------------------------------
     async def _publish_metrics(self) -> None:
-        path = os.path.join(self.config.metadata_log_dir, METRICS_FILE)
         while True:
             await asyncio.sleep(self.metrics_interval_ms / 1000)
-            try:
-                self._started(self.driver).metrics.write(path)
-            except OSError as exc:
-                log.warning("cannot write %s: %s", path, exc)
+            write_raft_metrics(self._started(self.driver), self.config.metadata_log_dir)
 
     @property
     def port(self) -> int:
@@ -479,14 +475,23 @@ class ControllerNode:
         if driver is not None:
             await driver.client.close()
             await driver.close()
-            try:
-                driver.metrics.write(os.path.join(self.config.metadata_log_dir, METRICS_FILE))
-            except OSError:
-                pass
+            write_raft_metrics(driver, self.config.metadata_log_dir, warn=False)
         if self._gc_watch is not None:
             stop_logging_long_pauses(self._gc_watch)
             self._gc_watch = None
         log.info("node %d stopped", self.config.node_id)
 
 
-__all__ = ["ControllerNode", "NodeStartError", "raft_config_from", "read_node_meta", "scram_credential", "ConfigError"]
+def write_raft_metrics(driver, metadata_log_dir: str, *, warn: bool = True) -> None:
+    """The node's raft metrics file (METRICS_FILE in its metadata log directory), as a controller
+    or a broker-only node writes it each metrics interval and at stop; a failed write is a
+    WARNING (``warn``), never the node's end."""
+    path = os.path.join(metadata_log_dir, METRICS_FILE)
+    try:
+        driver.metrics.write(path)
+    except OSError as exc:
+        if warn:
+            log.warning("cannot write %s: %s", path, exc)
+
+
+__all__ = ["ControllerNode", "write_raft_metrics", "NodeStartError", "raft_config_from", "read_node_meta", "scram_credential", "ConfigError"]
