@@ -3,13 +3,15 @@ three-voter quorum of kafkawire controllers and on one of Kafka's (Maven jars, t
 tests/interop/mixed_quorum.py), one system at a time, at each size.
 
     .venv/bin/python benchmarks/controller_cost_curve.py [--systems kafkawire,kafka] [--sizes 10000,100000]
-                                                         [--brokers 10] [--kafka-heap 1g]
+                                                         [--brokers 10] [--kafka-heap 1g] [--repeat 3]
+                                                         [--set KEY=VALUE ...]
 
 Per size and system, a fresh quorum (fsync on, loopback; broker.session.timeout.ms 10 minutes
 so the fake brokers of tests/nemesis/paced_storm.py stay registered between their heartbeat
 rounds), then, in this order, each timed on the wall clock and by the active controller's CPU
-(utime + stime from /proc/<pid>/stat: the machine is shared, and the CPU is the figure least
-hurt by that):
+(every thread's, from the process's CPU clock, clock_gettime of the clock id Linux gives a pid,
+to the nanosecond; /proc/<pid>/stat's 10 ms ticks where that clock cannot be read: the machine
+is shared, and the CPU is the figure least hurt by that):
 
 * build: N fake brokers registered and unfenced (raw BrokerRegistration/BrokerHeartbeat), then
   CreateTopics of 1,000 partitions (replication factor 3) four at a time up to the size;
@@ -25,10 +27,19 @@ hurt by that):
 * reassign start/cancel: AlterPartitionReassignments of 1% of the partitions to another replica
   set, then of the same partitions with null replicas (the fake brokers never catch up, so the
   reassignments stay in progress until cancelled);
+* ``--repeat R`` (default 3): elect preferred, and reassign start then cancel, are each done R
+  times in a row and reported as the mean of the R (wall and CPU), with each round's CPU in the
+  note. One of them costs tens of milliseconds at 100k partitions, and a garbage collection of
+  the whole heap (CPython's full collection, Java's) lands in whichever step crosses its
+  threshold: one round said 1x or 4x Kafka's by where that fell, the mean of a few counts it at
+  its share;
 * delete: DeleteTopics of a tenth of the topics, 50 a request;
 * failover: kill -9 of the active controller; done when another node answers a CreateTopics;
 * cold restart: kill -9 of every node, all started again; done when one answers a CreateTopics
   (its snapshot and log loaded, a leader elected).
+
+``--set KEY=VALUE`` adds a setting to every node of both systems (Kafka's controllers ignore
+kafkawire's own keys with a warning).
 
 Printed: a line per (size, system, operation), then kafkawire's over Kafka's ratio of each wall
 time and CPU time at each size (below 1: kafkawire is faster). Kafka's JVMs get --kafka-heap
@@ -57,12 +68,24 @@ from kafkawire.protocol.error_codes import Errors  # noqa: E402
 from kafkawire.raft.node.local_quorum import QuorumError, describe_quorum  # noqa: E402
 from tests.interop.mixed_quorum import MixedQuorum  # noqa: E402
 from tests.nemesis.paced_storm import (STORM_PROPERTIES, TOPIC_PARTITIONS, FakeBrokers, _topic, build,  # noqa: E402
-                                       cpu_seconds, rss_mb)
+                                       rss_mb)
+from tests.nemesis.paced_storm import cpu_seconds as cpu_ticks  # noqa: E402
 
 PROBES = 20
 FENCE_POLL_S, BOUND_S = 0.1, 600
 REQUEST_TIMEOUT_MS = 120_000
 PREFERRED = 0
+CPUCLOCK_SCHED = 2          # Linux's process CPU clock ids: ((~pid) << 3) | 2 (MAKE_PROCESS_CPUCLOCK)
+
+
+def cpu_seconds(pid: int) -> float:
+    """Every thread's CPU time of process ``pid`` (the dead ones' too), to the nanosecond, from
+    the process's CPU clock (what clock_getcpuclockid(3) gives, which Python does not wrap);
+    /proc/<pid>/stat's ticks (10 ms) where the kernel refuses that clock."""
+    try:
+        return time.clock_gettime_ns(((~pid) << 3) | CPUCLOCK_SCHED) / 1e9
+    except OSError:
+        return cpu_ticks(pid)
 
 
 @dataclass
@@ -81,9 +104,11 @@ class Step:
 class Run:
     """One system at one size: its quorum, its fake brokers, and the steps measured."""
 
-    def __init__(self, system: str, size: int, brokers: int, base_dir: str, kafka_heap: str):
-        self.system, self.size = system, size
-        self.quorum = MixedQuorum(base_dir, {i: system for i in (1, 2, 3)}, properties=dict(STORM_PROPERTIES))
+    def __init__(self, system: str, size: int, brokers: int, base_dir: str, kafka_heap: str, repeat: int = 1,
+                 settings: dict | None = None):
+        self.system, self.size, self.repeat = system, size, repeat
+        self.quorum = MixedQuorum(base_dir, {i: system for i in (1, 2, 3)},
+                                  properties={**STORM_PROPERTIES, **(settings or {})})
         self.quorum.format_static()
         for node in self.quorum.kafka.values():
             node.heap = kafka_heap
@@ -95,7 +120,7 @@ class Run:
         host, port = self.quorum.address(node_id or self.leader).rsplit(":", 1)
         return host, int(port)
 
-    async def timed(self, name: str, work, note=lambda result, wall, cpu: ""):
+    async def timed(self, name: str, work, note=lambda result, wall, cpu: "", quiet: bool = False):
         pid = self.quorum.pid(self.leader)
         cpu, started = cpu_seconds(pid), time.perf_counter()
         result = await work
@@ -108,7 +133,8 @@ class Run:
             text += f"; LEADERSHIP LOST: node {self.leader} -> node {leader}"
             self.leader = leader
         self.steps.append(Step(self.system, self.size, name, wall, cpu, text))
-        print(self.steps[-1].line(), flush=True)
+        if not quiet:
+            print(self.steps[-1].line(), flush=True)
         return result
 
     async def measure(self) -> None:
@@ -122,14 +148,31 @@ class Run:
                 f"({rss_mb(self.quorum.pid(self.leader)) * 2**20 / self.size:,.0f} B/partition)"))
             await self.timed("create probe", self._probes(), lambda ms, *_: f"p50 {statistics.median(ms):.1f} ms")
             await self.timed("fence", self._fence(fakes), lambda polls, *_: f"{polls} heartbeats until unfenced")
-            await self.timed("elect preferred", self._elect(), lambda moved, *_: f"{moved:,} leaders elected")
-            await self.timed("reassign start", self._reassign(cancel=False), lambda n, *_: f"{n:,} partitions")
-            await self.timed("reassign cancel", self._reassign(cancel=True), lambda n, *_: f"{n:,} cancelled")
+            await self._repeated({"elect preferred": (self._elect, lambda moved: f"{moved:,} leaders elected")})
+            await self._repeated({"reassign start": (lambda: self._reassign(cancel=False), lambda n: f"{n:,} partitions"),
+                                  "reassign cancel": (lambda: self._reassign(cancel=True), lambda n: f"{n:,} cancelled")})
             await self.timed("delete", self._delete(), lambda n, *_: f"{n:,} partitions deleted")
         finally:
             await fakes.close()
         await self._restart_step("failover", [self.leader])
         await self._restart_step("cold restart", self.quorum.ids)
+
+    async def _repeated(self, steps: dict) -> None:
+        """``steps`` (name -> (work, note of its result)) in order, ``self.repeat`` times; each
+        name's step the mean of its rounds, each round's CPU in the note."""
+        rounds: dict[str, list[Step]] = {name: [] for name in steps}
+        for _ in range(self.repeat):
+            for name, (work, note) in steps.items():
+                before = len(self.steps)
+                await self.timed(name, work(), lambda result, *_, note=note: note(result), quiet=True)
+                rounds[name].append(self.steps.pop(before))
+        for name, done in rounds.items():
+            cpus = ", ".join(f"{s.cpu_s * 1000:.1f}" for s in done)
+            notes = "; ".join(dict.fromkeys(s.note for s in done))
+            self.steps.append(Step(self.system, self.size, name, statistics.fmean(s.wall_s for s in done),
+                                   statistics.fmean(s.cpu_s for s in done),
+                                   f"{notes}; mean of {len(done)}, CPU ms {cpus}" if len(done) > 1 else notes))
+            print(self.steps[-1].line(), flush=True)
 
     async def _leader_now(self) -> int:
         """The node that says it leads (DescribeQuorum of each live node), waiting for one."""
@@ -264,6 +307,13 @@ class Run:
         raise RuntimeError(f"{self.system}: no CreateTopics answered within {BOUND_S} s\n{self.quorum.log_tails()}")
 
 
+def _setting(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise SystemExit(f"--set {text!r}: expected KEY=VALUE")
+    return key.strip(), value.strip()
+
+
 def _expect(code: int, what: str) -> None:
     if code != Errors.NONE:
         raise RuntimeError(f"{what}: {Errors.for_code(code).name}")
@@ -287,15 +337,22 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000", help="partitions, comma-separated")
     parser.add_argument("--brokers", type=int, default=10)
     parser.add_argument("--kafka-heap", default="1g", help="-Xmx of each Kafka controller JVM")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="rounds of elect preferred and of reassign start/cancel, their mean reported")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting for every node (repeatable)")
     parser.add_argument("--dir", help="keep each quorum's nodes (their logs) in DIR/<system>-<size> (default: deleted)")
     args = parser.parse_args()
+    settings = dict(_setting(text) for text in args.set)
+    if args.repeat < 1:
+        parser.error(f"--repeat must be at least 1, not {args.repeat}")
     steps: list[Step] = []
     print(f"{'size':>8} {'system':<9} {'operation':<16} {'wall':>11} {'CPU':>12}  (load {os.getloadavg()[0]:.1f})")
     for size in (int(s) for s in args.sizes.split(",")):
         for system in args.systems.split(","):
             with tempfile.TemporaryDirectory(prefix=f"cost-curve-{system}-") as tmp:
                 base = os.path.join(args.dir, f"{system}-{size}") if args.dir else tmp
-                run = Run(system, size, args.brokers, base, args.kafka_heap)
+                run = Run(system, size, args.brokers, base, args.kafka_heap, args.repeat, settings)
                 try:
                     run.quorum.start_all()
                     run.leader = run.quorum.wait_for_leader(120).leader_id
