@@ -13,9 +13,14 @@ How each number is obtained:
 * commit latency: `kafkawire test-raft-server` (Kafka's TestRaftServer workload) on each
   node; the leader schedules appends of one 256-byte record at the target rate, those due in
   a tick in one call (refused ones are dropped and counted, "appends refused") and times each
-  from when it was due to its commit (the driver's commit-latency window: the last 16384
-  appends, 0.16 s of them at 100,000/s, kept as weighted samples). Medians and p99 come
-  from the leader's metrics file at the end of the measuring window.
+  from when it was due to its commit (the driver's commit-latency window, kept as weighted
+  samples, sized here to the appends the target rate makes in the measuring window:
+  test-raft-server --latency-window; before 2026-11-30 evening it was the driver's default,
+  the last 16384 appends, 0.16 s of them at 100,000/s, so one stall decided the p99). Medians
+  and p99 come from the leader's metrics file written next after the measuring window (within
+  1.5 s): the last rate x seconds appends before it, a window as long as the measuring one
+  when the leader takes the whole target rate, longer when it refuses some (then reaching into
+  the 2 s of warm-up before it).
 * throughput: the high watermark's growth over the window (DescribeQuorum before and after,
   asked of whichever node leads then).
 * leader CPU per committed record: the leader process's CPU seconds over the window (user +
@@ -194,7 +199,8 @@ def load_run(base: str, rate: int, seconds: float, linger_ms: int, profile_dir: 
                     properties={"controller.quorum.append.linger.ms": str(linger_ms), **(settings or {})},
                     python=profiled_python(profile_dir) if profile_dir else None,
                     server_args=lambda c: ["test-raft-server", "--config", c, "--throughput", str(rate),
-                                           "--record-size", "256", "--log-level", "WARN"])
+                                           "--record-size", "256", "--log-level", "WARN",
+                                           "--latency-window", str(max(int(rate * seconds), 1))])
     leader_cpu = None
     with q:
         q.format()

@@ -1,5 +1,6 @@
 """`kafkawire test-raft-server`: a raft node with a synthetic workload, after Kafka's
-kafka.tools.TestRaftServer (--config, --throughput, --record-size).
+kafka.tools.TestRaftServer (--config, --throughput, --record-size), and --latency-window: how
+many of the latest appends the commit-latency percentiles cover.
 
     kafkawire test-raft-server --config controller.properties --throughput 2000 --record-size 256
 
@@ -22,6 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="the server.properties file")
     parser.add_argument("--throughput", type=int, default=5000, help="records per second (default 5000)")
     parser.add_argument("--record-size", type=int, default=256, help="bytes per record (default 256)")
+    parser.add_argument("--latency-window", type=int, default=None, metavar="APPENDS",
+                        help="how many of the latest appends the commit-latency-p50/p99 metrics cover "
+                             "(default: the driver's, 16384)")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARN", "ERROR"])
     add_max_api_versions(parser)
@@ -37,15 +41,28 @@ def run(args: argparse.Namespace) -> int:
     if args.throughput <= 0 or args.record_size <= 0:
         print("test-raft-server: --throughput and --record-size must be positive", file=sys.stderr)
         return 1
+    if args.latency_window is not None and args.latency_window <= 0:
+        print(f"test-raft-server: --latency-window must be positive, not {args.latency_window}", file=sys.stderr)
+        return 1
     try:
         config = load_config(args.config, args.override)
     except ConfigError as exc:
         print(f"test-raft-server: {args.config}: {exc}", file=sys.stderr)
         return 1
 
-    def factory(driver, server_config, meta):
-        return LoadGenerator(driver, throughput=args.throughput, record_size=args.record_size)
-
+    factory = workload_factory(args, LoadGenerator)
     logging.getLogger(__name__).info("workload: %d records/s of %d bytes while leading",
                                                args.throughput, args.record_size)
     return run_loop(serve(config, factory, max_versions=args.max_api_versions))
+
+
+def workload_factory(args: argparse.Namespace, workload):
+    """The state machine factory ``serve`` calls with the node's driver: the workload, and the
+    driver's commit-latency window sized by --latency-window."""
+
+    def factory(driver, server_config, meta):
+        if args.latency_window is not None:      # percentiles over a whole benchmark window, not its last 0.16 s
+            driver.metrics.commit_latency.size = args.latency_window
+        return workload(driver, throughput=args.throughput, record_size=args.record_size)
+
+    return factory

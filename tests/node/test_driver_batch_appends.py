@@ -141,6 +141,26 @@ def test_the_latency_window_keeps_the_newest_samples_that_stand_for_its_size():
     assert window.avg() == pytest.approx((2 * 30 + 3 * 30 + 4 * 50) / 110)
 
 
+def test_test_raft_server_sizes_the_latency_window_and_refuses_a_window_of_nothing(capsys):
+    """--latency-window: the percentiles of a benchmark's whole window, not of its last 16384
+    appends (benchmarks/quorum.py); 0 is a clear error, not a traceback."""
+    import argparse
+    from types import SimpleNamespace
+
+    from kafkawire.tools import test_raft_server
+
+    parser = argparse.ArgumentParser()
+    test_raft_server.add_arguments(parser)
+    args = parser.parse_args(["--config", "unused.properties", "--throughput", "1000", "--latency-window", "600000"])
+    driver = SimpleNamespace(metrics=SimpleNamespace(commit_latency=LatencyWindow()))
+    made = test_raft_server.workload_factory(args, lambda d, **kw: (d, kw))(driver, None, None)
+    assert made == (driver, {"throughput": 1000, "record_size": 256})
+    assert driver.metrics.commit_latency.size == 600_000
+    args.latency_window = 0
+    assert test_raft_server.run(args) == 1
+    assert "--latency-window must be positive, not 0" in capsys.readouterr().err
+
+
 def _idle_driver(directory, clock, **settings):
     """A driver that is not started, with a clock the test moves: schedule_appends' bounds and
     queue are looked at directly (its drain is held: nothing reaches a core)."""
