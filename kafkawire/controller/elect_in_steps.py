@@ -6,7 +6,10 @@ Kafka's controller walks every partition in one event (ReplicationControlManager
 loop 2.7-3.5 s at 1M, past the followers' fetch timeout, and cost it its leadership
 (benchmarks/README.md, "The cost curve beside Kafka's controller"). So above STEP_PARTITIONS
 partitions the topics (named as the image lists them when the request comes) are taken in
-steps of whole topics of about STEP_PARTITIONS partitions, each step a write of its own
+steps of whole topics, a step ending after the topic that takes it to STEP_PARTITIONS
+partitions that needed an election or WALK_PARTITIONS partitions looked at (the two costs
+differ a hundredfold: at 100k partitions with a tenth of them refused, 50 steps of 2,000
+became 5; benchmarks/README.md), each step a write of its own
 (generated against the uncommitted image of its moment, a topic deleted meanwhile left out,
 one created meanwhile not visited), with the loop given back between steps, so heartbeats and
 other writes run between them. The answer is the steps' answers joined, in the image's topic
@@ -25,11 +28,12 @@ import asyncio
 from kafkawire.messages.elect_leaders_response import ElectLeadersResponse
 
 from .bounded import MAX_RECORDS_PER_USER_OP, BoundedList, BoundedListTooLong
-from .leader_election import elect_in_topics, election_type
+from .leader_election import StepBudget, elect_in_topics, election_type
 
-__all__ = ["STEP_PARTITIONS", "needs_steps", "elect_every_partition_in_steps"]
+__all__ = ["STEP_PARTITIONS", "WALK_PARTITIONS", "needs_steps", "elect_every_partition_in_steps"]
 
-STEP_PARTITIONS = 2_000      # ~5 ms a step when nothing needs electing, ~40 ms when all are tried
+STEP_PARTITIONS = 2_000      # elections a step tries (~20 us each that writes a record, ~2.5 us a refusal)
+WALK_PARTITIONS = 50_000     # partitions a step looks at in all (~0.25 us each that needs no election)
 
 
 def needs_steps(state, request) -> bool:
@@ -44,31 +48,20 @@ def needs_steps(state, request) -> bool:
     return False
 
 
-def _steps(image, names: list[str]) -> list[list[str]]:
-    steps, current, size = [], [], 0
-    for name in names:
-        topic = image.topics_by_name.get(name)
-        current.append(name)
-        size += len(topic.partitions) if topic is not None else 0
-        if size >= STEP_PARTITIONS:
-            steps.append(current)
-            current, size = [], 0
-    if current:
-        steps.append(current)
-    return steps
-
-
 async def elect_every_partition_in_steps(controller, request, api_version: int, timeout_ms: int):
     """The answer to ``request`` (TopicPartitions null) by ``controller`` (a MetadataController)."""
     election = election_type(request, api_version)
     deadline_ms = controller.clock() + max(timeout_ms, 0)
+    names = list(controller.state.image.topics_by_name)
+    budget = StepBudget(partitions=WALK_PARTITIONS, elections=STEP_PARTITIONS)
     results, written = [], [0]
-    for names in _steps(controller.state.image, list(controller.state.image.topics_by_name)):
+    while budget.position < len(names):
 
-        def generate(names=names):
+        def generate():
+            budget.next_step()
             records, step_results = elect_in_topics(controller.state, names, election,
                                                     controller.static_min_insync_replicas,
-                                                    BoundedList(MAX_RECORDS_PER_USER_OP))
+                                                    BoundedList(MAX_RECORDS_PER_USER_OP), budget)
             if written[0] + len(records) > MAX_RECORDS_PER_USER_OP:
                 raise BoundedListTooLong(f"Cannot add another element to the list because it would exceed the "
                                          f"maximum length of {MAX_RECORDS_PER_USER_OP}")

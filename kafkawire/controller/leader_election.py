@@ -15,6 +15,8 @@ Every partition of a large cluster is walked in steps (kafkawire.controller.elec
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kafkawire.messages.elect_leaders_response import ElectLeadersResponse, PartitionResult, ReplicaElectionResult
 from kafkawire.metadata.registrations import NO_LEADER
 from kafkawire.protocol.error_codes import Errors
@@ -130,13 +132,39 @@ def elect_leaders(state: ControllerState, request, api_version: int, static_min_
     return records, ElectLeadersResponse(error_code=0, replica_election_results=results)
 
 
+@dataclass
+class StepBudget:
+    """Where a walk in steps (elect_in_steps) is in its topics, and how much one step may do: it
+    ends after the topic that takes it to ``partitions`` looked at or ``elections`` tried (the
+    partitions that needed one)."""
+    partitions: int
+    elections: int
+    position: int = 0         # the next topic of the walk's names
+    visited: int = 0
+    tried: int = 0
+
+    def next_step(self) -> None:
+        self.visited = self.tried = 0
+
+    def spent(self) -> bool:
+        return self.visited >= self.partitions or self.tried >= self.elections
+
+
 def elect_in_topics(state: ControllerState, names: list[str], election: int, static_min_isr: int,
-                    records: BoundedList | None = None) -> tuple[list, list]:
+                    records: BoundedList | None = None, budget: StepBudget | None = None) -> tuple[list, list]:
     """The "every partition" walk over the topics ``names`` (one gone meanwhile left out):
-    (records, [ReplicaElectionResult]) with the partitions that needed no election left out."""
+    (records, [ReplicaElectionResult]) with the partitions that needed no election left out.
+    With ``budget``: from its position on, until the step's budget is spent (the position moved
+    past the topics walked)."""
     records = BoundedList() if records is None else records
     results, lookups = [], _Election(state, election, static_min_isr)
-    for name in names:
+    start = 0 if budget is None else budget.position
+    for index in range(start, len(names)):
+        if budget is not None:
+            if budget.spent():
+                break
+            budget.position = index + 1
+        name = names[index]
         topic = state.image.topics_by_name.get(name)
         if topic is None:
             continue
@@ -150,6 +178,9 @@ def elect_in_topics(state: ControllerState, names: list[str], election: int, sta
         wanted.sort()
         results.append(ReplicaElectionResult(topic=name, partition_result=[
             _result(pid, lookups.elect(topic, pid, partitions[pid], records)) for pid in wanted]))
+        if budget is not None:
+            budget.visited += len(partitions)
+            budget.tried += len(wanted)
     return records, results
 
 

@@ -37,6 +37,7 @@ async def cluster_needing_elections():
 
 def test_the_steps_answer_and_elect_as_the_one_event_walk(monkeypatch):
     monkeypatch.setattr(elect_in_steps, "STEP_PARTITIONS", 4)          # 17 partitions: several steps
+    monkeypatch.setattr(elect_in_steps, "WALK_PARTITIONS", 4)
 
     async def go():
         quorum, leader, running = await cluster_needing_elections()
@@ -72,8 +73,33 @@ def test_the_steps_answer_and_elect_as_the_one_event_walk(monkeypatch):
     run(go())
 
 
+def test_a_step_ends_at_its_elections_tried_as_well_as_at_its_partitions_looked_at(monkeypatch):
+    """Partitions that need no election cost a hundredth of one tried: a step walks up to
+    WALK_PARTITIONS of them, and ends sooner when STEP_PARTITIONS needed an election."""
+    monkeypatch.setattr(elect_in_steps, "STEP_PARTITIONS", 3)          # a1 and a3 need 3 elections each
+    monkeypatch.setattr(elect_in_steps, "WALK_PARTITIONS", 1000)
+
+    async def go():
+        quorum, leader, running = await cluster_needing_elections()
+        async with running:
+            _, expected = elect_leaders(leader.state, EVERYTHING, 2, 1)
+            writes = []
+            write = leader.write
+
+            async def counted(generate, **kwargs):
+                answer = await write(generate, **kwargs)
+                writes.append([t.topic for t in answer[0]])
+                return answer
+            monkeypatch.setattr(leader, "write", counted)
+            response = await leader.handlers()[43].handle(Ctx(2), EVERYTHING)
+            assert results(response) == results(expected)
+            assert writes == [["t", "a0", "a1"], ["a2", "a3"], ["a4"]]
+    run(go())
+
+
 def test_the_records_bound_counts_every_step_and_the_earlier_steps_stay_written(monkeypatch):
     monkeypatch.setattr(elect_in_steps, "STEP_PARTITIONS", 4)
+    monkeypatch.setattr(elect_in_steps, "WALK_PARTITIONS", 4)
     monkeypatch.setattr(elect_in_steps, "MAX_RECORDS_PER_USER_OP", 4)   # six elections are due
 
     async def go():
