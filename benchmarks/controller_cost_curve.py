@@ -38,8 +38,8 @@ is shared, and the CPU is the figure least hurt by that):
 * cold restart: kill -9 of every node, all started again; done when one answers a CreateTopics
   (its snapshot and log loaded, a leader elected).
 
-``--set KEY=VALUE`` adds a setting to every node of both systems (Kafka's controllers ignore
-kafkawire's own keys with a warning).
+``--set KEY=VALUE`` adds a setting to every node of both systems (Kafka's controllers start
+with kafkawire's own keys in their properties and do not use them).
 
 Printed: a line per (size, system, operation), then kafkawire's over Kafka's ratio of each wall
 time and CPU time at each size (below 1: kafkawire is faster). Kafka's JVMs get --kafka-heap
