@@ -16,9 +16,9 @@ with the next one.
 
 The group coordinator initializes a share-partition before it assigns it
 (kafkawire.broker.share_group_init), so a consumer finds its state; one the coordinator has no
-state for (a client fetching a partition it was not assigned) is still initialized here, as a
-fallback Kafka's leader does not have (state epoch 0, start offset -1: docs/differences.md).
-A start offset of -1 is resolved as
+state for (a client fetching a partition it was not assigned) is not initialized here: the
+coordinator refuses the read (INVALID_REQUEST) and the fetch answers UNKNOWN_SERVER_ERROR for
+it, as Kafka's leader does. A start offset of -1 is resolved as
 before the coordinator existed: the leader's old checkpoint (kafkawire.broker.share_checkpoint),
 else ``share.auto.offset.reset``; it is written at once. A write refused with
 FENCED_STATE_EPOCH or FENCED_LEADER_EPOCH drops the share-partition here (read again next time).
@@ -38,7 +38,6 @@ from .share_persister import SharePersister
 __all__ = ["ShareStateKeeper"]
 
 log = logging.getLogger(__name__)
-UNINITIALIZED = Errors.INVALID_REQUEST        # the coordinator's answer to a read of no state
 FENCED = {int(Errors.FENCED_STATE_EPOCH), int(Errors.FENCED_LEADER_EPOCH)}
 COORDINATOR_MOVED = {int(Errors.NOT_COORDINATOR), int(Errors.COORDINATOR_NOT_AVAILABLE),
                      int(Errors.COORDINATOR_LOAD_IN_PROGRESS)}
@@ -81,10 +80,6 @@ class ShareStateKeeper:
     async def _load(self, key, partition, settings) -> int:
         group_id, topic_id, index = key
         code, state = await self.persister.read(group_id, topic_id, index, partition.leader_epoch)
-        if code == UNINITIALIZED:
-            code = await self.persister.initialize(group_id, topic_id, index, 0, -1)
-            if code == Errors.NONE:
-                code, state = await self.persister.read(group_id, topic_id, index, partition.leader_epoch)
         if code != Errors.NONE:
             log.warning("Reading the state of share-partition %s failed: %s", key, Errors.for_code(code).name)
             return persister_error(code)

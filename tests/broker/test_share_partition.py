@@ -388,3 +388,36 @@ def test_a_failed_write_rolls_the_acknowledgement_back_and_a_fenced_one_drops_th
     assert asyncio.run(acknowledge(5, 9)) == Errors.UNKNOWN_SERVER_ERROR
     assert asyncio.run(acknowledge(5, 9)) == Errors.NOT_LEADER_OR_FOLLOWER       # another state epoch: read again
     assert key not in share.partitions
+
+
+class _Unread:
+    """A share coordinator with no state for the share-partition, as Kafka's refuses its read."""
+
+    def __init__(self):
+        self.asked: list = []
+
+    async def read(self, group_id, topic_id, partition, leader_epoch):
+        self.asked.append("read")
+        return Errors.INVALID_REQUEST, None
+
+    async def initialize(self, *args):
+        self.asked.append("initialize")
+        return Errors.NONE
+
+
+def test_a_share_partition_no_group_coordinator_initialized_fails_its_fetch_as_kafkas_leader_does():
+    """A share-partition the share coordinator has no state for (its group coordinator never
+    initialized it: the member fetching it was not assigned it) is not initialized by its
+    leader: the read's INVALID_REQUEST is the fetch's UNKNOWN_SERVER_ERROR (fetchPersisterError),
+    nothing is kept, and the next fetch reads again."""
+    import asyncio
+    from types import SimpleNamespace
+    from kafkawire.broker.share_state_keeper import ShareStateKeeper
+    key = ("g", TOPIC, 0)
+    share = SimpleNamespace(partitions={}, broker=SimpleNamespace(node_id=1))
+    keeper = ShareStateKeeper(share)
+    keeper.persister = _Unread()
+    partition = SimpleNamespace(leader_epoch=4)
+    settings = ShareSettings(record_lock_duration_ms=60_000, delivery_count_limit=3, max_record_locks=100)
+    assert asyncio.run(keeper.load(key, partition, settings)) == Errors.UNKNOWN_SERVER_ERROR
+    assert keeper.persister.asked == ["read"] and share.partitions == {} and keeper.needs_load(key, partition)
