@@ -20,7 +20,8 @@ import logging
 import random
 
 from kafkawire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
-from kafkawire.net.client import AuthenticationFailed, ProtocolError, RequestTimedOut, TransportError, UnsupportedVersion
+from kafkawire.net.client import (AuthenticationFailed, ProtocolError, RequestTimedOut, TransportError,
+                                  UnsupportedVersion)
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import RequestContext
 

@@ -66,8 +66,9 @@ def offsets_of(peers: Peers, own_high_watermark: int = 9):
     topic = SimpleNamespace(id=TOPIC_ID, name="queue",
                             partitions={p: SimpleNamespace(leader=leader) for p, leader in LEADERS.items()})
     image = SimpleNamespace(topics_by_name={"queue": topic}, topics_by_id={TOPIC_ID: topic})
+    roles = SimpleNamespace(endpoint_of=lambda n: ("other", 9092) if n == OTHER else None)
     broker = SimpleNamespace(node_id=HERE, image=lambda: image, fetch_api=SimpleNamespace(list_offsets=list_offsets),
-                             replica_roles=SimpleNamespace(endpoint_of=lambda n: ("other", 9092) if n == OTHER else None))
+                             replica_roles=roles)
     share = SimpleNamespace(broker=broker, apis=SimpleNamespace(store=SimpleNamespace(
         coordinator_error=lambda g: Errors.NONE)), groups=SimpleNamespace(groups={}),
         keeper=SimpleNamespace(persister=SimpleNamespace(summary_many=summary_many, peers=peers)))
