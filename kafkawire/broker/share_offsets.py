@@ -59,13 +59,6 @@ class ShareOffsets:
 
     # -- helpers --
 
-    def _local(self, topic, index: int):
-        """The partition when this broker leads ``index`` of ``topic`` (an image topic), else None."""
-        registration = topic.partitions.get(index)
-        if registration is None or registration.leader != self.broker.node_id:
-            return None
-        return self.broker.partitions.get((topic.name, index))
-
     def _group_error(self, group_id: str, *, must_exist: bool):
         """(code, message) refusing the request for the group, or None."""
         code = self.share.apis.store.coordinator_error(group_id)
@@ -186,9 +179,9 @@ class ShareOffsets:
     async def _alter_partition(self, group_id: str, topic, index: int, start: int):
         if topic is None or index not in topic.partitions:
             return Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.UNKNOWN_TOPIC_OR_PARTITION.message
-        partition = self._local(topic, index)
-        if partition is not None and start >= 0:      # a negative one goes as it is (-1: share.auto.offset.reset)
-            start = min(max(start, partition.log.log_start_offset), partition.log.log_end_offset)
+        # as it is, as Kafka's coordinator passes it on (-1: share.auto.offset.reset; below the log
+        # start: the leader moves it to the log start; past the log end: the records before it are
+        # never delivered)
         persister = self.share.keeper.persister
         code, summary = await persister.summary(group_id, topic.id, index)
         if code == Errors.NONE:

@@ -90,8 +90,9 @@ class ShareStateKeeper:
             if code != Errors.NONE:                   # nothing kept: resolved again at the next fetch
                 return code
             batches = []
-        sp = SharePartition.restored(min(start, partition.log.log_end_offset), batches, partition.leader_epoch,
-                                     settings.max_record_locks)
+        # a start past the log end is kept, as Kafka's SharePartition keeps it (an altered offset:
+        # the records before it are not delivered)
+        sp = SharePartition.restored(start, batches, partition.leader_epoch, settings.max_record_locks)
         sp.dirty = resolved
         self.share.partitions[key] = sp
         self.state_epochs[key] = state_epoch

@@ -2,7 +2,8 @@
 Kafka 4.3.1's GroupCoordinatorService computes it: the leader's latest offset (ListOffsets,
 latest, read_uncommitted) wherever the partition is led, less the start offset and the
 delivery-complete count; a summary that failed is no offset information, a latest offset that
-failed is the partition's error; an unreachable leader is asked again with Kafka's backoff."""
+failed is the partition's error; an unreachable leader is asked again with Kafka's backoff.
+AlterShareGroupOffsets passes the start offset on as it is, as Kafka's coordinator does."""
 from __future__ import annotations
 
 import asyncio
@@ -63,16 +64,27 @@ def offsets_of(peers: Peers, own_high_watermark: int = 9):
     async def summary_many(group_id, keys):
         return {k: SUMMARIES[k[1]] for k in keys}
 
+    async def summary_of(group_id, topic_id, index):
+        return Errors.NONE, SUMMARIES[index]
+
+    async def initialize(group_id, topic_id, index, state_epoch, start):
+        initialized.append((index, state_epoch, start))
+        return Errors.NONE
+    initialized: list = []
+
     topic = SimpleNamespace(id=TOPIC_ID, name="queue",
                             partitions={p: SimpleNamespace(leader=leader) for p, leader in LEADERS.items()})
     image = SimpleNamespace(topics_by_name={"queue": topic}, topics_by_id={TOPIC_ID: topic})
     roles = SimpleNamespace(endpoint_of=lambda n: ("other", 9092) if n == OTHER else None)
+    led_here = SimpleNamespace(log=SimpleNamespace(log_start_offset=3, log_end_offset=own_high_watermark))
     broker = SimpleNamespace(node_id=HERE, image=lambda: image, fetch_api=SimpleNamespace(list_offsets=list_offsets),
-                             replica_roles=roles)
+                             replica_roles=roles, partitions={("queue", 0): led_here})
     share = SimpleNamespace(broker=broker, apis=SimpleNamespace(store=SimpleNamespace(
         coordinator_error=lambda g: Errors.NONE)), groups=SimpleNamespace(groups={}),
-        keeper=SimpleNamespace(persister=SimpleNamespace(summary_many=summary_many, peers=peers)))
+        partitions={}, keeper=SimpleNamespace(known=set(), persister=SimpleNamespace(
+            summary_many=summary_many, summary=summary_of, initialize=initialize, peers=peers)))
     offsets = ShareOffsets(share)
+    offsets.initialized = initialized
     slept: list = []
 
     async def sleep(seconds):
@@ -125,3 +137,12 @@ def test_an_unreachable_leader_is_asked_again_with_kafkas_backoff_then_its_parti
 
     offsets, _, slept = offsets_of(Peers(AuthenticationFailed(peer, "no")))         # not retried
     assert describe(offsets, partitions=[1])[0][1] == {1: (0, 0, -1, Errors.UNKNOWN_SERVER_ERROR)} and slept == []
+
+
+def test_an_altered_start_offset_goes_to_the_share_coordinator_as_it_is_even_past_the_log():
+    offsets, _, _ = offsets_of(Peers())
+    topic = offsets.broker.image().topics_by_name["queue"]
+    for start in (1_000, 0, -1):          # partition 0 is led here, its log 3-9: not clamped to it
+        assert asyncio.run(offsets._alter_partition("g", topic, 0, start)) == (Errors.NONE, None)
+    # with the next state epoch (the summary's 1, plus one), which fences the leader's older state
+    assert offsets.initialized == [(0, 2, 1_000), (0, 2, 0), (0, 2, -1)]

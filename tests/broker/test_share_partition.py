@@ -421,3 +421,24 @@ def test_a_share_partition_no_group_coordinator_initialized_fails_its_fetch_as_k
     settings = ShareSettings(record_lock_duration_ms=60_000, delivery_count_limit=3, max_record_locks=100)
     assert asyncio.run(keeper.load(key, partition, settings)) == Errors.UNKNOWN_SERVER_ERROR
     assert keeper.persister.asked == ["read"] and share.partitions == {} and keeper.needs_load(key, partition)
+
+
+def test_a_start_offset_past_the_log_end_is_kept_as_kafkas_share_partition_keeps_it():
+    """An altered start offset past the log end: the leader starts there, the records before it
+    are never delivered (Kafka's SharePartition takes the persisted start offset as it is)."""
+    import asyncio
+    from types import SimpleNamespace
+    from kafkawire.broker.share_state_keeper import ShareStateKeeper
+
+    class Altered:
+        async def read(self, group_id, topic_id, partition, leader_epoch):
+            return Errors.NONE, (2, 50, [])
+    key = ("g", TOPIC, 0)
+    share = SimpleNamespace(partitions={}, broker=SimpleNamespace(node_id=1))
+    keeper = ShareStateKeeper(share)
+    keeper.persister = Altered()
+    partition = SimpleNamespace(leader_epoch=4, log=SimpleNamespace(log_start_offset=0, log_end_offset=6))
+    settings = ShareSettings(record_lock_duration_ms=60_000, delivery_count_limit=3, max_record_locks=100)
+    assert asyncio.run(keeper.load(key, partition, settings)) == Errors.NONE
+    sp = share.partitions[key]
+    assert (sp.start_offset, sp.first_available(0, settings), keeper.state_epochs[key]) == (50, 50, 2)
