@@ -100,6 +100,7 @@ class GroupApis:
     def on_metadata(self) -> None:
         self.store.on_metadata()
         self.consumer_apis.on_metadata()
+        self.share_apis.groups.on_metadata()
         if not self._expiry_scheduled:
             self._expiry_scheduled = True
             self._schedule_expiry()

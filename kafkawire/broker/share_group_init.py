@@ -121,8 +121,9 @@ def pending_assignment(group, names, view: TopicsView) -> bool:
 
 def without_deleted_topics(group, view: TopicsView):
     """maybeCleanupShareGroupState: the record without the topics the metadata no longer has
-    (None when the group names none). Kafka writes it when the topic is deleted; kafkawire at
-    the group's next heartbeat: the share coordinator drops their state itself."""
+    (None when the group names none), written when the metadata shows the deletion
+    (ShareGroups.on_metadata, as Kafka's) and at the next heartbeat of a group loaded after it;
+    the share coordinator drops their state itself."""
     gone = {t for table in (group.initializing, group.initialized, group.deleting) for t in table
             if t not in view.by_id}
     if not gone:

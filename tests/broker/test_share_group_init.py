@@ -180,3 +180,20 @@ def test_the_heartbeat_is_answered_before_the_initialization_and_its_failure_is_
         return again
     after = asyncio.run(scenario())
     assert (after.error_code, after.member_epoch, after.assignment) == (Errors.NONE, 1, None)
+
+
+def test_a_deleted_topic_leaves_the_record_when_the_metadata_shows_it_as_kafkas_coordinator_writes_it():
+    persister = FakePersister()
+    classic, groups, initializer, asked = setup(persister)
+    beat(groups, "m1", 0, ["orders", "audit"])
+    asyncio.run(initializer.run(*asked.pop()))
+    groups.on_metadata()                                   # the first metadata seen with the group: nothing gone
+    written = len(classic.written)
+    assert set(groups.groups["g"].initialized) == {T1, T2}
+    groups.topics = lambda: TopicsView.of([("orders", T1, 2)])     # "audit" deleted, no heartbeat since
+    groups.on_metadata()
+    assert len(classic.written) == written + 1
+    assert [int.from_bytes(k[:2], "big") for k, _ in classic.written][-1] == STATE_PARTITIONS
+    assert set(groups.groups["g"].initialized) == {T1} and groups.groups["g"].initializing == {}
+    groups.on_metadata()                                   # nothing more deleted: nothing written
+    assert len(classic.written) == written + 1
