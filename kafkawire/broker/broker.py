@@ -27,8 +27,8 @@ whose replicas include this broker and whose leader is another one is followed
 (kafkawire.broker.replica_roles: its log kept or opened, its leader's replica fetcher copying
 it); a follower made leader keeps its log. The
 broker asks to be unfenced only once the metadata it registered against is applied and these
-logs are open (and, given ``metadata_loaded``, once its image was loaded up to the high watermark),
-as Kafka's broker waits for its log manager; its listeners process requests only once it is
+logs are open (and, given ``metadata_loaded``, once its image was loaded up to the high watermark,
+and its authorizer loaded the ACLs), as Kafka's broker waits for its log manager; its listeners process requests only once it is
 unfenced, as Kafka's BrokerServer enables request processing last (see ``_run_lifecycle``).
 
 Log directories (``log.dirs``, kafkawire.broker.log_dirs): each has its meta.properties and
@@ -279,6 +279,12 @@ class Broker:
                                                   INCREMENTAL_ALTER_CONFIGS: self.config_apis.incremental_alter_configs}),
         }
 
+    def _authorizer_loaded(self) -> bool:
+        """Whether the authorizer (if any) has loaded the ACLs: Kafka's broker opens its listeners
+        only once its authorizer's futures completed (BrokerServer's authorizerFutures), so no
+        request meets an authorizer that is not ready."""
+        return self.authorizer is None or self.authorizer.loaded()
+
     def _may_alter_loggers(self, ctx) -> bool:
         """ConfigAdminManager's check of a BROKER_LOGGER change: ALTER_CONFIGS on the cluster."""
         return self.authorizer is None or allowed(self.authorizer, ctx, Op.ALTER_CONFIGS, RESOURCE_CLUSTER,
@@ -315,7 +321,7 @@ class Broker:
             delete_clean_shutdown(path)
         self.lifecycle = BrokerLifecycle(
             self.send_to_controller, registration=self._registration(), metadata_offset=self.metadata_offset,
-            ready_to_unfence=lambda: self._logs_ready and self.metadata_loaded(),
+            ready_to_unfence=lambda: self._logs_ready and self.metadata_loaded() and self._authorizer_loaded(),
             heartbeat_interval_ms=c.broker_heartbeat_interval_ms, on_state=self._on_lifecycle_state,
             offline_log_dirs=self.log_dirs.offline_ids, cordoned_log_dirs=self.cordoned_dirs.heartbeat_ids)
         self.task = asyncio.ensure_future(self._run_lifecycle())

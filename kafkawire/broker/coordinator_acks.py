@@ -15,10 +15,15 @@ handlers of the coordinator APIs are wrapped (``replicated_handlers``): the appe
 ``persist`` made (``note_append``, through a context variable of the request's task) are awaited
 after the handler, with kafkawire.broker.delayed_produce's waiting (Kafka's DelayedProduce), and
 a failed wait turns every error code of the answer that was NONE into the coordinator's error.
+An answer another request completes after its write (the members' SyncGroup answers that the
+leader's assignment completes, which Kafka gives in the write's appendFuture, once committed) takes
+that request's appends along (``appends_so_far``) and waits for them too (``wait_also_for``).
 
     handlers = replicated_handlers(handlers, broker)         # GroupApis / TxnApis.handlers()
     note_append(partition)                                    # OffsetsTopic.persist, after an append
     refusal = not_enough_replicas(partition, min_isr)         # before a __transaction_state append
+    appends = appends_so_far()                                # in the request that completes another's answer
+    wait_also_for(appends)                                    # in the request answered, once it resumes
 """
 from __future__ import annotations
 
@@ -33,7 +38,8 @@ from .produce import isr_and_min_isr
 from .share_state_records import SHARE_STATE_TOPIC
 from .txn_records import TRANSACTION_STATE_TOPIC
 
-__all__ = ["note_append", "not_enough_replicas", "replicated_handlers", "set_errors"]
+__all__ = ["appends_so_far", "note_append", "not_enough_replicas", "replicated_handlers", "set_errors",
+           "wait_also_for"]
 
 # (topic, partition) -> (partition, the offset the high watermark must reach), per request
 _appended: ContextVar[dict | None] = ContextVar("kafkawire_coordinator_appends", default=None)
@@ -54,6 +60,25 @@ def note_append(partition) -> None:
     pending = _appended.get()
     if pending is not None:
         pending[(partition.topic, partition.partition)] = (partition, partition.log.log_end_offset)
+
+
+def appends_so_far() -> list:
+    """The appends the running request made until now, as (partition, offset) pairs (none outside a
+    wrapped handler)."""
+    pending = _appended.get()
+    return list(pending.values()) if pending else []
+
+
+def wait_also_for(appends: list) -> None:
+    """The running request's answer waits for ``appends`` (``appends_so_far`` of another request) too."""
+    pending = _appended.get()
+    if pending is None:
+        return
+    for partition, end in appends:
+        key = (partition.topic, partition.partition)
+        known = pending.get(key)
+        if known is None or known[1] < end:
+            pending[key] = (partition, end)
 
 
 def not_enough_replicas(partition, min_insync_replicas: int) -> bool:

@@ -15,6 +15,7 @@ partition's groups are COORDINATOR_LOAD_IN_PROGRESS meanwhile, as in Kafka).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 import time
@@ -46,7 +47,9 @@ class LoopTimer:
 
     def schedule(self, key: str, delay_ms: int, callback) -> None:
         self.cancel(key)
-        self._handles[key] = asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, self._run, key, callback)
+        # a fresh context: a timer is no part of the request that scheduled it (coordinator_acks)
+        self._handles[key] = asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, self._run, key, callback,
+                                                                   context=contextvars.Context())
 
     def _run(self, key: str, callback) -> None:
         self._handles.pop(key, None)

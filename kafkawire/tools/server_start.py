@@ -172,6 +172,7 @@ async def start_broker(node):
                         send_to_controller=driver.send_to_leader, supported_features=features,
                         scram_lookup=node._scram_credential, kraft_version=driver.kraft_version,
                         authorizer=node.authorizer, max_versions=node.max_versions,
+                        metadata_loaded=node._metadata_loaded,          # Kafka's loader's first publish
                         describe_configs=lambda request: describe_configs(
                             node.config.node_id, published.image, request, static=static, broker_keys=known))
         published.listeners.append(broker.on_metadata)

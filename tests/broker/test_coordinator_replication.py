@@ -5,6 +5,9 @@ played by calls): Kafka's coordinators answer only once their writes reached the
 
 - OffsetCommit (the group coordinator, CoordinatorRuntime): not answered until the follower
   fetched past the commit; COORDINATOR_NOT_AVAILABLE after ``offsets.commit.timeout.ms``.
+- SyncGroup (GroupMetadataManager's appendFuture of the leader's assignment): no member, leader or
+  not, is answered until the follower has the assignment; every one COORDINATOR_NOT_AVAILABLE after
+  ``offsets.commit.timeout.ms``.
 - InitProducerId / EndTxn (TransactionStateManager.appendTransactionToLog, acks=-1): not answered
   until the follower has the record; COORDINATOR_NOT_AVAILABLE after ``request.timeout.ms``, and
   at once, without an append, when the ISR is under min.insync.replicas (NOT_ENOUGH_REPLICAS).
@@ -12,6 +15,7 @@ played by calls): Kafka's coordinators answer only once their writes reached the
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 from types import SimpleNamespace
 
@@ -20,10 +24,12 @@ from kafkawire.broker.replication import Replication
 from kafkawire.messages.end_txn_request import EndTxnRequest
 from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
 from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
+from kafkawire.messages.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
 from kafkawire.messages.offset_commit_request import (OffsetCommitRequest, OffsetCommitRequestPartition,
                                                       OffsetCommitRequestTopic)
 from kafkawire.messages.write_txn_markers_response import (WritableTxnMarkerPartitionResult, WritableTxnMarkerResult,
                                                            WritableTxnMarkerTopicResult, WriteTxnMarkersResponse)
+from kafkawire.messages.sync_group_request import SyncGroupRequest, SyncGroupRequestAssignment
 from kafkawire.protocol.error_codes import Errors
 
 from .test_txn_state_topic import GROUP, TX, StandInBroker, add, ctx, fetched, init, until
@@ -99,6 +105,55 @@ def test_an_offset_commit_the_leader_alone_is_in_sync_for_is_answered_at_once(tm
         await broker.load()
         code = await asyncio.wait_for(offset_commit(broker, 7), 1)
         assert (code, await fetched(broker, False)) == (Errors.NONE, (Errors.NONE, 7))
+        broker.close()
+    asyncio.run(go())
+
+
+async def joined_generation(broker, member_ids) -> list:
+    """Every member (a new one for "") joins at once (JoinGroup v3, no MEMBER_ID_REQUIRED), the
+    follower fetching meanwhile (a new group's record waits for it): the members' answers."""
+    client = SimpleNamespace(api_version=3, client_id="c", peer=("127.0.0.1", 1))
+    joins = [asyncio.ensure_future(handler(broker.group_apis, 11)(client, JoinGroupRequest(
+        group_id=GROUP, session_timeout_ms=10_000, rebalance_timeout_ms=10_000, member_id=member_id,
+        protocol_type="consumer", protocols=[JoinGroupRequestProtocol(name="range", metadata=b"")])))
+        for member_id in member_ids]
+    await until(lambda: follower_fetches(broker, "__consumer_offsets") or all(j.done() for j in joins))
+    return [j.result() for j in joins]
+
+
+def sync(broker, answer, assignments=()):
+    return asyncio.ensure_future(handler(broker.group_apis, 14)(ctx(3), SyncGroupRequest(
+        group_id=GROUP, generation_id=answer.generation_id, member_id=answer.member_id,
+        assignments=[SyncGroupRequestAssignment(member_id=m, assignment=a) for m, a in assignments])))
+
+
+def test_every_member_gets_the_leaders_assignment_once_the_isr_has_it(tmp_path):
+    """The member that is not the leader is parked until the leader's SyncGroup writes the
+    assignment; Kafka completes both answers in the write's appendFuture, once it is committed."""
+    async def go():
+        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        coordinator = broker.group_apis.coordinator
+        coordinator.settings = dataclasses.replace(coordinator.settings, initial_rebalance_delay_ms=0)
+        await broker.load()
+        joined = await joined_generation(broker, ["", ""])
+        assert [j.error_code for j in joined] == [Errors.NONE, Errors.NONE]
+        leader = next(j for j in joined if j.member_id == j.leader)
+        other = next(j for j in joined if j.member_id != j.leader)
+        end = broker.partitions[("__consumer_offsets", 0)].log.log_end_offset
+        syncs = [sync(broker, other), sync(broker, leader, [(leader.member_id, b"L"), (other.member_id, b"O")])]
+        await until(lambda: broker.partitions[("__consumer_offsets", 0)].log.log_end_offset > end)
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert [s.done() for s in syncs] == [False, False], "a SyncGroup answered before the ISR had the assignment"
+        follower_fetches(broker, "__consumer_offsets")
+        answers = [await asyncio.wait_for(s, 5) for s in syncs]
+        assert [(a.error_code, a.assignment) for a in answers] == [(Errors.NONE, b"O"), (Errors.NONE, b"L")]
+
+        joined = await joined_generation(broker, [leader.member_id, other.member_id])
+        broker.config.offsets_commit_timeout_ms = 30      # the follower fetches no more
+        syncs = [sync(broker, joined[1]), sync(broker, joined[0], [(leader.member_id, b"L2"), (other.member_id, b"O2")])]
+        answers = [await asyncio.wait_for(s, 5) for s in syncs]
+        assert [a.error_code for a in answers] == [Errors.COORDINATOR_NOT_AVAILABLE] * 2
         broker.close()
     asyncio.run(go())
 
