@@ -38,6 +38,10 @@ log = logging.getLogger(__name__)
 LOAD_READ_BYTES = 1 << 20
 
 
+def _in_partition(key: str, *, count: int, index: int) -> bool:
+    return partition_for(key, count) == index
+
+
 class LoopTimer:
     """The coordinator's timers on the running event loop: one per key, a new schedule of a key
     replacing the old one (Kafka's CoordinatorTimer)."""
@@ -181,6 +185,7 @@ class OffsetsTopic:
         records the ISR had. A read of LOAD_READ_BYTES at a time with the event loop free in between
         (the groups of this partition are COORDINATOR_LOAD_IN_PROGRESS meanwhile)."""
         started = time.monotonic()
+        self.unload(index)
         offset, records, bad = partition.log.log_start_offset, 0, 0
         try:
             while offset < partition.log.log_end_offset:
@@ -200,6 +205,19 @@ class OffsetsTopic:
         self.offsets.after_load(lambda group_id: partition_for(group_id, count) == index)
         log.info("Finished loading of %s-%d: %d records (%d skipped) in %.0f ms", self.TOPIC, index, records, bad,
                  (time.monotonic() - started) * 1000)
+
+    def unload(self, index: int) -> None:
+        """Kafka's runtime drops a coordinator partition's state when this broker stops leading it
+        and rebuilds it from the log when it leads it again. kafkawire keeps its groups in memory
+        meanwhile (the partition's APIs answer NOT_COORDINATOR) and, before loading the partition
+        again, drops what the replay rebuilds from the log: the committed and pending offsets of
+        its groups. So a write the new leader never had (answered NOT_COORDINATOR, its record
+        truncated here) is not found when the partition comes back."""
+        count = self.partitions(self.broker.image())
+        in_partition = functools.partial(_in_partition, count=count, index=index)
+        self.offsets.unload(in_partition)
+        if self.txn_offsets is not None:
+            self.txn_offsets.unload(in_partition)
 
     def _replay(self, index: int, data: bytes, offset: int) -> tuple[int, int, int]:
         """Replay the records of ``data`` from ``offset`` on: (next offset, records, skipped)."""

@@ -128,6 +128,12 @@ class GroupOffsets:
             self.offsets.setdefault(group_id, {}).update(committed)
         return codes
 
+    def unload(self, here) -> None:
+        """Forget the committed offsets of the groups ``here(group id)`` names, before their
+        partition is loaded again from the log (the runtime's unload, see OffsetsTopic.unload)."""
+        for group_id in [g for g in self.offsets if here(g)]:
+            del self.offsets[group_id]
+
     # -- OffsetFetch --
 
     def fetch(self, group_id: str, wanted: list | None) -> tuple[int, list]:

@@ -11,6 +11,8 @@ played by calls): Kafka's coordinators answer only once their writes reached the
 - InitProducerId / EndTxn (TransactionStateManager.appendTransactionToLog, acks=-1): not answered
   until the follower has the record; COORDINATOR_NOT_AVAILABLE after ``request.timeout.ms``, and
   at once, without an append, when the ISR is under min.insync.replicas (NOT_ENOUGH_REPLICAS).
+- A leadership lost and regained (CoordinatorRuntime's unload and load): an OffsetCommit or
+  TxnOffsetCommit whose record the new leader never had is gone when the partition is loaded again.
 """
 from __future__ import annotations
 
@@ -21,18 +23,20 @@ from types import SimpleNamespace
 
 from kafkawire.broker.replica_state import LeaderReplicas
 from kafkawire.broker.replication import Replication
+from kafkawire.messages.add_offsets_to_txn_request import AddOffsetsToTxnRequest
 from kafkawire.messages.end_txn_request import EndTxnRequest
 from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
 from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
 from kafkawire.messages.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
 from kafkawire.messages.offset_commit_request import (OffsetCommitRequest, OffsetCommitRequestPartition,
                                                       OffsetCommitRequestTopic)
+from kafkawire.messages.offset_fetch_request import OffsetFetchRequest, OffsetFetchRequestTopic
 from kafkawire.messages.write_txn_markers_response import (WritableTxnMarkerPartitionResult, WritableTxnMarkerResult,
                                                            WritableTxnMarkerTopicResult, WriteTxnMarkersResponse)
 from kafkawire.messages.sync_group_request import SyncGroupRequest, SyncGroupRequestAssignment
 from kafkawire.protocol.error_codes import Errors
 
-from .test_txn_state_topic import GROUP, TX, StandInBroker, add, ctx, fetched, init, until
+from .test_txn_state_topic import GROUP, TX, StandInBroker, add, ctx, fetched, init, txn_offset_commit, until
 
 FOLLOWER, FOLLOWER_EPOCH = 2, 7
 
@@ -281,3 +285,89 @@ def test_a_coordinator_append_is_a_leader_append(tmp_path):
         assert partition.high_watermark() == 3 and partition.last_append_end_offset == 3
     finally:
         partition.close()
+
+
+async def answered(broker, write, *, replicated: bool):
+    """``write`` (a coroutine) appended to __consumer_offsets-0 and, with ``replicated``, fetched by
+    the follower: its answer."""
+    end = broker.partitions[("__consumer_offsets", 0)].log.log_end_offset
+    pending = asyncio.ensure_future(write)
+    await until(lambda: broker.partitions[("__consumer_offsets", 0)].log.log_end_offset > end)
+    if not replicated:
+        return pending
+    follower_fetches(broker, "__consumer_offsets")
+    await until(pending.done)
+    return pending.result()
+
+
+async def moved_away_and_back(broker, pending_answer=None):
+    """This broker stops leading __consumer_offsets-0 (Broker.on_metadata makes it a follower: out of
+    ``partitions``, its waiting answers NOT_LEADER_OR_FOLLOWER), truncates its log to what the new
+    leader held (the high watermark), and leads again: the partition is loaded again from the log."""
+    key = ("__consumer_offsets", 0)
+    partition = broker.partitions.pop(key)
+    broker.replication.acks.step_down(broker.partitions)
+    broker.group_apis.store.on_metadata()
+    if pending_answer is not None:
+        await until(pending_answer.done)
+    partition.log.truncate_to(partition.high_watermark())
+    broker.partitions[key] = partition
+    await broker.load()
+    return None if pending_answer is None else pending_answer.result()
+
+
+async def commit_both(broker, offsets):
+    """One OffsetCommit of t-0 and t-1 (``offsets``: [(partition, offset)]): the partitions' codes."""
+    request = OffsetCommitRequest(group_id=GROUP, generation_id_or_member_epoch=-1, member_id="", topics=[
+        OffsetCommitRequestTopic(name="t", partitions=[OffsetCommitRequestPartition(
+            partition_index=p, committed_offset=o, committed_metadata="") for p, o in offsets])])
+    response = await handler(broker.group_apis, 8)(ctx(8), request)
+    return [p.error_code for p in response.topics[0].partitions]
+
+
+async def fetched_both(broker):
+    r = await broker.group_apis.offset_apis.offset_fetch(ctx(7), OffsetFetchRequest(
+        group_id=GROUP, topics=[OffsetFetchRequestTopic(name="t", partition_indexes=[0, 1])]))
+    return [(p.error_code, p.committed_offset) for p in r.topics[0].partitions]
+
+
+def test_a_commit_lost_with_the_leadership_is_not_found_when_the_partition_is_led_here_again(tmp_path):
+    """Kafka's runtime unloads a coordinator partition's state when the broker stops leading it and
+    rebuilds it from the log when it leads it again: a commit answered NOT_COORDINATOR whose record
+    the new leader never had is gone, OffsetFetch shows what was there before it (42 for t-0, none
+    for t-1), and a retry writes it. Before, the reload replayed the log over the in-memory offsets:
+    t-1's lost commit stayed, which no log held."""
+    async def go():
+        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        await broker.load()
+        assert await answered(broker, commit_both(broker, [(0, 42)]), replicated=True) == [Errors.NONE]
+        lost = await answered(broker, commit_both(broker, [(0, 43), (1, 7)]), replicated=False)
+        assert await moved_away_and_back(broker, lost) == [Errors.NOT_COORDINATOR] * 2
+        assert await fetched_both(broker) == [(Errors.NONE, 42), (Errors.NONE, -1)]
+        retried = await answered(broker, commit_both(broker, [(0, 43), (1, 7)]), replicated=True)
+        assert retried == [Errors.NONE] * 2
+        assert await fetched_both(broker) == [(Errors.NONE, 43), (Errors.NONE, 7)]
+        broker.close()
+    asyncio.run(go())
+
+
+def test_a_transactional_offset_lost_with_the_leadership_is_not_pending_when_the_partition_is_led_here_again(
+        tmp_path):
+    """A TxnOffsetCommit whose batch the new leader never had is no longer pending once the
+    partition is loaded again (before, OffsetFetch with require_stable answered
+    UNSTABLE_OFFSET_COMMIT for it until the transaction ended, and its marker would have committed
+    an offset no log held)."""
+    async def go():
+        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        await broker.load()
+        assert await answered(broker, commit_both(broker, [(0, 42)]), replicated=True) == [Errors.NONE]
+        code, producer_id, epoch = await init(broker)        # the APIs unwrapped: no wait for the ISR
+        added = await broker.txn_apis.add_offsets_to_txn(ctx(3), AddOffsetsToTxnRequest(
+            transactional_id=TX, producer_id=producer_id, producer_epoch=epoch, group_id=GROUP))
+        assert (code, added.error_code) == (Errors.NONE, Errors.NONE)
+        assert await txn_offset_commit(broker, producer_id, epoch, 50) == Errors.NONE
+        assert await fetched(broker, True) == (Errors.UNSTABLE_OFFSET_COMMIT, -1)
+        await moved_away_and_back(broker)
+        assert await fetched(broker, True) == (Errors.NONE, 42)
+        broker.close()
+    asyncio.run(go())
