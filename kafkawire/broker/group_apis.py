@@ -73,6 +73,7 @@ class GroupApis:
                                             now_ms=lambda: int(time.time() * 1000))
         self.offsets = GroupOffsets(self.coordinator)
         self.store = OffsetsTopic(broker, self.coordinator, self.offsets)
+        self.offsets.uncommitted.position = self.store.log_position
         self.offset_apis = OffsetApis(self)
         self.consumer_apis = ConsumerApis(self)
         self.share_apis = ShareApis(self)

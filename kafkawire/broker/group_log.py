@@ -131,6 +131,12 @@ class OffsetsTopic:
             return Errors.COORDINATOR_NOT_AVAILABLE, -1
         return Errors.NONE, leader
 
+    def log_position(self, key: str) -> tuple[int, int] | None:
+        """(log end, high watermark) of ``key``'s partition when it is led here, else None."""
+        count = self.partitions(self.broker.image())
+        partition = self.broker.partitions.get((self.TOPIC, partition_for(key, count))) if count else None
+        return None if partition is None else (partition.log.log_end_offset, partition.high_watermark())
+
     # -- creating the topic --
 
     def creatable_topic(self, c) -> CreatableTopic:

@@ -106,6 +106,7 @@ class TxnOffsets:
                     if group_id not in self.offsets.coordinator.groups:
                         continue                            # deleted meanwhile
                     self.offsets.offsets.setdefault(group_id, {})[(topic, partition)] = value
+                    self.offsets.uncommitted.forget(group_id, [(topic, partition)])   # the marker is replicated
         if not by_group:
             del self.pending[producer_id]
 

@@ -5,6 +5,7 @@ played by calls): Kafka's coordinators answer only once their writes reached the
 
 - OffsetCommit (the group coordinator, CoordinatorRuntime): not answered until the follower
   fetched past the commit; COORDINATOR_NOT_AVAILABLE after ``offsets.commit.timeout.ms``.
+  OffsetFetch reads the offsets at the high watermark (``require_stable``: the latest).
 - SyncGroup (GroupMetadataManager's appendFuture of the leader's assignment): no member, leader or
   not, is answered until the follower has the assignment; every one COORDINATOR_NOT_AVAILABLE after
   ``offsets.commit.timeout.ms``.
@@ -369,5 +370,24 @@ def test_a_transactional_offset_lost_with_the_leadership_is_not_pending_when_the
         assert await fetched(broker, True) == (Errors.UNSTABLE_OFFSET_COMMIT, -1)
         await moved_away_and_back(broker)
         assert await fetched(broker, True) == (Errors.NONE, 42)
+        broker.close()
+    asyncio.run(go())
+
+
+def test_offset_fetch_reads_the_offsets_at_the_high_watermark_and_require_stable_the_latest(tmp_path):
+    """Kafka's OffsetFetch reads the coordinator's state at the last committed offset: a commit
+    answered COORDINATOR_NOT_AVAILABLE (its wait timed out) is not read until the follower has it,
+    nor is a first commit of a partition; ``require_stable`` (a write operation in Kafka's
+    coordinator) reads the latest. Before, OffsetFetch read the timed-out commit at once."""
+    async def go():
+        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        await broker.load()
+        assert await answered(broker, commit_both(broker, [(0, 42)]), replicated=True) == [Errors.NONE]
+        broker.config.offsets_commit_timeout_ms = 30      # the follower fetches no more
+        assert await commit_both(broker, [(0, 43), (1, 7)]) == [Errors.COORDINATOR_NOT_AVAILABLE] * 2
+        assert await fetched_both(broker) == [(Errors.NONE, 42), (Errors.NONE, -1)]
+        assert await fetched(broker, True) == (Errors.NONE, 43)
+        follower_fetches(broker, "__consumer_offsets")     # the commit is replicated after all
+        assert await fetched_both(broker) == [(Errors.NONE, 43), (Errors.NONE, 7)]
         broker.close()
     asyncio.run(go())
