@@ -99,7 +99,10 @@ class _Answer:
 async def _wait(broker, appended: list, timeout_ms: int, errors: dict) -> int:
     """Until the high watermark of every partition passed its appends: the coordinator's error."""
     answers = [(partition, _Answer(), end) for partition, end in appended]
-    await broker.replication.wait_for_acks(answers, timeout_ms)
+    for partition, answer, _ in answers:
+        if broker.partitions.get((partition.topic, partition.partition)) is not partition:
+            answer.error_code = Errors.NOT_LEADER_OR_FOLLOWER      # led elsewhere since: nothing to wait for
+    await broker.replication.wait_for_acks([a for a in answers if a[1].error_code == Errors.NONE], timeout_ms)
     for _, answer, _ in answers:
         code = errors.get(Errors.for_code(answer.error_code), answer.error_code)
         if code != Errors.NONE:

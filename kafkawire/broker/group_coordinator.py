@@ -474,3 +474,24 @@ class GroupCoordinator:
         group.remove(member_id)
         self.timer.cancel(heartbeat_key(group.group_id, member_id))
         return Errors.NONE
+
+    # -- unloading --
+
+    def unload(self, here) -> None:
+        """GroupMetadataManager.onUnloaded for the classic groups ``here(group id)`` names (their
+        partition no longer led here, or about to be loaded again): a parked JoinGroup or SyncGroup
+        is answered NOT_COORDINATOR, the groups' timers stop and the groups are dropped; a load
+        rebuilds them from the log."""
+        for group in [g for g in self.groups.values() if here(g.group_id)]:
+            log.info("Unloading group metadata for %s with generation %d.", group.group_id, group.generation_id)
+            for member in list(group.members.values()):
+                group.complete_join(member, JoinGroupResponse(error_code=Errors.NOT_COORDINATOR,
+                                                              member_id=member.member_id))
+                group.complete_sync(member, SyncGroupResponse(error_code=Errors.NOT_COORDINATOR))
+                self.timer.cancel(heartbeat_key(group.group_id, member.member_id))
+            for member_id in group.pending_join_members:
+                self.timer.cancel(heartbeat_key(group.group_id, member_id))
+            self.timer.cancel(join_key(group.group_id))
+            self.timer.cancel(sync_key(group.group_id))
+            group.transition_to(DEAD, self.now_ms())
+            del self.groups[group.group_id]

@@ -174,14 +174,15 @@ class OffsetsTopic:
     # -- loading --
 
     def on_metadata(self) -> None:
-        """Start loading the partitions this broker has started leading; forget those it no
-        longer leads (one node leads every partition: it is stopping, or the topic was deleted;
-        their groups stay in memory until the broker stops)."""
+        """Start loading the partitions this broker has started leading; unload those it no
+        longer leads (``unload``)."""
         led = {index for (topic, index) in self.broker.partitions if topic == self.TOPIC}
         for index in sorted(led - self.loaded - set(self.loading)):
             task = asyncio.ensure_future(self._load(index, self.broker.partitions[(self.TOPIC, index)]))
             self.loading[index] = task
             task.add_done_callback(lambda _, index=index: self.loading.pop(index, None))
+        for index in self.loaded - led:
+            self.unload(index)
         self.loaded &= led
 
     async def _load(self, index: int, partition) -> None:
@@ -214,14 +215,17 @@ class OffsetsTopic:
 
     def unload(self, index: int) -> None:
         """Kafka's runtime drops a coordinator partition's state when this broker stops leading it
-        and rebuilds it from the log when it leads it again. kafkawire keeps its groups in memory
-        meanwhile (the partition's APIs answer NOT_COORDINATOR) and, before loading the partition
-        again, drops what the replay rebuilds from the log: the committed and pending offsets of
-        its groups. So a write the new leader never had (answered NOT_COORDINATOR, its record
-        truncated here) is not found when the partition comes back."""
+        and rebuilds it from the log when it leads it again. kafkawire drops, then and again
+        before a load (a load cut short leaves part of the state), what the replay rebuilds: the
+        committed and pending offsets of the partition's groups and its classic groups (their
+        parked JoinGroup and SyncGroup answered NOT_COORDINATOR). So a write the new leader never
+        had (answered NOT_COORDINATOR, its record truncated here) is not found when the partition
+        comes back. The other groups (consumer, streams, share) are replayed over what memory
+        holds (docs/differences.md, Replication)."""
         count = self.partitions(self.broker.image())
         in_partition = functools.partial(_in_partition, count=count, index=index)
         self.offsets.unload(in_partition)
+        self.coordinator.unload(in_partition)
         if self.txn_offsets is not None:
             self.txn_offsets.unload(in_partition)
 

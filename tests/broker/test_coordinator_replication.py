@@ -12,8 +12,9 @@ played by calls): Kafka's coordinators answer only once their writes reached the
 - InitProducerId / EndTxn (TransactionStateManager.appendTransactionToLog, acks=-1): not answered
   until the follower has the record; COORDINATOR_NOT_AVAILABLE after ``request.timeout.ms``, and
   at once, without an append, when the ISR is under min.insync.replicas (NOT_ENOUGH_REPLICAS).
-- A leadership lost and regained (CoordinatorRuntime's unload and load): an OffsetCommit or
-  TxnOffsetCommit whose record the new leader never had is gone when the partition is loaded again.
+- A leadership lost and regained (CoordinatorRuntime's unload and load): an OffsetCommit,
+  TxnOffsetCommit or classic group whose record the new leader never had is gone when the partition
+  is loaded again; a parked JoinGroup is answered NOT_COORDINATOR when the leadership goes.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from types import SimpleNamespace
 from kafkawire.broker.replica_state import LeaderReplicas
 from kafkawire.broker.replication import Replication
 from kafkawire.messages.add_offsets_to_txn_request import AddOffsetsToTxnRequest
+from kafkawire.messages.describe_groups_request import DescribeGroupsRequest
 from kafkawire.messages.end_txn_request import EndTxnRequest
 from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
 from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
@@ -390,4 +392,54 @@ def test_offset_fetch_reads_the_offsets_at_the_high_watermark_and_require_stable
         follower_fetches(broker, "__consumer_offsets")     # the commit is replicated after all
         assert await fetched_both(broker) == [(Errors.NONE, 43), (Errors.NONE, 7)]
         broker.close()
+    asyncio.run(go())
+
+
+def test_a_classic_group_is_unloaded_with_its_partition_and_only_its_logged_state_comes_back(tmp_path):
+    """GroupMetadataManager.onUnloaded: when the broker stops leading the group's partition, a
+    JoinGroup parked in the rebalance is answered NOT_COORDINATOR at once (before, it waited for
+    the rebalance to end), and a group the new leader never had a record of is not found when the
+    partition is led here again (before, it stayed in memory with its member)."""
+    async def go():
+        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        coordinator = broker.group_apis.coordinator
+        coordinator.settings = dataclasses.replace(coordinator.settings, initial_rebalance_delay_ms=60_000)
+        await broker.load()
+        client = SimpleNamespace(api_version=3, client_id="c", peer=("127.0.0.1", 1))
+        join = handler(broker.group_apis, 11)(client, JoinGroupRequest(
+            group_id=GROUP, session_timeout_ms=10_000, rebalance_timeout_ms=60_000, member_id="",
+            protocol_type="consumer", protocols=[JoinGroupRequestProtocol(name="range", metadata=b"")]))
+        parked = asyncio.ensure_future(join)                 # in the initial rebalance delay: no record yet
+        await until(lambda: GROUP in coordinator.groups and coordinator.groups[GROUP].members)
+        assert (await moved_away_and_back(broker, parked)).error_code == Errors.NOT_COORDINATOR
+        described = await broker.group_apis.describe_groups(ctx(5), DescribeGroupsRequest(groups=[GROUP]))
+        assert [(g.error_code, g.group_state, g.members) for g in described.groups] == [(Errors.NONE, "Dead", [])]
+        broker.close()
+    asyncio.run(go())
+
+
+def test_a_write_whose_partition_moved_before_its_wait_is_answered_not_coordinator_at_once(tmp_path):
+    """A handler that appended, and whose partition was led elsewhere before its answer started
+    waiting (the unload above answers parked requests that way), has nothing to wait for:
+    NOT_COORDINATOR at once, not COORDINATOR_NOT_AVAILABLE after ``offsets.commit.timeout.ms``."""
+    from kafkawire.broker.coordinator_acks import replicated_handlers
+    from kafkawire.messages.heartbeat_response import HeartbeatResponse
+    from kafkawire.protocol.handler import ApiHandler
+
+    async def go():
+        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=60_000)
+        await broker.load()
+
+        async def write_then_move(ctx_, request):
+            assert broker.group_apis.store.persist(GROUP, [(b"k", b"v")]) == Errors.NONE
+            moved.append(broker.partitions.pop(("__consumer_offsets", 0)))
+            broker.replication.acks.step_down(broker.partitions)
+            return HeartbeatResponse(error_code=Errors.NONE)
+        moved = []
+        wrapped = replicated_handlers({12: ApiHandler(write_then_move)}, broker)[12].handle
+        answer = asyncio.ensure_future(wrapped(ctx(4), None))
+        await until(answer.done)
+        assert answer.result().error_code == Errors.NOT_COORDINATOR
+        broker.close()
+        moved[0].close()
     asyncio.run(go())
