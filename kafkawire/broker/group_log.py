@@ -217,15 +217,14 @@ class OffsetsTopic:
         """Kafka's runtime drops a coordinator partition's state when this broker stops leading it
         and rebuilds it from the log when it leads it again. kafkawire drops, then and again
         before a load (a load cut short leaves part of the state), what the replay rebuilds: the
-        committed and pending offsets of the partition's groups and its classic groups (their
-        parked JoinGroup and SyncGroup answered NOT_COORDINATOR). So a write the new leader never
-        had (answered NOT_COORDINATOR, its record truncated here) is not found when the partition
-        comes back. The other groups (consumer, streams, share) are replayed over what memory
+        committed and pending offsets of the partition's groups, its classic groups (their parked
+        JoinGroup and SyncGroup answered NOT_COORDINATOR) and its consumer groups. So a write the
+        new leader never had (answered NOT_COORDINATOR, its record truncated here) is not found
+        when the partition comes back. The share and streams groups are replayed over what memory
         holds (docs/differences.md, Replication)."""
         count = self.partitions(self.broker.image())
         in_partition = functools.partial(_in_partition, count=count, index=index)
         self.offsets.unload(in_partition)
-        self.coordinator.unload(in_partition)
         if self.txn_offsets is not None:
             self.txn_offsets.unload(in_partition)
 

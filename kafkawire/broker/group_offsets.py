@@ -134,11 +134,15 @@ class GroupOffsets:
         return codes
 
     def unload(self, here) -> None:
-        """Forget the committed offsets of the groups ``here(group id)`` names, before their
-        partition is loaded again from the log (the runtime's unload, see OffsetsTopic.unload)."""
+        """Drop the committed offsets, classic groups and consumer groups of the ids ``here(group
+        id)`` names: their partition is no longer led here, or is about to be loaded again from the
+        log (the runtime's unload, see OffsetsTopic.unload)."""
         for group_id in [g for g in self.offsets if here(g)]:
             del self.offsets[group_id]
             self.uncommitted.forget(group_id)
+        self.coordinator.unload(here)
+        if self.coordinator.consumer is not None:
+            consumer_admin.unload(self.coordinator.consumer, here)
 
     # -- OffsetFetch --
 
