@@ -134,15 +134,18 @@ class GroupOffsets:
         return codes
 
     def unload(self, here) -> None:
-        """Drop the committed offsets, classic groups and consumer groups of the ids ``here(group
+        """Drop the committed offsets, classic, consumer and streams groups of the ids ``here(group
         id)`` names: their partition is no longer led here, or is about to be loaded again from the
         log (the runtime's unload, see OffsetsTopic.unload)."""
         for group_id in [g for g in self.offsets if here(g)]:
             del self.offsets[group_id]
             self.uncommitted.forget(group_id)
-        self.coordinator.unload(here)
-        if self.coordinator.consumer is not None:
-            consumer_admin.unload(self.coordinator.consumer, here)
+        c = self.coordinator
+        c.unload(here)
+        if c.consumer is not None:
+            consumer_admin.unload(c.consumer, here)
+        if c.streams is not None:
+            c.streams.unload(here)
 
     # -- OffsetFetch --
 
