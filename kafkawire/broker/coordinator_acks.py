@@ -38,11 +38,13 @@ from .produce import isr_and_min_isr
 from .share_state_records import SHARE_STATE_TOPIC
 from .txn_records import TRANSACTION_STATE_TOPIC
 
-__all__ = ["appends_so_far", "note_append", "not_enough_replicas", "replicated_handlers", "set_errors",
-           "wait_also_for"]
+__all__ = ["appends_so_far", "note_append", "not_enough_replicas", "on_wait_failure", "replicated_handlers",
+           "set_errors", "wait_also_for"]
 
 # (topic, partition) -> (partition, the offset the high watermark must reach), per request
 _appended: ContextVar[dict | None] = ContextVar("kafkawire_coordinator_appends", default=None)
+# what runs when the request's wait fails, per request (on_wait_failure)
+_failure_hooks: ContextVar[list | None] = ContextVar("kafkawire_coordinator_failure_hooks", default=None)
 
 # GroupCoordinatorService.handleOperationException of the runtime's write failures
 GROUP_ERRORS = {Errors.REQUEST_TIMED_OUT: Errors.COORDINATOR_NOT_AVAILABLE,
@@ -60,6 +62,15 @@ def note_append(partition) -> None:
     pending = _appended.get()
     if pending is not None:
         pending[(partition.topic, partition.partition)] = (partition, partition.log.log_end_offset)
+
+
+def on_wait_failure(callback) -> None:
+    """``callback(error code)`` runs if the running request's wait for its appends fails (Kafka's
+    appendFuture completed exceptionally: a timeout, the partition led elsewhere); nothing outside
+    a wrapped handler."""
+    hooks = _failure_hooks.get()
+    if hooks is not None:
+        hooks.append(callback)
 
 
 def appends_so_far() -> list:
@@ -121,11 +132,13 @@ def _rules(broker, topic: str) -> tuple[int, dict]:
 def _wrap(handler, broker):
     async def handle(ctx, request):
         pending: dict = {}
-        token = _appended.set(pending)
+        hooks: list = []
+        token, hooks_token = _appended.set(pending), _failure_hooks.set(hooks)
         try:
             response = await handler(ctx, request)
         finally:
             _appended.reset(token)
+            _failure_hooks.reset(hooks_token)
         if not pending or response is NO_RESPONSE or getattr(broker, "replication", None) is None:
             return response
         by_topic: dict[str, list] = {}
@@ -136,6 +149,8 @@ def _wrap(handler, broker):
             code = await _wait(broker, appended, timeout_ms, errors)
             if code != Errors.NONE:
                 set_errors(response, code)
+                for hook in hooks:
+                    hook(code)
                 break
         return response
     return handle

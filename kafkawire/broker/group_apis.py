@@ -31,7 +31,7 @@ from kafkawire.protocol.handler import ApiHandler
 
 from .consumer_apis import ConsumerApis
 from .streams_apis import StreamsApis
-from .coordinator_acks import appends_so_far, replicated_handlers, wait_also_for
+from .coordinator_acks import appends_so_far, on_wait_failure, replicated_handlers, wait_also_for
 from .group_commit import OffsetApis
 from .group_coordinator import GroupCoordinator, GroupSettings
 from .group_log import LoopTimer, OffsetsTopic
@@ -71,6 +71,7 @@ class GroupApis:
         self.coordinator = GroupCoordinator(settings_of(broker.config), timer=self.timer,
                                             persist=lambda group_id, records: self.store.persist(group_id, records),
                                             now_ms=lambda: int(time.time() * 1000))
+        self.coordinator.on_write_failure = on_wait_failure
         self.offsets = GroupOffsets(self.coordinator)
         self.store = OffsetsTopic(broker, self.coordinator, self.offsets)
         self.offsets.uncommitted.position = self.store.log_position

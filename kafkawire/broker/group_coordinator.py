@@ -76,6 +76,9 @@ class GroupCoordinator:
         self.settings = settings
         self.timer = timer
         self.persist = persist
+        # on_write_failure(callback): callback(error code) if the running request's writes are not
+        # committed after all (kafkawire.broker.coordinator_acks.on_wait_failure; none by default)
+        self.on_write_failure = lambda callback: None
         self.now_ms = now_ms
         self.groups: dict[str, ClassicGroup] = {}
         # KIP-848 groups of the same name space (kafkawire.broker.consumer_coordinator fills it).
@@ -404,6 +407,19 @@ class GroupCoordinator:
             member.assignment = assignment[member_id]
         self._propagate(group, Errors.NONE)
         group.transition_to(STABLE, self.now_ms())
+        generation = group.generation_id
+        self.on_write_failure(lambda code: self._assignment_not_committed(group.group_id, generation, code))
+
+    def _assignment_not_committed(self, group_id: str, generation: int, error: int) -> None:
+        """The leader's assignment record did not reach the ISR (its answers are the error): as
+        Kafka's appendFuture does when the group has not moved on, the assignment is cleared and the
+        group rebalances (Kafka applies it only once committed; kafkawire at the append)."""
+        group = self.groups.get(group_id)
+        if group is None or group.state != STABLE or group.generation_id != generation:
+            return
+        self._reset_and_propagate(group, error)
+        self._rebalance_or_complete_join(group, f"Error {Errors.for_code(error).name} when storing group assignment "
+                                                "during SyncGroup")
 
     # -- Heartbeat --
 

@@ -8,7 +8,7 @@ played by calls): Kafka's coordinators answer only once their writes reached the
   OffsetFetch reads the offsets at the high watermark (``require_stable``: the latest).
 - SyncGroup (GroupMetadataManager's appendFuture of the leader's assignment): no member, leader or
   not, is answered until the follower has the assignment; every one COORDINATOR_NOT_AVAILABLE after
-  ``offsets.commit.timeout.ms``.
+  ``offsets.commit.timeout.ms``, the assignment then cleared and the group rebalancing.
 - InitProducerId / EndTxn (TransactionStateManager.appendTransactionToLog, acks=-1): not answered
   until the follower has the record; COORDINATOR_NOT_AVAILABLE after ``request.timeout.ms``, and
   at once, without an append, when the ISR is under min.insync.replicas (NOT_ENOUGH_REPLICAS).
@@ -442,4 +442,29 @@ def test_a_write_whose_partition_moved_before_its_wait_is_answered_not_coordinat
         assert answer.result().error_code == Errors.NOT_COORDINATOR
         broker.close()
         moved[0].close()
+    asyncio.run(go())
+
+
+def test_an_assignment_whose_write_times_out_is_cleared_and_the_group_rebalances(tmp_path):
+    """GroupMetadataManager's SyncGroup appendFuture: an assignment record that does not reach the
+    ISR fails every member's answer and, the group having not moved on, clears the assignment and
+    rebalances (before, the group stayed Stable with an assignment no replica but the leader had)."""
+    from kafkawire.broker.group_state import PREPARING_REBALANCE
+
+    async def go():
+        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        coordinator = broker.group_apis.coordinator
+        coordinator.settings = dataclasses.replace(coordinator.settings, initial_rebalance_delay_ms=0)
+        await broker.load()
+        joined = await joined_generation(broker, ["", ""])
+        leader = next(j for j in joined if j.member_id == j.leader)
+        other = next(j for j in joined if j.member_id != j.leader)
+        broker.config.offsets_commit_timeout_ms = 30      # the follower fetches no more
+        syncs = [sync(broker, other), sync(broker, leader, [(leader.member_id, b"L"), (other.member_id, b"O")])]
+        await until(lambda: all(s.done() for s in syncs))
+        assert [s.result().error_code for s in syncs] == [Errors.COORDINATOR_NOT_AVAILABLE] * 2
+        group = coordinator.groups[GROUP]
+        assert group.state == PREPARING_REBALANCE
+        assert [m.assignment for m in group.members.values()] == [b"", b""]
+        broker.close()
     asyncio.run(go())
