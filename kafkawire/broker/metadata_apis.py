@@ -3,7 +3,8 @@
 Metadata (KafkaApis.handleTopicMetadataRequest over KRaftMetadataCache): the unfenced brokers
 with an endpoint on the listener the request came in on; each topic's partitions with leader,
 leader epoch, replicas and ISR (LEADER_NOT_AVAILABLE with leader -1 when the leader is not an
-unfenced broker there); as controller id an alive broker (clients of a KRaft cluster never talk
+unfenced broker there; from version 6 LISTENER_NOT_FOUND when it is registered without an
+endpoint on this listener, as on a listener added dynamically); as controller id an alive broker (clients of a KRaft cluster never talk
 to controllers: Kafka names a random alive broker, here this one). A topic the image lacks is
 UNKNOWN_TOPIC_OR_PARTITION (or INVALID_TOPIC_EXCEPTION for an illegal name); when
 ``auto.create.topics.enable`` is true (Kafka's default) and the request allows it, the broker
@@ -57,14 +58,14 @@ class MetadataApis:
         wanted = request.topics
         if wanted is None or (v == 0 and not wanted):
             names = sorted(image.topics_by_name) if image is not None else []
-            topics = [self._topic(image, image.topics_by_name[n], brokers, request) for n in names]
+            topics = [self._topic(image, image.topics_by_name[n], brokers, request, ctx) for n in names]
         else:
             topics = []
             missing = []
             for t in wanted:
                 topic = self._find(image, t)
                 if topic is not None:
-                    topics.append(self._topic(image, topic, brokers, request))
+                    topics.append(self._topic(image, topic, brokers, request, ctx))
                 else:
                     topics.append(self._unknown(t, v))
                     if t.name is not None:
@@ -110,13 +111,13 @@ class MetadataApis:
                                      is_internal=t.name in INTERNAL_TOPICS, partitions=[])
 
     @staticmethod
-    def _topic(image, topic, brokers: dict, request) -> MetadataResponseTopic:
+    def _topic(image, topic, brokers: dict, request, ctx) -> MetadataResponseTopic:
         partitions = []
         for index in sorted(topic.partitions):
             p = topic.partitions[index]
             leader = p.leader if p.leader in brokers else -1
             partitions.append(MetadataResponsePartition(
-                error_code=Errors.NONE if leader >= 0 else Errors.LEADER_NOT_AVAILABLE, partition_index=index,
+                error_code=Errors.NONE if leader >= 0 else _no_leader(image, p.leader, ctx), partition_index=index,
                 leader_id=leader, leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas),
                 isr_nodes=list(p.isr), offline_replicas=[]))
         return MetadataResponseTopic(
@@ -172,3 +173,14 @@ class MetadataApis:
     def close(self) -> None:
         for task in self._tasks:
             task.cancel()
+
+
+def _no_leader(image, leader: int, ctx) -> Errors:
+    """KRaftMetadataCache.partitionMetadata's error for a leader not served on the request's
+    listener: LISTENER_NOT_FOUND (from version 6) when the leader is registered without an
+    endpoint on it (a listener added dynamically is not registered, see
+    kafkawire.broker.dynamic_listeners), else LEADER_NOT_AVAILABLE."""
+    registration = image.brokers.get(leader)
+    if ctx.api_version >= 6 and registration is not None and ctx.listener_name not in registration.listeners:
+        return Errors.LISTENER_NOT_FOUND
+    return Errors.LEADER_NOT_AVAILABLE
