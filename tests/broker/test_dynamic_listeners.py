@@ -4,16 +4,20 @@ the refusals of Kafka 4.3.1's validation of a listener change (KafkaConfig's che
 DynamicListenerConfig.validateReconfiguration, kafkawire.metadata.dynamic_reconfiguration; each
 message as Kafka's broker answers it, tests/broker/data/dynamic_broker_config_cases.json being
 Kafka's recorded answers), and a changed ``sasl.mechanism.inter.broker.protocol`` taken by the
-broker's clients towards other brokers for their next connection."""
+broker's clients towards other brokers for their next connection; and Metadata's offline replicas,
+as Kafka names them (a replica without an endpoint on an added listener among them)."""
 from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from types import SimpleNamespace
 
 from kafkawire.metadata import dynamic_reconfiguration
 from kafkawire.metadata.config_def import ConfigValueError
+from kafkawire.broker.metadata_apis import offline_replicas
 from kafkawire.metadata.image import BROKER_RESOURCE
+from kafkawire.metadata.registrations import LOST, MIGRATING, UNASSIGNED
 from kafkawire.net.config import parse_server_config
 
 from .test_inter_broker_sasl import config_text, fetch_as_peer, make_broker
@@ -115,3 +119,23 @@ def test_the_same_listeners_set_again_open_and_close_nothing(tmp_path):
     broker.dynamic_listeners.on_metadata(_image({"listeners": "BROKER://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
                                                  "num.io.threads": "9"}))
     assert broker.dynamic_listeners._changes is None and list(broker.dynamic_listeners.listeners) == ["BROKER"]
+
+
+def test_metadatas_offline_replicas_are_kafkas():
+    """KRaftMetadataCache.getOfflineReplicas, Metadata's and DescribeTopicPartitions': a replica
+    offline on the request's listener (its broker unknown, fenced, or registered without an
+    endpoint there, as a listener added dynamically is) or whose directory is not online on its
+    broker (lost, or not among the directories it registered, unless unassigned or migrating)."""
+    d1, d2, elsewhere = (uuid.UUID(int=n) for n in (11, 12, 13))
+
+    def broker(fenced=False, listeners=("PLAINTEXT",), directories=(d1,)):
+        return SimpleNamespace(fenced=fenced, listeners=dict.fromkeys(listeners), directories=directories)
+    image = SimpleNamespace(brokers={1: broker(), 2: broker(fenced=True), 3: broker(listeners=("EXTRA",)),
+                                     4: broker(directories=(d1, d2)), 5: broker(directories=()), 6: broker(),
+                                     7: broker()})
+    replicas = (1, 2, 3, 4, 5, 6, 7, 8)
+    directories = (d1, d1, d1, elsewhere, LOST, MIGRATING, UNASSIGNED, d1)
+    partition = SimpleNamespace(replicas=replicas, directory_ids=tuple(d.int for d in directories),
+                                directories=directories)
+    assert offline_replicas(image, partition, "PLAINTEXT") == [2, 3, 4, 5, 8]
+    assert offline_replicas(image, partition, "EXTRA") == [1, 2, 4, 5, 6, 7, 8]

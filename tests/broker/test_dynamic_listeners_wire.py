@@ -122,10 +122,12 @@ def test_listeners_added_serve_unregistered_and_once_removed_are_closed(node, tm
     topic = [MetadataRequestTopic(name="dynamic-listeners")]
     on_extra = call(extra, MetadataRequest(topics=topic), 12)
     assert on_extra.brokers == [] and on_extra.cluster_id is not None
-    assert [p.error_code for p in on_extra.topics[0].partitions] == [Errors.LISTENER_NOT_FOUND]
+    assert [(p.error_code, p.leader_id, p.offline_replicas) for p in on_extra.topics[0].partitions] == [
+        (Errors.LISTENER_NOT_FOUND, -1, [1])]
     on_first = call(node, MetadataRequest(topics=topic), 12)
     assert [(b.node_id, b.port) for b in on_first.brokers] == [(1, node.broker_port)]
-    assert [p.error_code for p in on_first.topics[0].partitions] == [Errors.NONE]
+    assert [(p.error_code, p.leader_id, p.offline_replicas) for p in on_first.topics[0].partitions] == [
+        (Errors.NONE, 1, [])]
 
     loop = asyncio.new_event_loop()
     try:
