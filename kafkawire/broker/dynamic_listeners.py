@@ -23,8 +23,8 @@ a re-registration too, carries them), so the controller's registration, and so t
 DescribeCluster answers, keep the listeners of the start: a request on an added listener is
 served, but its Metadata lists no broker with an endpoint on it (a partition's leader then is
 LISTENER_NOT_FOUND, from version 6), and a removed listener stays advertised (its port refuses
-connections) until the next start. After a restart the listeners of server.properties open
-and register first, and the dynamic ones are applied after, as here.
+connections). After a restart too: the listeners of server.properties open and register first,
+and the dynamic change is applied after, as here.
 
 ``sasl.mechanism.inter.broker.protocol``: the connections this broker opens to other brokers
 (replica fetchers, transaction markers, KIP-890 verification, the share persister) use the new

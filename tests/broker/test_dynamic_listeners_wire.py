@@ -5,7 +5,8 @@ serve requests (an SSL one with the key store its ``listener.name.secure.ssl.*``
 given in the same change, name), a new listener's endpoint is not registered (Metadata on it lists no broker, a partition's
 leader is LISTENER_NOT_FOUND; Metadata on the first listener still lists only its endpoint);
 once removed, their ports refuse connections and a connection opened on one before is closed.
-Removing the inter-broker listener (the advertised one) is refused with Kafka's message. The node is killed by pid
+Removing the inter-broker listener (the advertised one) is refused with Kafka's message. After a
+restart (kill -9) an added listener opens again, still unregistered. The node is killed by pid
 at teardown (EmbeddedBroker.stop)."""
 from __future__ import annotations
 
@@ -150,3 +151,20 @@ def test_removing_the_advertised_inter_broker_listener_is_refused_with_kafkas_me
                                 "of the ones defined in listeners. Found PLAINTEXT. The valid options based on the "
                                 "current configuration are EXTRA,CONTROLLER")]
     assert _answers(node.broker_port)
+
+
+def test_a_listener_added_dynamically_opens_again_after_a_restart_without_being_registered(node):
+    """As Kafka 4.3.1's broker at start: the listeners of server.properties open and register,
+    then the dynamic configs the metadata holds add the others."""
+    port = free_ports(1)[0]
+    assert _set_listeners(node, f"{_static_listeners(node)},EXTRA://127.0.0.1:{port}") == [(0, None)]
+    _wait(lambda: _answers(port), "the added listener did not answer")
+    node.process.kill()
+    node.process.wait(timeout=30)
+    assert not _answers(port)
+    node.launch()
+    node.wait_ready()
+    _wait(lambda: _answers(port), "the added listener did not open again after the restart")
+    assert [(b.node_id, b.port) for b in call(node, MetadataRequest(topics=[]), 12).brokers] == [(1, node.broker_port)]
+    assert _set_listeners(node, _static_listeners(node)) == [(0, None)]
+    _wait(lambda: not _answers(port), "the removed listener still answered")
