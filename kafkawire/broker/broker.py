@@ -74,7 +74,7 @@ from .fetch import FetchApi
 from .forwarding import ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, Forwarder, forwarded_handlers
 from .group_apis import GroupApis
 from .image_admin_apis import ImageAdminApis
-from .dynamic_listeners import DynamicListeners
+from .dynamic_listeners import DynamicListeners, listener_server
 from .listener_ssl_reload import ListenerSslReload
 from .lifecycle import RECOVERY, STARTING, BrokerLifecycle, Registration
 from .log_dir_apis import LogDirApis
@@ -339,7 +339,7 @@ class Broker:
         only when request processing is enabled, so that an open port means a ready broker."""
         endpoint = self.config.listener(name)
         try:
-            server = self.listener_server(endpoint, self.config.security_of(name))
+            server = listener_server(self, endpoint, self.config.security_of(name))
             if not endpoint.port:
                 await server.bind()
         except ConfigError as exc:
@@ -347,21 +347,6 @@ class Broker:
         except OSError as exc:
             raise BrokerStartError(f"listener {endpoint}: cannot bind: {exc.strerror or exc}") from None
         self.servers.append(server)
-
-    def listener_server(self, endpoint, security) -> KafkaServer:
-        """A KafkaServer for a broker listener (not bound), within the broker's connection quotas."""
-        c, quotas = self.config, self.connection_quotas
-        server = KafkaServer(self.handlers(), host=endpoint.host or "0.0.0.0", port=endpoint.port,
-                             listener_name=endpoint.listener_name, security=security, scram_lookup=self.scram_lookup,
-                             token_lookup=self.delegation_token_apis.credentials,
-                             max_request_bytes=c.socket_request_max_bytes, connections_max_idle_ms=c.connections_max_idle_ms,
-                             failed_authentication_delay_ms=c.connection_failed_authentication_delay_ms,
-                             admission=quotas.limits, connection_quotas=quotas,
-                             unstable_api_versions=c.unstable_api_versions_enable)
-        server.api_versions_features = self._api_versions_features
-        server.request_metrics = self.request_metrics     # one RequestMetrics for all listeners, as Kafka's
-        server.connection_closed_listeners.append(self.telemetry.connection_closed)
-        return server
 
     async def _run_lifecycle(self) -> None:
         """The lifecycle (registration, heartbeats) and, once it unfenced the broker, request
@@ -397,7 +382,7 @@ class Broker:
         log.info("broker %d caught up and unfenced: serving requests on %s", self.node_id,
                  ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
 
-    def _api_versions_features(self, response) -> None:
+    def api_versions_features(self, response) -> None:
         """DefaultApiVersionManager: the features this broker supports (the ones it registers),
         the levels the image finalized, and the image's offset as their epoch."""
         set_features(response, self.supported_features, finalized_levels(self.image(), self.kraft_version()),

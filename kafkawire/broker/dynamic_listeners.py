@@ -50,13 +50,31 @@ from kafkawire.net.config import ConfigError, Endpoint, parse_listeners
 from kafkawire.net.config_values import parse_security_protocol_map
 from kafkawire.net.sasl import SaslClient
 from kafkawire.net.security import SASL_DEFAULTS, inter_broker_client_security, resolve_listener_security
+from kafkawire.net.server import KafkaServer
 
-__all__ = ["DynamicListeners"]
+__all__ = ["DynamicListeners", "listener_server"]
 
 log = logging.getLogger(__name__)
 
 MECHANISM = "sasl.mechanism.inter.broker.protocol"
 CLOSE_TIMEOUT_MS = 1000          # a removed listener's requests in flight get this long to finish
+
+
+def listener_server(broker, endpoint: Endpoint, security) -> KafkaServer:
+    """A KafkaServer for one of ``broker``'s listeners (not bound yet), serving its APIs within its
+    connection quotas: the listeners of server.properties at start, and the ones added here."""
+    c, quotas = broker.config, broker.connection_quotas
+    server = KafkaServer(broker.handlers(), host=endpoint.host or "0.0.0.0", port=endpoint.port,
+                         listener_name=endpoint.listener_name, security=security, scram_lookup=broker.scram_lookup,
+                         token_lookup=broker.delegation_token_apis.credentials,
+                         max_request_bytes=c.socket_request_max_bytes, connections_max_idle_ms=c.connections_max_idle_ms,
+                         failed_authentication_delay_ms=c.connection_failed_authentication_delay_ms,
+                         admission=quotas.limits, connection_quotas=quotas,
+                         unstable_api_versions=c.unstable_api_versions_enable)
+    server.api_versions_features = broker.api_versions_features
+    server.request_metrics = broker.request_metrics     # one RequestMetrics for all listeners, as Kafka's
+    server.connection_closed_listeners.append(broker.telemetry.connection_closed)
+    return server
 
 
 class DynamicListeners:
@@ -147,7 +165,7 @@ class DynamicListeners:
         broker = self.broker
         try:
             security = resolve_listener_security(props, endpoint.listener_name, endpoint.security_protocol)
-            server = broker.listener_server(endpoint, security)
+            server = listener_server(broker, endpoint, security)
         except ConfigError as exc:
             self.failures += 1
             log.error("broker %s: listener %s is not opened: %s", self.node, endpoint, exc)
