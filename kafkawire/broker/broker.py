@@ -74,6 +74,7 @@ from .fetch import FetchApi
 from .forwarding import ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, Forwarder, forwarded_handlers
 from .group_apis import GroupApis
 from .image_admin_apis import ImageAdminApis
+from .dynamic_listeners import DynamicListeners, listener_server
 from .listener_ssl_reload import ListenerSslReload
 from .lifecycle import RECOVERY, STARTING, BrokerLifecycle, Registration
 from .log_dir_apis import LogDirApis
@@ -231,6 +232,8 @@ class Broker:
         self.ssl_reload = ListenerSslReload(dict(config.properties), config.node_id, None if (
             client_security is None or client_security.ssl is None) else (self.replica_roles.listener, client_security.ssl))
         self.inter_broker_clients: weakref.WeakSet = weakref.WeakSet()
+        self.connection_quotas: ConnectionQuotas | None = None      # the listeners' (set at start)
+        self.dynamic_listeners = DynamicListeners(self)   # listeners and inter-broker SASL mechanism changed live
         # Where each replica's log is, told to the controller (KIP-858), and AlterReplicaLogDirs.
         self.dir_assignments = DirAssignments(
             self.node_id, send=send_to_controller, image=image,
@@ -308,11 +311,11 @@ class Broker:
         # max.connections* and the connection creation rates (broker-wide, and the image's ip quotas);
         # the inter-broker listener is exempt from the broker-wide ones, as Kafka's protectedListener
         # (each also set dynamically for this broker or every broker)
-        quotas = ConnectionQuotas(DynamicAdmissionLimits(self.image, c.node_id, AdmissionLimits.of(c)),
-                                  ip_rates=IpConnectionRates(self.image),
-                                  protected_listener=c.inter_broker_listener)
+        self.connection_quotas = ConnectionQuotas(DynamicAdmissionLimits(self.image, c.node_id, AdmissionLimits.of(c)),
+                                                  ip_rates=IpConnectionRates(self.image),
+                                                  protected_listener=c.inter_broker_listener)
         for name in names:
-            await self._listener(name, quotas)
+            await self._listener(name)
         # LogManager's clean-shutdown marker: its broker epoch registers (a clean restart keeps this
         # broker in its partitions' ELRs, KIP-966), and it goes now, so a crash reads as unclean.
         epochs = [read_clean_shutdown_epoch(path) for path in self.log_dirs.paths]
@@ -336,24 +339,13 @@ class Broker:
                  "and is unfenced", self.node_id,
                  ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
 
-    async def _listener(self, name: str, quotas: ConnectionQuotas) -> None:
+    async def _listener(self, name: str) -> None:
         """The listener's server, not serving yet. One on port 0 is bound now, as Kafka's Acceptor
         opens an ephemeral port at once (its port is registered); one on a fixed port is opened
         only when request processing is enabled, so that an open port means a ready broker."""
-        c = self.config
-        endpoint = c.listener(name)
+        endpoint = self.config.listener(name)
         try:
-            server = KafkaServer(self.handlers(), host=endpoint.host or "0.0.0.0", port=endpoint.port,
-                                 listener_name=name, security=c.security_of(name), scram_lookup=self.scram_lookup,
-                                 token_lookup=self.delegation_token_apis.credentials,
-                                 max_request_bytes=c.socket_request_max_bytes,
-                                 connections_max_idle_ms=c.connections_max_idle_ms,
-                                 failed_authentication_delay_ms=c.connection_failed_authentication_delay_ms,
-                                 admission=quotas.limits, connection_quotas=quotas,
-                                 unstable_api_versions=c.unstable_api_versions_enable)
-            server.api_versions_features = self._api_versions_features
-            server.request_metrics = self.request_metrics     # one RequestMetrics for all listeners, as Kafka's
-            server.connection_closed_listeners.append(self.telemetry.connection_closed)
+            server = listener_server(self, endpoint, self.config.security_of(name))
             if not endpoint.port:
                 await server.bind()
         except ConfigError as exc:
@@ -396,7 +388,7 @@ class Broker:
         log.info("broker %d caught up and unfenced: serving requests on %s", self.node_id,
                  ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
 
-    def _api_versions_features(self, response) -> None:
+    def api_versions_features(self, response) -> None:
         """DefaultApiVersionManager: the features this broker supports (the ones it registers),
         the levels the image finalized, and the image's offset as their epoch."""
         set_features(response, self.supported_features, finalized_levels(self.image(), self.kraft_version()),
@@ -434,6 +426,7 @@ class Broker:
         self.cordoned_dirs.on_metadata()
         image = self.image()
         self.ssl_reload.on_metadata(image, self.servers, self.inter_broker_clients)
+        self.dynamic_listeners.on_metadata(image)
         if image is None or self.lifecycle.state == STARTING:
             return
         if not self._strays_marked:         # before the first log opens, as Kafka's LogManager.startup
@@ -586,6 +579,7 @@ class Broker:
         self.producer_ids.close()
         self.dir_assignments.close()
         self.replication.close()             # waiting acks=all answers go out before the listeners close
+        await self.dynamic_listeners.close()
         for server in self.servers:
             await server.close(timeout_ms=1000)
         await self.replica_roles.stop_fetchers()

@@ -150,6 +150,11 @@ class ListenerSslReload:
         if self._client is not None:
             self._reload_clients(props, clients)
 
+    def forget(self, server) -> None:
+        """A listener removed (kafkawire.broker.dynamic_listeners): its entry goes, so that a
+        server made later at the same id is recorded as built."""
+        self._servers.pop(id(server), None)
+
     def _reload_server(self, server, props: dict) -> None:
         built = self._servers[id(server)]
         settings = _with_reconfigured(built.settings, props, server.listener_name)

@@ -187,6 +187,9 @@ class ReplicaRoles:
         reloaded = self.broker.ssl_reload.client_context        # the stores as last changed dynamically
         if reloaded is not None and "ssl_context" in options:
             options["ssl_context"] = reloaded
+        dynamic = getattr(self.broker, "dynamic_listeners", None)
+        if dynamic is not None and dynamic.inter_broker_sasl is not None and "sasl" in options:
+            options["sasl"] = dynamic.inter_broker_sasl         # the mechanism as last changed dynamically
         return options, None
 
     def endpoint_of(self, broker_id: int) -> tuple[str, int] | None:
