@@ -55,6 +55,7 @@ from .share_offsets import ShareOffsets
 from .share_checkpoint import FILE_NAME, ShareStarts
 from .share_authorization import topic_reader
 from .share_batches import batch_bounds, deliverable
+from .share_errors import message_of, not_hosted, with_message
 from .consumer_coordinator import GroupError
 from .share_group_init import ShareGroupInitializer
 from .share_groups import ShareGroups, validate_heartbeat
@@ -313,6 +314,8 @@ class ShareApis:
         for (_, topic_id, index), code in written.items():
             if code != Errors.NONE and answers[(topic_id, index)].acknowledge_error_code == Errors.NONE:
                 answers[(topic_id, index)].acknowledge_error_code = code
+        for answer in (answers[(t, i)] for t, i, _ in acks):
+            answer.acknowledge_error_message = message_of(answer.acknowledge_error_code)
         self._acknowledged({(t, i): (answers[(t, i)].acknowledge_error_code, batches) for t, i, batches in acks})
         if epoch == FINAL_EPOCH:
             self._close(group_id, member_id, settings)
@@ -413,6 +416,7 @@ class ShareApis:
             answer = answers.setdefault((topic_id, index), PartitionData(partition_index=index, records=b""))
             code, partition = self._led(topic_id, index, may_read)
             answer.error_code = failed.get((topic_id, index), code)
+            answer.error_message = message_of(answer.error_code)
             if answer.error_code != Errors.NONE or max_records <= 0 or budget <= 0 or answer.acquired_records:
                 continue                  # (the first partition with records may pass max_bytes by a batch)
             records, acquired = self._acquire(session, partition, topic_id, index, budget, max_records, now, settings,
@@ -438,7 +442,9 @@ class ShareApis:
         if registration is None:
             return Errors.UNKNOWN_TOPIC_OR_PARTITION, None
         partition = self.broker.partitions.get((topic.name, index))
-        if registration.leader != self.broker.node_id or partition is None:
+        if partition is None:
+            return with_message(Errors.NOT_LEADER_OR_FOLLOWER, not_hosted(topic.name, index)), None
+        if registration.leader != self.broker.node_id:
             return Errors.NOT_LEADER_OR_FOLLOWER, None
         return Errors.NONE, partition
 
@@ -506,8 +512,8 @@ class ShareApis:
         if code != Errors.NONE:
             return code
         sp = self.partitions.get((group_id, topic_id, index))
-        if sp is None or sp.leader_epoch != partition.leader_epoch:
-            return Errors.INVALID_RECORD_STATE
+        if sp is None or sp.leader_epoch != partition.leader_epoch:      # not served here: as Kafka's cache miss
+            return with_message(Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.UNKNOWN_TOPIC_OR_PARTITION.message)
         now = int(time.time() * 1000)
         for batch in batches:
             code = sp.acknowledge(member_id, batch.first_offset, batch.last_offset, list(batch.acknowledge_types),
@@ -560,7 +566,8 @@ class ShareApis:
             partitions = []
             for p in topic.partitions:
                 code = codes[(topic.topic_id, p.partition_index)]
-                answer = AckPartition(partition_index=p.partition_index, error_code=code)
+                answer = AckPartition(partition_index=p.partition_index, error_code=code,
+                                      error_message=message_of(code))
                 if code == Errors.NOT_LEADER_OR_FOLLOWER:
                     leader, leader_epoch = hints.current_leader(self._name(topic.topic_id), p.partition_index)
                     answer.current_leader = AckLeader(leader_id=leader, leader_epoch=leader_epoch)

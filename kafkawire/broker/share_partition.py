@@ -36,6 +36,8 @@ from dataclasses import dataclass
 
 from kafkawire.protocol.error_codes import Errors
 
+from .share_errors import NOT_ACQUIRED, NOT_IN_CACHE, NOT_OWNER, RENEW_DISABLED, with_message
+
 __all__ = ["SharePartition", "ShareSettings", "AVAILABLE", "ACQUIRED", "ACKNOWLEDGED", "ARCHIVED",
            "GAP", "ACCEPT", "RELEASE", "REJECT", "RENEW"]
 
@@ -207,10 +209,12 @@ class SharePartition:
         self.expire(now_ms, settings)
         for offset in range(first, last + 1):
             entry = self.entries.get(offset)
-            if entry is None or entry.state != ACQUIRED or entry.member_id != member_id:
-                return Errors.INVALID_RECORD_STATE
+            refusal = NOT_IN_CACHE if entry is None else NOT_ACQUIRED if entry.state != ACQUIRED else \
+                NOT_OWNER if entry.member_id != member_id else None
+            if refusal is not None:                      # with Kafka's SharePartition's message
+                return with_message(Errors.INVALID_RECORD_STATE, refusal)
         if RENEW in types and not settings.renew_acknowledge_enabled:
-            return Errors.INVALID_RECORD_STATE     # "Renewing acquisition locks is not enabled for the group."
+            return with_message(Errors.INVALID_RECORD_STATE, RENEW_DISABLED)
         moved = []
         for i, offset in enumerate(range(first, last + 1)):
             entry = self.entries[offset]
