@@ -48,6 +48,7 @@ from kafkawire.metadata.group_configs import (SHARE_DELIVERY_LIMIT, SHARE_HEARTB
                                               effective_share_configs)
 from kafkawire.metadata.image import GROUP_RESOURCE
 from kafkawire.protocol.error_codes import Errors
+from kafkawire.protocol.message import uuid_to_kafka_string
 from kafkawire.protocol.handler import ApiHandler
 
 from .leader_discovery import LeaderHints
@@ -465,8 +466,12 @@ class ShareApis:
         duration_ns = by_duration_ns(reset)
         if duration_ns is None:
             return Errors.NONE, partition.log.log_start_offset
-        found = partition.log.find_offset_by_timestamp((time.time_ns() - duration_ns) // 1_000_000)
-        return (Errors.OFFSET_NOT_AVAILABLE, -1) if found is None else (Errors.NONE, found[0])
+        timestamp = (time.time_ns() - duration_ns) // 1_000_000
+        found = partition.log.find_offset_by_timestamp(timestamp)
+        if found is None:                # ShareFetchUtils.offsetForTimestamp's message
+            return with_message(Errors.OFFSET_NOT_AVAILABLE, f"Offset for timestamp {timestamp} not found for topic "
+                                f"partition: {uuid_to_kafka_string(key[1])}:{partition.topic}-{key[2]}"), -1
+        return Errors.NONE, found[0]
 
     def _share_partition(self, group_id: str, topic_id, index: int, partition) -> SharePartition | None:
         """The share-partition as read from the share coordinator (None: not read, or of an older
