@@ -18,13 +18,15 @@ from __future__ import annotations
 from kafkawire.protocol.error_codes import Errors
 
 __all__ = ["with_message", "message_of", "persister_failure", "persister_error", "not_hosted",
-           "NOT_ACQUIRED", "NOT_OWNER", "RENEW_DISABLED", "NOT_IN_CACHE"]
+           "NOT_ACQUIRED", "NOT_OWNER", "RENEW_DISABLED", "NOT_IN_CACHE", "FIRST_PAST_ACQUIRED", "LAST_PAST_ACQUIRED"]
 
 # SharePartition's acknowledgement refusals (acknowledgePerOffsetBatchRecords, findSubMap)
 NOT_ACQUIRED = "The offset cannot be acknowledged. The offset is not acquired."
 NOT_OWNER = "Member is not the owner of offset"
 RENEW_DISABLED = "Renewing acquisition locks is not enabled for the group."
 NOT_IN_CACHE = "Batch record not found. The request batch offsets are not found in the cache."
+FIRST_PAST_ACQUIRED = "Batch record not found. The first offset in request is past acquired records."
+LAST_PAST_ACQUIRED = "Batch record not found. The last offset in request is past acquired records."
 SERVER_ERROR = "Unable to complete operation due to server error."
 FENCED = {int(Errors.FENCED_STATE_EPOCH), int(Errors.FENCED_LEADER_EPOCH)}
 COORDINATOR_MOVED = {int(Errors.NOT_COORDINATOR), int(Errors.COORDINATOR_NOT_AVAILABLE),

@@ -47,11 +47,12 @@ def test_acknowledgement_refusals_carry_kafkas_messages():
     no_renew = dataclasses.replace(SETTINGS, renew_acknowledge_enabled=False)
     refusals = [sp.acknowledge(member, first, last, types, now_ms=0, settings=no_renew, renew_allowed=True)
                 for member, first, last, types in [("m2", 0, 0, [ACCEPT]), ("m1", 5, 5, [ACCEPT]),
-                                                   ("m1", 0, 0, [RENEW])]]
+                                                   ("m1", 3, 6, [ACCEPT]), ("m1", 0, 0, [RENEW])]]
     assert sp.acknowledge("m1", 1, 1, [ACCEPT], now_ms=0, settings=SETTINGS) == Errors.NONE
     refusals.append(sp.acknowledge("m1", 1, 1, [ACCEPT], now_ms=0, settings=SETTINGS))
     assert [(code, message_of(code)) for code in refusals] == [
         (Errors.INVALID_RECORD_STATE, "Member is not the owner of offset"),
-        (Errors.INVALID_RECORD_STATE, "Batch record not found. The request batch offsets are not found in the cache."),
+        (Errors.INVALID_REQUEST, "Batch record not found. The first offset in request is past acquired records."),
+        (Errors.INVALID_REQUEST, "Batch record not found. The last offset in request is past acquired records."),
         (Errors.INVALID_RECORD_STATE, "Renewing acquisition locks is not enabled for the group."),
         (Errors.INVALID_RECORD_STATE, "The offset cannot be acknowledged. The offset is not acquired.")]
