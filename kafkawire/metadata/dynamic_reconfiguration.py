@@ -26,6 +26,8 @@ Then, when a watched config changed, each component's check in the order a KRaft
 registers them; a refusal is wrapped as Kafka wraps it:
 ``Invalid value org.apache.kafka.common.config.ConfigException: <why> for configuration Invalid
 dynamic configuration`` (Kafka's ConfigException(name, value) given the cause as the value):
+- the channel to the controllers: its client channel builder's check of a changed key or trust
+  store of the first controller listener (kafkawire.metadata.dynamic_ssl_reconfiguration, no handshake);
 - per data-plane listener, its connection quota (max.connections and
   max.connection.creation.rate with the listener's prefix override: more than 0), its
   network threads (num.network.threads: at most double, at least half the current) and, for an
@@ -112,7 +114,11 @@ def check(props: dict[str, str], *, static: dict[str, str], default: dict[str, s
 
 def _check_components(current: _Config, new: _Config, changed: set[str], tls_handshake) -> None:
     """The components in the order a KRaft broker registers them: the Reconfigurables (each
-    data-plane listener's connection quota, then its acceptor) before the BrokerReconfigurables."""
+    data-plane listener's connection quota, then its acceptor) before the BrokerReconfigurables;
+    first of all the broker's channel to the controllers (NodeToControllerChannelManager's client
+    channel builder on the first controller listener, made before the listeners: no handshake)."""
+    for listener in current.controller_listener_names()[:1]:
+        _check_channel_builder(current, new, listener, None)
     for listener in current.data_plane_listener_names():
         _check_listener_quota(current, new, listener)
         _check_network_threads(current, new, listener)

@@ -96,6 +96,7 @@ class BrokerOnlyNode:
         assert cluster_id is not None, "read_node_meta refuses a meta.properties without cluster.id"
         try:
             client = raft_network_client(c, controller_client_options(c))
+            client_security = c.raft_client_security()
             settings = c.authorizer_settings()
         except ConfigError as exc:
             raise NodeStartError(str(exc)) from None
@@ -117,6 +118,10 @@ class BrokerOnlyNode:
         except StateMachineFatal as exc:       # the latest snapshot holds what the loader refuses
             raise NodeStartError(str(exc)) from None
         self.broker = self._make_broker(meta.directory_id)
+        if client_security is not None and client_security.ssl is not None:
+            # a key or trust store changed dynamically: for the next connections to the controllers
+            self.broker.ssl_reload.watch_controller_clients(c.controller_listener_names[0], client_security.ssl,
+                                                            driver.controller_clients)
         try:
             await self.broker.start()
         except BrokerStartError as exc:

@@ -1,0 +1,142 @@
+"""The node's clients towards the controllers take a key store changed dynamically for their next
+connection, as Kafka 4.3.1's NodeToControllerChannelManager does (its client channel builder is a
+reconfigurable of the DynamicBrokerConfig): an in-process combined node (process.roles=broker,
+controller) whose CONTROLLER listener is SSL with client authentication required, so the listener
+sees the certificate the node's own channel to the active controller (its broker's heartbeats)
+presents. IncrementalAlterConfigs of ``listener.name.controller.ssl.keystore.location`` (a
+store of the same subject signed by the same authority, a new key) sent to the broker; once it is committed, the channel's
+connection is dropped, and the next one the broker's heartbeat opens presents the new
+certificate; the raft client holds the new context too. A store of another subject is refused
+by the broker, as Kafka's broker refuses it (the client channel builder's check).
+The stores: tests/broker/dynamic_ssl_stores.py. About 3 s."""
+from __future__ import annotations
+
+import asyncio
+import io
+import threading
+from pathlib import Path
+
+import pytest
+
+from kafkawire.controller.factory import controller_factory
+from kafkawire.messages.incremental_alter_configs_request import (AlterableConfig, AlterConfigsResource,
+                                                                 IncrementalAlterConfigsRequest)
+from kafkawire.net.client import NetworkClient
+from kafkawire.net.config import parse_server_config
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.raft.node.controller_node import ControllerNode
+from kafkawire.tools.server_start import start_broker
+from kafkawire.tools.storage import format_storage
+
+from tests.broker.dynamic_ssl_stores import PASSWORD, write_stores
+from tests.broker.test_listener_ssl_reload import _certificate_in
+
+from .test_authorizer_node import CLUSTER_ID, free_port, wait_for
+
+pytest.importorskip("cryptography")
+
+LOCATION = "listener.name.controller.ssl.keystore.location"
+
+
+def _config(tmp_path: Path, stores: Path, controller_port: int, broker_port: int):
+    return parse_server_config(f"""
+node.id=1
+process.roles=broker,controller
+controller.quorum.voters=1@127.0.0.1:{controller_port}
+listeners=CONTROLLER://127.0.0.1:{controller_port},CLIENT://127.0.0.1:{broker_port}
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=CLIENT
+listener.security.protocol.map=CONTROLLER:SSL,CLIENT:PLAINTEXT
+listener.name.controller.ssl.keystore.type=PKCS12
+{LOCATION}={stores / "ks-ca.p12"}
+listener.name.controller.ssl.keystore.password={PASSWORD}
+listener.name.controller.ssl.truststore.type=PEM
+listener.name.controller.ssl.truststore.location={stores / "ca.pem"}
+listener.name.controller.ssl.client.auth=required
+log.dirs={tmp_path}/data
+controller.quorum.election.timeout.ms=200
+broker.heartbeat.interval.ms=200
+""")
+
+
+class Node:
+    """The combined node on an event loop of its own thread; ``call`` runs a coroutine there."""
+
+    def __init__(self, tmp_path: Path, stores: Path):
+        self.controller_port, self.broker_port = free_port(), free_port()
+        self.config = _config(tmp_path, stores, self.controller_port, self.broker_port)
+        format_storage(self.config, CLUSTER_ID, mode=None, out=io.StringIO())
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.node = self.broker = None
+
+    def call(self, coroutine, timeout=60):
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+    async def start(self):
+        self.node = ControllerNode(self.config, state_machine_factory=controller_factory, fsync=False)
+        await self.node.start()
+        controller = self.node.state_machine
+        await wait_for(lambda: controller.is_active() and controller.registration.registered(), "activation", 30)
+        self.broker = await start_broker(self.node)
+        assert self.broker is not None, "the broker did not start"
+        await wait_for(lambda: self.broker.serving.is_set(), "the broker to be unfenced and serving", 30)
+
+    async def stop(self):
+        if self.broker is not None:
+            await self.broker.stop(graceful=False)
+        if self.node is not None:
+            await self.node.stop()
+
+    async def alter(self, path: Path):
+        async with NetworkClient(request_timeout_ms=15_000) as client:
+            answer = await client.send(("127.0.0.1", self.broker_port), IncrementalAlterConfigsRequest(resources=[
+                AlterConfigsResource(resource_type=4, resource_name="1", configs=[
+                    AlterableConfig(name=LOCATION, config_operation=0, value=str(path))])]), api_version=1)
+        return [(r.error_code, r.error_message) for r in answer.responses]
+
+    def client_certificates(self) -> list[bytes]:
+        """The certificates the controller listener's open connections were shown by their clients."""
+        (server,) = [s for s in self.node.servers if s.listener_name == "CONTROLLER"]
+        return [conn.writer.get_extra_info("ssl_object").getpeercert(binary_form=True) for conn in server._connections]
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory):
+    stores = write_stores(tmp_path_factory.mktemp("stores"))
+    combined = Node(tmp_path_factory.mktemp("node"), stores)
+    combined.stores = stores
+    try:
+        combined.call(combined.start())
+        yield combined
+    finally:
+        combined.call(combined.stop())
+        combined.loop.call_soon_threadsafe(combined.loop.stop)
+        combined.thread.join(10)
+
+
+def test_the_channel_to_the_controller_presents_the_rotated_certificate_on_its_next_connection(node):
+    old, new = _certificate_in(node.stores / "ks-ca.p12"), _certificate_in(node.stores / "ks-ca2.p12")
+    assert node.client_certificates() == [old]          # the broker's channel to the active controller
+    reload = node.node.controller_ssl_reload
+    reloads = reload.reloads
+    assert node.call(node.alter(node.stores / "ks-ca2.p12")) == [(0, None)]
+
+    async def reconnected():
+        await wait_for(lambda: reload.reloads == reloads + 2, "the listener and the clients to take the store", 30)
+        clients = node.node.driver.controller_clients()
+        assert len(clients) == 2 and clients[0].ssl_context is clients[1].ssl_context   # the raft client's too
+        clients[1].disconnect(("127.0.0.1", node.controller_port))       # force a new connection
+        await wait_for(lambda: node.client_certificates() == [new], "a new connection with the new certificate", 30)
+    node.call(reconnected())
+
+
+def test_a_key_store_of_another_subject_is_refused_by_the_broker(node):
+    """The controller listener is not one of the broker's, but its channel to the controller is
+    (Kafka's broker validates the change with that channel's builder, first)."""
+    assert node.call(node.alter(node.stores / "ks-other-dn.p12")) == [(
+        Errors.INVALID_REQUEST, "Invalid value org.apache.kafka.common.config.ConfigException: Validation of dynamic "
+        "config update of SSLFactory failed: org.apache.kafka.common.config.ConfigException: Keystore "
+        "DistinguishedName does not match:  existing={alias=broker, DN=CN=broker, O=kafkawire}, "
+        "new={alias=broker, DN=CN=other, O=kafkawire} for configuration Invalid dynamic configuration")]
