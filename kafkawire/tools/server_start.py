@@ -136,6 +136,9 @@ async def serve(config: ServerConfig, state_machine_factory: StateMachineFactory
             return 1
     elif node.state_machine is not None:      # a controller-only node
         watch_controller_ssl_stores(node)
+        from kafkawire.tools.metric_reporters import watch_metric_reporters    # lazy: CLI start-up
+        committed = node.state_machine.committed
+        watch_metric_reporters(node, None, lambda: CommittedConfigs(committed), committed.listeners)
     servers = node.servers + ([] if broker is None else broker.servers)
     print(f"node {config.node_id} started on {', '.join(f'{s.host}:{s.port}' for s in servers)}",
           file=sys.stderr, flush=True)
@@ -146,6 +149,8 @@ async def serve(config: ServerConfig, state_machine_factory: StateMachineFactory
     for wait in waits[:2]:
         wait.cancel()
     crashed = node.driver.failure is not None or broker_failed(broker)
+    if config.is_controller and node.metric_reporters_reload is not None:
+        await node.metric_reporters_reload.close()     # no endpoint opened after the node closed its own
     if broker is not None and config.is_controller:      # a broker-only node stops its broker itself
         await broker.stop(graceful=not crashed)
     await node.stop(graceful=not crashed)
@@ -181,6 +186,8 @@ async def start_broker(node):
         log.error("cannot start the broker: %s", exc)
         return None
     watch_controller_ssl_stores(node, published)
+    from kafkawire.tools.metric_reporters import watch_metric_reporters    # lazy: CLI start-up
+    watch_metric_reporters(node, broker, lambda: published.image, published.listeners)
     # on the node's endpoint, if on; the request metrics are the node's, which the broker shares
     node.extra_metric_families.append(lambda: broker_families(broker, requests=False))
     return broker

@@ -12,6 +12,7 @@ The stores: tests/broker/dynamic_ssl_stores.py. About 3 s."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import threading
 from pathlib import Path
@@ -62,9 +63,10 @@ broker.heartbeat.interval.ms=200
 class Node:
     """The combined node on an event loop of its own thread; ``call`` runs a coroutine there."""
 
-    def __init__(self, tmp_path: Path, stores: Path):
+    def __init__(self, make_config):
+        """``make_config(controller_port, broker_port)``: the node's ServerConfig."""
         self.controller_port, self.broker_port = free_port(), free_port()
-        self.config = _config(tmp_path, stores, self.controller_port, self.broker_port)
+        self.config = make_config(self.controller_port, self.broker_port)
         format_storage(self.config, CLUSTER_ID, mode=None, out=io.StringIO())
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
@@ -89,11 +91,12 @@ class Node:
         if self.node is not None:
             await self.node.stop()
 
-    async def alter(self, path: Path):
+    async def alter(self, name: str, value: str | None):
+        """IncrementalAlterConfigs of broker 1 sent to the broker: SET ``value``, or DELETE for None."""
         async with NetworkClient(request_timeout_ms=15_000) as client:
             answer = await client.send(("127.0.0.1", self.broker_port), IncrementalAlterConfigsRequest(resources=[
-                AlterConfigsResource(resource_type=4, resource_name="1", configs=[
-                    AlterableConfig(name=LOCATION, config_operation=0, value=str(path))])]), api_version=1)
+                AlterConfigsResource(resource_type=4, resource_name="1", configs=[AlterableConfig(
+                    name=name, config_operation=0 if value is not None else 1, value=value)])]), api_version=1)
         return [(r.error_code, r.error_message) for r in answer.responses]
 
     def client_certificates(self) -> list[bytes]:
@@ -104,9 +107,16 @@ class Node:
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
-    stores = write_stores(tmp_path_factory.mktemp("stores"))
-    combined = Node(tmp_path_factory.mktemp("node"), stores)
-    combined.stores = stores
+    stores, directory = write_stores(tmp_path_factory.mktemp("stores")), tmp_path_factory.mktemp("node")
+    with started(lambda controller, broker: _config(directory, stores, controller, broker)) as combined:
+        combined.stores = stores
+        yield combined
+
+
+@contextlib.contextmanager
+def started(make_config):
+    """A Node started on its own loop's thread, stopped (and the thread ended) when the block ends."""
+    combined = Node(make_config)
     try:
         combined.call(combined.start())
         yield combined
@@ -121,7 +131,7 @@ def test_the_channel_to_the_controller_presents_the_rotated_certificate_on_its_n
     assert node.client_certificates() == [old]          # the broker's channel to the active controller
     reload = node.node.controller_ssl_reload
     reloads = reload.reloads
-    assert node.call(node.alter(node.stores / "ks-ca2.p12")) == [(0, None)]
+    assert node.call(node.alter(LOCATION, str(node.stores / "ks-ca2.p12"))) == [(0, None)]
 
     async def reconnected():
         await wait_for(lambda: reload.reloads == reloads + 2, "the listener and the clients to take the store", 30)
@@ -135,7 +145,7 @@ def test_the_channel_to_the_controller_presents_the_rotated_certificate_on_its_n
 def test_a_key_store_of_another_subject_is_refused_by_the_broker(node):
     """The controller listener is not one of the broker's, but its channel to the controller is
     (Kafka's broker validates the change with that channel's builder, first)."""
-    assert node.call(node.alter(node.stores / "ks-other-dn.p12")) == [(
+    assert node.call(node.alter(LOCATION, str(node.stores / "ks-other-dn.p12"))) == [(
         Errors.INVALID_REQUEST, "Invalid value org.apache.kafka.common.config.ConfigException: Validation of dynamic "
         "config update of SSLFactory failed: org.apache.kafka.common.config.ConfigException: Keystore "
         "DistinguishedName does not match:  existing={alias=broker, DN=CN=broker, O=kafkawire}, "
