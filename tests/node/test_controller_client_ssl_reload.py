@@ -4,11 +4,12 @@ reconfigurable of the DynamicBrokerConfig): an in-process combined node (process
 controller) whose CONTROLLER listener is SSL with client authentication required, so the listener
 sees the certificate the node's own channel to the active controller (its broker's heartbeats)
 presents. IncrementalAlterConfigs of ``listener.name.controller.ssl.keystore.location`` (a
-store of the same subject signed by the same authority, a new key) sent to the broker; once it is committed, the channel's
-connection is dropped, and the next one the broker's heartbeat opens presents the new
-certificate; the raft client holds the new context too. A store of another subject is refused
-by the broker, as Kafka's broker refuses it (the client channel builder's check).
-The stores: tests/broker/dynamic_ssl_stores.py. About 3 s."""
+store of the same subject signed by the same authority, a new key) sent to the broker; once it
+is committed, the channel's connection is dropped, and the next one the broker's heartbeat
+opens presents the new certificate; the raft client holds the new context too. A store of another subject is refused
+by the broker, as Kafka's broker refuses it (the client channel builder's check). The same on a
+broker-only node beside a controller-only one, whose raft client does connect to the controller.
+The stores: tests/broker/dynamic_ssl_stores.py. About 3 s and 5 s."""
 from __future__ import annotations
 
 import asyncio
@@ -150,3 +151,90 @@ def test_a_key_store_of_another_subject_is_refused_by_the_broker(node):
         "config update of SSLFactory failed: org.apache.kafka.common.config.ConfigException: Keystore "
         "DistinguishedName does not match:  existing={alias=broker, DN=CN=broker, O=kafkawire}, "
         "new={alias=broker, DN=CN=other, O=kafkawire} for configuration Invalid dynamic configuration")]
+
+
+def _ssl_lines(stores: Path) -> str:
+    return f"""
+listener.name.controller.ssl.keystore.type=PKCS12
+{LOCATION}={stores / "ks-ca.p12"}
+listener.name.controller.ssl.keystore.password={PASSWORD}
+listener.name.controller.ssl.truststore.type=PEM
+listener.name.controller.ssl.truststore.location={stores / "ca.pem"}
+"""
+
+
+class ControllerAndBroker(Node):
+    """A controller-only node (1) and a broker-only node (2, a raft observer whose channel to the
+    active controller and raft client share one TLS context) on one loop of their own thread."""
+
+    def __init__(self, directory: Path, stores: Path):
+        self.controller_port, self.broker_port = free_port(), free_port()
+        voters = f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}\ncontroller.listener.names=CONTROLLER\n"
+        self.config = parse_server_config(
+            f"node.id=1\nprocess.roles=controller\nlisteners=CONTROLLER://127.0.0.1:{self.controller_port}\n"
+            f"listener.security.protocol.map=CONTROLLER:SSL\nlistener.name.controller.ssl.client.auth=required\n"
+            f"log.dirs={directory}/controller\ncontroller.quorum.election.timeout.ms=200\n" + voters + _ssl_lines(stores))
+        self.broker_config = parse_server_config(
+            f"node.id=2\nprocess.roles=broker\nlisteners=CLIENT://127.0.0.1:{self.broker_port}\n"
+            f"listener.security.protocol.map=CONTROLLER:SSL,CLIENT:PLAINTEXT\ninter.broker.listener.name=CLIENT\n"
+            f"log.dirs={directory}/broker\nbroker.heartbeat.interval.ms=200\n" + voters + _ssl_lines(stores))
+        for config in (self.config, self.broker_config):
+            format_storage(config, CLUSTER_ID, mode=None, out=io.StringIO())
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.node = self.broker_node = self.broker = None
+
+    async def start(self):
+        from kafkawire.tools.broker_node import BrokerOnlyNode
+        self.node = ControllerNode(self.config, state_machine_factory=controller_factory, fsync=False)
+        await self.node.start()
+        await wait_for(lambda: self.node.state_machine.is_active(), "activation", 30)
+        self.broker_node = BrokerOnlyNode(self.broker_config, fsync=False)
+        await self.broker_node.start()
+        self.broker = self.broker_node.broker
+        await wait_for(lambda: self.broker.serving.is_set(), "the broker to be unfenced and serving", 30)
+
+    async def stop(self):
+        if self.broker_node is not None:
+            await self.broker_node.stop(graceful=False)
+        if self.node is not None:
+            await self.node.stop()
+
+
+def test_a_broker_only_nodes_clients_towards_the_controller_present_the_rotated_certificate(tmp_path):
+    """The broker-only node's broker watches them (kafkawire.tools.broker_node): after the change
+    to broker 2's configs, its raft client's and its channel's next connections (both dropped)
+    show the controller listener the new certificate; the controller node's own channel to itself
+    keeps the old one (the change is broker 2's)."""
+    (tmp_path / "stores").mkdir()
+    stores = write_stores(tmp_path / "stores")
+    old, new = _certificate_in(stores / "ks-ca.p12"), _certificate_in(stores / "ks-ca2.p12")
+    both = ControllerAndBroker(tmp_path, stores)
+
+    async def rotated():
+        async with NetworkClient(request_timeout_ms=15_000) as client:
+            answer = await client.send(("127.0.0.1", both.broker_port), IncrementalAlterConfigsRequest(resources=[
+                AlterConfigsResource(resource_type=4, resource_name="2", configs=[AlterableConfig(
+                    name=LOCATION, config_operation=0, value=str(stores / "ks-ca2.p12"))])]), api_version=1)
+        assert [r.error_code for r in answer.responses] == [0]
+        clients = both.broker_node.driver.controller_clients()
+        await wait_for(lambda: all(c.ssl_context is not None and c.ssl_context is clients[0].ssl_context
+                                   for c in clients) and both.broker.ssl_reload.reloads == 1,
+                       "the broker-only node's clients to take the store", 30)
+        for client in clients:
+            client.disconnect(("127.0.0.1", both.controller_port))
+        await wait_for(lambda: sorted(both.client_certificates()) == sorted([old, new, new]),
+                       "new connections from the broker-only node with the new certificate", 30)
+        return len(clients)
+
+    try:
+        both.call(both.start())
+        # its own channel to itself, node 2's raft client and channel
+        both.call(wait_for(lambda: sorted(both.client_certificates()) == sorted([old, old, old]),
+                           "the three connections to the controller listener", 30))
+        assert both.call(rotated()) == 2
+    finally:
+        both.call(both.stop())
+        both.loop.call_soon_threadsafe(both.loop.stop)
+        both.thread.join(10)
