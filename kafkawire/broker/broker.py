@@ -28,8 +28,9 @@ whose replicas include this broker and whose leader is another one is followed
 it); a follower made leader keeps its log. The
 broker asks to be unfenced only once the metadata it registered against is applied and these
 logs are open (and, given ``metadata_loaded``, once its image was loaded up to the high watermark,
-and its authorizer loaded the ACLs), as Kafka's broker waits for its log manager; its listeners process requests only once it is
-unfenced, as Kafka's BrokerServer enables request processing last (see ``_run_lifecycle``).
+and its authorizer loaded the ACLs), as Kafka's broker waits for its log manager; its listeners
+process requests only once it is unfenced, as Kafka's BrokerServer enables request processing
+last (see ``_run_lifecycle``).
 
 Log directories (``log.dirs``, kafkawire.broker.log_dirs): each has its meta.properties and
 directory id, all registered; a new log goes where LogDirs.place says, and a replica whose log is

@@ -1,8 +1,9 @@
 """A log directory's failure (KIP-858), as Kafka 4.3.1's LogDirFailureChannel,
 ReplicaManager.handleLogDirFailure and LogManager.handleLogDirFailure handle it: an I/O error in a
 directory takes it offline (writing a checkpoint, or ``storage_failure``: appending to, rolling,
-reading or flushing a log there, as Kafka's maybeHandleIOException, with its message); its replicas stop being served here (Kafka's
-HostedPartition.Offline: their requests are answered KAFKA_STORAGE_ERROR), the next heartbeats
+reading or flushing a log there, as Kafka's maybeHandleIOException, with its message); its replicas
+stop being served here (Kafka's HostedPartition.Offline: their requests are answered
+KAFKA_STORAGE_ERROR), the next heartbeats
 report it in OfflineLogDirs (the controller moves leadership off them) and no log opens there any
 more. When no directory is left online, or the failed one holds the metadata log, the broker
 halts, as Kafka's does (``Exit.halt(1)``): the broker's task ends with BrokerHalted, which stops

@@ -325,13 +325,13 @@ def test_an_io_error_appending_rolling_reading_or_flushing_takes_the_directory_o
 
         healthy, appended, rolled, read, flushed = (in_dir[str(d)] for d in dirs)   # the metadata log's stays
         appended.log.active_segment.append = failing()
-        assert produce(appended.partition) == (Errors.KAFKA_STORAGE_ERROR,
-                                               f"Error while appending records to t-{appended.partition} in dir {dirs[1]}")
+        assert produce(appended.partition) == (
+            Errors.KAFKA_STORAGE_ERROR, f"Error while appending records to t-{appended.partition} in dir {dirs[1]}")
         assert produce(rolled.partition) == (Errors.NONE, None)
         rolled.log.roll = failing()
         rolled.log.segment_bytes = rolled.log.active_segment.size + 1      # the next append rolls
-        assert produce(rolled.partition) == (Errors.KAFKA_STORAGE_ERROR,
-                                             f"Error while rolling log segment for t-{rolled.partition} in dir {dirs[2]}")
+        assert produce(rolled.partition) == (
+            Errors.KAFKA_STORAGE_ERROR, f"Error while rolling log segment for t-{rolled.partition} in dir {dirs[2]}")
         assert produce(read.partition) == (Errors.NONE, None)
         read.log.read = failing()
         request = SimpleNamespace(partition=read.partition, fetch_offset=0, partition_max_bytes=1 << 20,
