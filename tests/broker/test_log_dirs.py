@@ -354,3 +354,30 @@ def test_an_io_error_appending_rolling_reading_or_flushing_takes_the_directory_o
             assert text in caplog.text
         await broker.stop(graceful=False)
     asyncio.run(go())
+
+
+def test_an_io_error_appending_to_a_followed_replica_takes_its_directory_offline(tmp_path, caplog):
+    """AbstractFetcherThread: a KafkaStorageException appending the leader's batches marks the
+    partition failed (it is fetched no more) and the log's directory goes offline."""
+    async def go():
+        dirs = [tmp_path / "meta", tmp_path / "data"]
+        broker, state = make_broker(dirs, image_of({}))
+        broker.dir_assignments.submit = lambda *args: None
+        broker.lifecycle.heartbeat_soon = lambda: None
+        data_dir = broker.log_dirs.ids()[1]
+        state["image"] = image_of({0: SimpleNamespace(leader=2, leader_epoch=1, replicas=(1, 2), isr=(1, 2),
+                                                      partition_epoch=1, directories=(data_dir, UNASSIGNED))})
+        broker.on_metadata()
+        follower = broker.replica_roles.followers[("t", 0)]
+        assert parent(follower.partition) == str(dirs[1])
+        fetcher = broker.replica_roles.manager.fetchers[(2, 0)]
+        fetch_state = fetcher.partitions[("t", 0)]
+        follower.partition.log.active_segment.append = failing()
+        fetched = SimpleNamespace(error_code=0, diverging_epoch=None, high_watermark=1, log_start_offset=0,
+                                  records=build_batch([(b"k", b"v")], partition_leader_epoch=1))
+        fetcher.process_partition(fetch_state, fetched)
+        assert broker.log_dirs.offline == {str(dirs[1])}
+        assert fetcher.partitions == {} and broker.replica_roles.followers == {}
+        assert f"Error while appending records to t-0 in dir {dirs[1]}" in caplog.text
+        await broker.stop(graceful=False)
+    asyncio.run(go())
