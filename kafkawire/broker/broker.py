@@ -28,8 +28,9 @@ whose replicas include this broker and whose leader is another one is followed
 it); a follower made leader keeps its log. The
 broker asks to be unfenced only once the metadata it registered against is applied and these
 logs are open (and, given ``metadata_loaded``, once its image was loaded up to the high watermark,
-and its authorizer loaded the ACLs), as Kafka's broker waits for its log manager; its listeners process requests only once it is
-unfenced, as Kafka's BrokerServer enables request processing last (see ``_run_lifecycle``).
+and its authorizer loaded the ACLs), as Kafka's broker waits for its log manager; its listeners
+process requests only once it is unfenced, as Kafka's BrokerServer enables request processing
+last (see ``_run_lifecycle``).
 
 Log directories (``log.dirs``, kafkawire.broker.log_dirs): each has its meta.properties and
 directory id, all registered; a new log goes where LogDirs.place says, and a replica whose log is
@@ -143,7 +144,7 @@ class Broker:
         self.config = config
         self.node_id = config.node_id
         self.cluster_id = cluster_id
-        self.log_dir = self.log_dirs.first          # the first log directory (the one of a single-directory broker)
+        self.log_dir = self.log_dirs.online_paths[0]   # the first one online (the one of a single-directory broker)
         self.cordoned_dirs = CordonedDirs(self)      # cordoned.log.dirs (KIP-1066)
         self.directory_id = directory_id
         self.image = image
@@ -198,7 +199,7 @@ class Broker:
         self.init_producer_id_api = InitProducerIdApi(self.producer_ids,
                                                       transaction_max_timeout_ms=config.transaction_max_timeout_ms)
         self.log_manager = LogManager(self)      # retention and the log directory's checkpoints
-        self.log_deleter = LogDeleter(self.log_dirs.paths, lambda: self.topic_configs.broker_value(
+        self.log_deleter = LogDeleter(self.log_dirs.online_paths, lambda: self.topic_configs.broker_value(
             self.image(), "log.segment.delete.delay.ms", config.log_segment_delete_delay_ms),
             self.log_manager.pending, self.log_manager.clock)
         self.delete_records_api = DeleteRecordsApi(self)
@@ -318,9 +319,9 @@ class Broker:
             await self._listener(name)
         # LogManager's clean-shutdown marker: its broker epoch registers (a clean restart keeps this
         # broker in its partitions' ELRs, KIP-966), and it goes now, so a crash reads as unclean.
-        epochs = [read_clean_shutdown_epoch(path) for path in self.log_dirs.paths]
+        epochs = [read_clean_shutdown_epoch(path) for path in self.log_dirs.online_paths]
         self._clean_epoch = None if None in epochs else epochs[0]      # clean only if every directory was
-        for path in self.log_dirs.paths:
+        for path in self.log_dirs.online_paths:
             delete_clean_shutdown(path)
         self.lifecycle = BrokerLifecycle(
             self.send_to_controller, registration=self._registration(), metadata_offset=self.metadata_offset,
@@ -329,7 +330,7 @@ class Broker:
             offline_log_dirs=self.log_dirs.offline_ids, cordoned_log_dirs=self.cordoned_dirs.heartbeat_ids)
         self.task = asyncio.ensure_future(self._run_lifecycle())
         # moves cut short by a stop or a crash: resumed once their replicas are hosted
-        self.alter_log_dirs.futures.resumable.update(find_future_logs(self.log_dirs.paths))
+        self.alter_log_dirs.futures.resumable.update(find_future_logs(self.log_dirs.online_paths))
         self.log_deleter.schedule_leftovers()
         self.log_manager.start()
         self.replication.start()
@@ -430,7 +431,7 @@ class Broker:
         if image is None or self.lifecycle.state == STARTING:
             return
         if not self._strays_marked:         # before the first log opens, as Kafka's LogManager.startup
-            for path in self.log_dirs.paths:
+            for path in self.log_dirs.online_paths:
                 mark_stray_logs(path, image, self.node_id)
             self._strays_marked = True
         led, followed = set(), {}
@@ -471,9 +472,9 @@ class Broker:
             return True
         return self.log_dirs.is_offline_id(assigned_directory(registration, self.node_id))
 
-    def fail_log_dir(self, path: str, reason) -> None:
+    def fail_log_dir(self, path: str, reason, *, message: str | None = None) -> None:
         """A log directory failed (an I/O error writing its files): kafkawire.broker.log_dir_failure."""
-        fail_log_dir(self, path, reason)
+        fail_log_dir(self, path, reason, message=message)
 
     def halt(self, reason: BrokerHalted) -> None:
         """Stop the broker (its task ends with ``reason``), as Kafka's Exit.halt(1)."""
@@ -586,7 +587,7 @@ class Broker:
         await self.alter_log_dirs.futures.stop()     # a copy under way resumes at the next start
         self.log_manager.shutdown()          # the followed replicas' high watermarks checkpointed too
         if self._logs_ready or self._clean_epoch is not None:   # its logs were loaded, or were clean
-            for path in self.log_dirs.paths:
+            for path in self.log_dirs.online_paths:
                 try:
                     write_clean_shutdown(path, self.lifecycle.broker_epoch if self.lifecycle else -1)
                 except OSError as exc:
