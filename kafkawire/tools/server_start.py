@@ -137,8 +137,9 @@ async def serve(config: ServerConfig, state_machine_factory: StateMachineFactory
     elif node.state_machine is not None:      # a controller-only node
         watch_controller_ssl_stores(node)
         from kafkawire.tools.metric_reporters import watch_metric_reporters    # lazy: CLI start-up
-        committed = node.state_machine.committed
-        watch_metric_reporters(node, None, lambda: CommittedConfigs(committed), committed.listeners)
+        committed = getattr(node.state_machine, "committed", None)    # None: test-raft-server's load generator
+        if committed is not None:
+            watch_metric_reporters(node, None, lambda: CommittedConfigs(committed), committed.listeners)
     servers = node.servers + ([] if broker is None else broker.servers)
     print(f"node {config.node_id} started on {', '.join(f'{s.host}:{s.port}' for s in servers)}",
           file=sys.stderr, flush=True)
