@@ -29,6 +29,7 @@ from kafkawire.records import iter_batches
 from kafkawire.records.builder import build_batch
 
 from .coordinator_acks import note_append
+from .log_dir_failure import append_step, storage_failure
 from .group_records import OFFSETS_TOPIC, partition_for
 from .producer_state import BatchInfo
 
@@ -276,8 +277,8 @@ class OffsetsTopic:
             partition.append_as_coordinator(data, now_ms=now, producer=info)
         except ValueError:                    # larger than a segment
             return Errors.UNKNOWN_SERVER_ERROR
-        except OSError as exc:
-            log.error("appending to %s failed: %s", partition.name, exc)
+        except OSError as exc:              # KAFKA_STORAGE_ERROR, which the coordinator answers NOT_COORDINATOR
+            storage_failure(self.broker, partition, append_step(exc), exc)
             return Errors.NOT_COORDINATOR
         note_append(partition)                # the request's answer waits for the ISR (coordinator_acks)
         self.broker.data_appended()

@@ -1,7 +1,9 @@
 """A log directory's failure (KIP-858), as Kafka 4.3.1's LogDirFailureChannel,
-ReplicaManager.handleLogDirFailure and LogManager.handleLogDirFailure handle it: an I/O error
-writing a checkpoint in a directory takes it offline; its replicas stop being served here (Kafka's
-HostedPartition.Offline: their requests are answered KAFKA_STORAGE_ERROR), the next heartbeats
+ReplicaManager.handleLogDirFailure and LogManager.handleLogDirFailure handle it: an I/O error in a
+directory takes it offline (writing a checkpoint, or ``storage_failure``: appending to, rolling,
+reading or flushing a log there, as Kafka's maybeHandleIOException, with its message); its replicas
+stop being served here (Kafka's HostedPartition.Offline: their requests are answered
+KAFKA_STORAGE_ERROR), the next heartbeats
 report it in OfflineLogDirs (the controller moves leadership off them) and no log opens there any
 more. When no directory is left online, or the failed one holds the metadata log, the broker
 halts, as Kafka's does (``Exit.halt(1)``): the broker's task ends with BrokerHalted, which stops
@@ -12,7 +14,9 @@ from __future__ import annotations
 import logging
 import os
 
-__all__ = ["BrokerHalted", "fail_log_dir", "is_offline_replica"]
+from kafkawire.storage.log import LogFlushError, SegmentRollError
+
+__all__ = ["BrokerHalted", "append_step", "fail_log_dir", "is_offline_replica", "storage_failure"]
 
 log = logging.getLogger(__name__)
 
@@ -21,15 +25,47 @@ class BrokerHalted(RuntimeError):
     """Kafka's Exit.halt(1) on a log directory failure: nothing is left to serve, or the metadata log is gone."""
 
 
-def fail_log_dir(broker, path: str, reason) -> None:
-    """``path`` failed (``reason``, the I/O error): its replicas offline, the broker halted when
-    nothing is left online or the metadata log was there."""
+# UnifiedLog / LocalLog's maybeHandleIOException messages, by the step that failed
+_MESSAGES = {
+    "append": "Error while appending records to {name} in dir {dir}",
+    "roll": "Error while rolling log segment for {name} in dir {dir}",
+    "read": "Exception while reading from {name} in dir {dir}",
+    "flush": "Error while flushing log for {name} in dir {dir} with offset {end} (exclusive) and recovery point {end}",
+}
+
+
+def append_step(error: OSError) -> str:
+    """The step of an append that failed: the roll or the flush inside it, else the write."""
+    if isinstance(error, SegmentRollError):
+        return "roll"
+    return "flush" if isinstance(error, LogFlushError) else "append"
+
+
+def storage_failure(broker, partition, step: str, error: OSError, *, future: bool = False) -> str:
+    """An I/O error of ``step`` ("append", "roll", "read" or "flush") on ``partition``'s log: its log
+    directory goes offline (LogDirFailureChannel) unless the partition is no longer hosted here (a
+    log closed under a request, not a disk's failure; ``future``: a future log of
+    AlterReplicaLogDirs, hosted as such); the KafkaStorageException's message, what the request is
+    answered with as KAFKA_STORAGE_ERROR."""
+    path = os.path.dirname(os.path.abspath(partition.log.directory))
+    message = _MESSAGES[step].format(name=partition.name, dir=path, end=partition.log.log_end_offset)
+    manager = getattr(broker, "log_manager", None)
+    if manager is not None and (future or manager.replica((partition.topic, partition.partition)) is partition):
+        fail_log_dir(broker, path, error, message=message)
+    else:
+        log.warning("%s: %s (the log is no longer hosted here)", message, error)
+    return message
+
+
+def fail_log_dir(broker, path: str, reason, *, message: str | None = None) -> None:
+    """``path`` failed (``reason``, the I/O error; ``message``: Kafka's text for it): its replicas
+    offline, the broker halted when nothing is left online or the metadata log was there."""
     log_dirs = broker.log_dirs
     if path in log_dirs.offline:
         return
     log_dirs.offline.add(path)
-    log.error("broker %d: log directory %s failed (%s): stopping serving the replicas in it", broker.node_id,
-              path, reason)
+    log.error("%s: %s", message or f"Disk error in log directory {path}", reason)     # LogDirFailureChannel
+    log.warning("Stopping serving replicas in dir %s", path)                          # ReplicaManager
     for key, partition in list(broker.log_manager.replicas().items()):
         if os.path.dirname(os.path.abspath(partition.log.directory)) != path:
             continue

@@ -45,6 +45,7 @@ from kafkawire.storage.state_files import (StateFileError, read_offset_checkpoin
 
 from .log_config import LONG_MAX, LogSettings, retention_time_ms
 from .log_deletion import remove_deleted
+from .log_dir_failure import storage_failure
 from .partition import partition_dir_name
 from .producer_snapshots import retire_snapshots
 from .retention import SegmentView, segments_to_delete
@@ -407,9 +408,9 @@ class LogManager:
                 if log_.unflushed_messages > 0 and now - log_.last_flush_ms >= flush_ms:
                     try:
                         log_.flush()
-                    except OSError as exc:
-                        log.error("flushing %s: %s", log_.directory, exc)
-                        continue
+                    except OSError as exc:          # UnifiedLog.flush: the directory goes offline
+                        storage_failure(self.broker, replica, "flush", exc, future=replica is not partition)
+                        break
                     flushed += 1
                     if replica is partition:
                         self.recovery_points[key] = log_.flushed_offset

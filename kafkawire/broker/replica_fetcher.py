@@ -132,7 +132,7 @@ class ReplicaFetcher:
     ``endpoint()`` gives the leader's (host, port) on the inter-broker listener, or None."""
 
     def __init__(self, settings: FetcherSettings, client, leader_id: int, endpoint, broker_epoch, *, clock=None,
-                 on_bytes_in=None, quota=None):
+                 on_bytes_in=None, quota=None, on_storage_error=None):
         self.settings = settings
         self.quota = quota              # the follower ReplicationQuota, or None
         self.client = client
@@ -141,6 +141,9 @@ class ReplicaFetcher:
         self.broker_epoch = broker_epoch
         self.clock = clock or time.monotonic
         self.on_bytes_in = on_bytes_in or (lambda size: None)     # ReplicationBytesIn (kafkawire.broker.metrics)
+        # (follower, OSError): an I/O error appending to a follower's log (its directory goes offline)
+        self.on_storage_error = on_storage_error or (lambda follower, error: log.error("appending to %s: %s",
+                                                                                        follower.name, error))
         self.partitions: dict[tuple[str, int], PartitionFetchState] = {}
         self.session = FetchSessionClient()          # KIP-227, with Fetch v7+ (fetch_session_client)
         self._wake = asyncio.Event()
@@ -350,6 +353,10 @@ class ReplicaFetcher:
             log.error("replica fetcher: %s", exc)
             self._delay([state])
             return
+        except OSError as exc:          # KafkaStorageException: markPartitionFailed, the directory offline
+            self.partitions = {key: s for key, s in self.partitions.items() if s is not state}
+            self.on_storage_error(follower, exc)
+            return
         if info is not None:
             self.on_bytes_in(len(data.records))
             state.fetch_offset = info.last_offset + 1
@@ -456,6 +463,7 @@ class ReplicaFetcherManager:
     broker_epoch: object
     on_bytes_in: object = None      # called with the size of each batch set appended (ReplicationBytesIn)
     quota: object = None                # the follower ReplicationQuota (replication_quotas.py), or None
+    on_storage_error: object = None     # (follower, OSError): an append's I/O error (ReplicaFetcher)
     fetchers: dict = field(default_factory=dict)
 
     def apply(self, followed: dict) -> None:
@@ -477,7 +485,8 @@ class ReplicaFetcherManager:
                 leader_id = fkey[0]
                 fetcher = self.fetchers[fkey] = ReplicaFetcher(
                     self.settings, self.client, leader_id, lambda leader_id=leader_id: self.endpoint_of(leader_id),
-                    self.broker_epoch, on_bytes_in=self.on_bytes_in, quota=self.quota)
+                    self.broker_epoch, on_bytes_in=self.on_bytes_in, quota=self.quota,
+                    on_storage_error=self.on_storage_error)
                 fetcher.start()
             fetcher.set_partitions(partitions)
 

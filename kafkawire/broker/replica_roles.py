@@ -41,6 +41,7 @@ from kafkawire.net.security import client_options
 
 from .follower import FollowerReplica
 from .metrics import REPLICATION_BYTES_IN
+from .log_dir_failure import append_step, storage_failure
 from .replica_fetcher import FetcherSettings, ReplicaFetcherManager
 
 __all__ = ["ReplicaRoles"]
@@ -172,7 +173,9 @@ class ReplicaRoles:
         self.manager = ReplicaFetcherManager(settings, client, self.endpoint_of,
                                              lambda: lifecycle.broker_epoch if lifecycle is not None else -1,
                                              lambda size: stats.mark_all_topics(REPLICATION_BYTES_IN, size),
-                                             quota=getattr(self.broker, "follower_quota", None))
+                                             quota=getattr(self.broker, "follower_quota", None),
+                                             on_storage_error=lambda follower, error: storage_failure(
+                                                 self.broker, follower.partition, append_step(error), error))
         return self.manager
 
     def client_options(self) -> tuple[dict, str | None]:
@@ -187,6 +190,9 @@ class ReplicaRoles:
         reloaded = self.broker.ssl_reload.client_context        # the stores as last changed dynamically
         if reloaded is not None and "ssl_context" in options:
             options["ssl_context"] = reloaded
+        dynamic = getattr(self.broker, "dynamic_listeners", None)
+        if dynamic is not None and dynamic.inter_broker_sasl is not None and "sasl" in options:
+            options["sasl"] = dynamic.inter_broker_sasl         # the mechanism as last changed dynamically
         return options, None
 
     def endpoint_of(self, broker_id: int) -> tuple[str, int] | None:

@@ -18,7 +18,7 @@ The group coordinator initializes a share-partition before it assigns it
 (kafkawire.broker.share_group_init), so a consumer finds its state; one the coordinator has no
 state for (a client fetching a partition it was not assigned) is not initialized here: the
 coordinator refuses the read (INVALID_REQUEST) and the fetch answers UNKNOWN_SERVER_ERROR for
-it, as Kafka's leader does. A start offset of -1 is resolved as
+it with the coordinator's message, as Kafka's leader does. A start offset of -1 is resolved as
 before the coordinator existed: the leader's old checkpoint (kafkawire.broker.share_checkpoint),
 else ``share.auto.offset.reset``; it is written at once. A write refused with
 FENCED_STATE_EPOCH or FENCED_LEADER_EPOCH drops the share-partition here (read again next time).
@@ -32,27 +32,13 @@ import time
 
 from kafkawire.protocol.error_codes import Errors
 
+from .share_errors import FENCED, persister_error
 from .share_partition import SharePartition
 from .share_persister import SharePersister
 
-__all__ = ["ShareStateKeeper"]
+__all__ = ["ShareStateKeeper", "persister_error"]
 
 log = logging.getLogger(__name__)
-FENCED = {int(Errors.FENCED_STATE_EPOCH), int(Errors.FENCED_LEADER_EPOCH)}
-COORDINATOR_MOVED = {int(Errors.NOT_COORDINATOR), int(Errors.COORDINATOR_NOT_AVAILABLE),
-                     int(Errors.COORDINATOR_LOAD_IN_PROGRESS)}
-
-
-def persister_error(code: int) -> int:
-    """The error a fetch or acknowledgement answers for a failed read or write of the share
-    coordinator, as Kafka's SharePartition.fetchPersisterError maps it."""
-    if code == Errors.NONE or code in (Errors.GROUP_ID_NOT_FOUND, Errors.UNKNOWN_TOPIC_OR_PARTITION):
-        return code
-    if code in COORDINATOR_MOVED:
-        return Errors.COORDINATOR_NOT_AVAILABLE
-    if code in FENCED:
-        return Errors.NOT_LEADER_OR_FOLLOWER
-    return Errors.UNKNOWN_SERVER_ERROR
 
 
 class ShareStateKeeper:

@@ -158,7 +158,8 @@ def test_every_member_gets_the_leaders_assignment_once_the_isr_has_it(tmp_path):
 
         joined = await joined_generation(broker, [leader.member_id, other.member_id])
         broker.config.offsets_commit_timeout_ms = 30      # the follower fetches no more
-        syncs = [sync(broker, joined[1]), sync(broker, joined[0], [(leader.member_id, b"L2"), (other.member_id, b"O2")])]
+        syncs = [sync(broker, joined[1]),
+                 sync(broker, joined[0], [(leader.member_id, b"L2"), (other.member_id, b"O2")])]
         answers = [await asyncio.wait_for(s, 5) for s in syncs]
         assert [a.error_code for a in answers] == [Errors.COORDINATOR_NOT_AVAILABLE] * 2
         broker.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import uuid
 from types import SimpleNamespace
 
@@ -262,5 +263,121 @@ def test_a_failed_directory_stops_its_replicas_and_is_reported_in_heartbeats(tmp
         with pytest.raises(BrokerHalted, match=f"all log dirs in {dirs[0]}, {dirs[1]} have failed"):
             await broker._halted
         broker.lifecycle = SimpleNamespace(state="RUNNING", poke=lambda: None, broker_epoch=5)
+        await broker.stop(graceful=False)
+    asyncio.run(go())
+
+
+def test_a_directory_that_cannot_be_read_at_start_starts_offline_with_kafkas_log_lines(tmp_path, caplog):
+    """MetaPropertiesEnsemble and LogManager.createAndValidateLogDirs: a log directory that is not
+    a readable directory, or whose meta.properties cannot be read, is left offline (no id
+    registered, no log opened there) and the start goes on; with none left it stops, in Kafka's words."""
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    b.write_text("not a directory")
+    (c / "meta.properties").mkdir(parents=True)            # a meta.properties that cannot be read
+    with caplog.at_level("ERROR", logger="kafkawire.broker.log_dirs"):
+        dirs = LogDirs.load([str(a), str(b), str(c)], node_id=1, cluster_id="c")
+    assert dirs.offline == {str(b), str(c)} and dirs.online_paths == [str(a)] and len(dirs.ids()) == 1
+    assert f"Failed to create or validate data directory {b}: {b} is not a readable log directory." in caplog.text
+    assert f"Error while reading meta.properties file {c / 'meta.properties'}" in caplog.text
+    assert f"Failed to create or validate data directory {c}: Failed to load {c} during broker startup" in caplog.text
+    assert dirs.place("t", 0, UNASSIGNED, {}) == str(a)
+    with pytest.raises(LogDirsError, match=f"Shutdown broker because none of the specified log dirs from {b}, {c} "
+                                           "can be created or validated"):
+        LogDirs.load([str(b), str(c)], node_id=1, cluster_id="c")
+
+    async def go():
+        broker, _ = make_broker([a, b], image_of({0: registration(), 1: registration()}))
+        broker.dir_assignments.submit = lambda *args: None
+        broker.lifecycle.state = "RUNNING"
+        broker.on_metadata()
+        assert {parent(broker.partitions[("t", i)]) for i in (0, 1)} == {str(a)}
+        assert broker.log_dirs.offline == {str(b)}
+        await broker.stop(graceful=False)
+    asyncio.run(go())
+
+
+def failing(error=OSError(5, "Input/output error")):
+    def fail(*args, **kwargs):
+        raise error
+    return fail
+
+
+def test_an_io_error_appending_rolling_reading_or_flushing_takes_the_directory_offline(tmp_path, caplog):
+    """UnifiedLog / LocalLog's maybeHandleIOException: an I/O error of a log's append, roll, read or
+    flush takes its directory offline (LogDirFailureChannel, with Kafka's message) and the request
+    is answered KAFKA_STORAGE_ERROR with that message; the other directory's replicas go on."""
+    async def go():
+        dirs = [tmp_path / "meta", tmp_path / "a", tmp_path / "b", tmp_path / "c", tmp_path / "d"]
+        broker, state = make_broker(dirs, image_of({i: registration() for i in range(5)}))
+        broker.dir_assignments.submit = lambda *args: None
+        heartbeats = []
+        broker.lifecycle.heartbeat_soon = lambda: heartbeats.append("now")       # each failure reported at once
+        broker.on_metadata()
+        image, topic = state["image"], state["image"].topics_by_name["t"]
+        in_dir = {parent(broker.partitions[("t", i)]): broker.partitions[("t", i)] for i in range(5)}
+        assert sorted(in_dir) == sorted(map(str, dirs))
+
+        def produce(index):
+            now = int(time.time() * 1000)
+            records = SimpleNamespace(index=index, records=build_batch([(b"k", b"v", (), now)]))
+            answer = broker.produce_api._produce_partition(image, topic, records, 1, 9, now)
+            return answer.error_code, answer.error_message
+
+        healthy, appended, rolled, read, flushed = (in_dir[str(d)] for d in dirs)   # the metadata log's stays
+        appended.log.active_segment.append = failing()
+        assert produce(appended.partition) == (
+            Errors.KAFKA_STORAGE_ERROR, f"Error while appending records to t-{appended.partition} in dir {dirs[1]}")
+        assert produce(rolled.partition) == (Errors.NONE, None)
+        rolled.log.roll = failing()
+        rolled.log.segment_bytes = rolled.log.active_segment.size + 1      # the next append rolls
+        assert produce(rolled.partition) == (
+            Errors.KAFKA_STORAGE_ERROR, f"Error while rolling log segment for t-{rolled.partition} in dir {dirs[2]}")
+        assert produce(read.partition) == (Errors.NONE, None)
+        read.log.read = failing()
+        request = SimpleNamespace(partition=read.partition, fetch_offset=0, partition_max_bytes=1 << 20,
+                                  current_leader_epoch=-1, last_fetched_epoch=-1)
+        params = SimpleNamespace(version=13, only_leader=False, follower=None, client=None, isolation_level=0)
+        answer = broker.fetch_api._fetch_partition(image, topic, request, params, 1 << 20, True)
+        assert (answer.error_code, answer.high_watermark) == (Errors.KAFKA_STORAGE_ERROR, -1)
+        assert produce(flushed.partition) == (Errors.NONE, None)
+        flushed.log.flush = failing()
+        broker.log_manager.clock = lambda: flushed.log.last_flush_ms + 10**12
+        broker.log_manager.settings = lambda image, name: SimpleNamespace(flush_ms=0)
+        broker.log_manager.flush_dirty_logs()
+        assert broker.log_dirs.offline == set(map(str, dirs[1:])) and len(heartbeats) == 4
+        assert list(broker.partitions) == [("t", healthy.partition)]
+        assert produce(healthy.partition) == (Errors.NONE, None)
+        assert produce(read.partition)[0] == Errors.KAFKA_STORAGE_ERROR       # offline: answered before any read
+        for text in (f"Exception while reading from t-{read.partition} in dir {dirs[3]}",
+                     f"Error while flushing log for t-{flushed.partition} in dir {dirs[4]} with offset 1 (exclusive) "
+                     "and recovery point 1", f"Stopping serving replicas in dir {dirs[4]}"):
+            assert text in caplog.text
+        await broker.stop(graceful=False)
+    asyncio.run(go())
+
+
+def test_an_io_error_appending_to_a_followed_replica_takes_its_directory_offline(tmp_path, caplog):
+    """AbstractFetcherThread: a KafkaStorageException appending the leader's batches marks the
+    partition failed (it is fetched no more) and the log's directory goes offline."""
+    async def go():
+        dirs = [tmp_path / "meta", tmp_path / "data"]
+        broker, state = make_broker(dirs, image_of({}))
+        broker.dir_assignments.submit = lambda *args: None
+        broker.lifecycle.heartbeat_soon = lambda: None
+        data_dir = broker.log_dirs.ids()[1]
+        state["image"] = image_of({0: SimpleNamespace(leader=2, leader_epoch=1, replicas=(1, 2), isr=(1, 2),
+                                                      partition_epoch=1, directories=(data_dir, UNASSIGNED))})
+        broker.on_metadata()
+        follower = broker.replica_roles.followers[("t", 0)]
+        assert parent(follower.partition) == str(dirs[1])
+        fetcher = broker.replica_roles.manager.fetchers[(2, 0)]
+        fetch_state = fetcher.partitions[("t", 0)]
+        follower.partition.log.active_segment.append = failing()
+        fetched = SimpleNamespace(error_code=0, diverging_epoch=None, high_watermark=1, log_start_offset=0,
+                                  records=build_batch([(b"k", b"v")], partition_leader_epoch=1))
+        fetcher.process_partition(fetch_state, fetched)
+        assert broker.log_dirs.offline == {str(dirs[1])}
+        assert fetcher.partitions == {} and broker.replica_roles.followers == {}
+        assert f"Error while appending records to t-0 in dir {dirs[1]}" in caplog.text
         await broker.stop(graceful=False)
     asyncio.run(go())

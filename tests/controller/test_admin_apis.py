@@ -406,9 +406,11 @@ def test_a_controller_changes_its_own_log_levels_as_kafkas_controller_apis_does(
     logger = logging.getLogger(LOGGER)
     try:
         responses, records, _ = scenario([create("t")], [
-            (44, 1, incremental((BROKER_LOGGER, "1", [(LOGGER, SET, "DEBUG")]), (TOPIC, "t", [("retention.ms", SET, "9")]))),
+            (44, 1, incremental((BROKER_LOGGER, "1", [(LOGGER, SET, "DEBUG")]),
+                                (TOPIC, "t", [("retention.ms", SET, "9")]))),
             (44, 1, incremental((BROKER_LOGGER, "1", [(LOGGER, SET, "ERROR")]), validate_only=True)),
-            (44, 1, incremental((BROKER_LOGGER, "2", [(LOGGER, SET, "ERROR")]), (BROKER_LOGGER, "1", [(LOGGER, SET, "LOUD")]),
+            (44, 1, incremental((BROKER_LOGGER, "2", [(LOGGER, SET, "ERROR")]),
+                                (BROKER_LOGGER, "1", [(LOGGER, SET, "LOUD")]),
                                 (BROKER_LOGGER, "1", [("root", DELETE, None)]))),
             (33, 1, legacy((BROKER_LOGGER, "1", [(LOGGER, "ERROR")]))),
         ])
@@ -437,7 +439,8 @@ def test_a_controller_that_is_not_active_changes_its_log_levels_too():
 
     async def go():
         async with Running(standby):
-            alone = await standby.handlers()[44].handle(Ctx(1), incremental((BROKER_LOGGER, "1", [(LOGGER, SET, "WARN")])))
+            alone = await standby.handlers()[44].handle(
+                Ctx(1), incremental((BROKER_LOGGER, "1", [(LOGGER, SET, "WARN")])))
             both = await standby.handlers()[44].handle(Ctx(1), incremental(
                 (TOPIC, "t", [("retention.ms", SET, "9")]), (BROKER_LOGGER, "1", [(LOGGER, SET, "DEBUG")])))
             return alone, both

@@ -564,6 +564,12 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing, SnapshotLoads):
         applied): the core's may be ahead while its fsync runs."""
         return max(self.metrics.high_watermark, 0)
 
+    def controller_clients(self) -> list[NetworkClient]:
+        """The clients this node has towards the controllers: the raft client and, once made,
+        the channel to the active controller (send_to_leader), which takes the raft client's
+        TLS context when it is made (a store changed dynamically reaches both)."""
+        return [self.client] + ([] if self._control_client is None else [self._control_client])
+
     async def send_to_leader(self, request, timeout_ms: int = 5000):
         leader = self.leader()
         if leader.leader_id is None:
