@@ -31,7 +31,8 @@ By hand, at 100k partitions (exits 1 if a check of ``problems`` fails):
     python -m tests.nemesis.paced_storm [--brokers 100] [--partitions 100000] [--seconds 20] [--fence fence|shutdown]
 
 ``--fence``: the first broker leaves the storm a quarter of the way into it and asks to be fenced
-(or to shut down); printed: when that was answered and when its partitions had all moved
+(or to shut down); printed: when that was answered, when its leaderships were committed (the
+leader's log line) with each voter's CPU meanwhile, and when its partitions had all moved
 (Fencing). With 10 brokers each leads a tenth of the partitions (issue 28: "fencing a broker
 that leads 10% of 1M partitions").
 
