@@ -250,8 +250,9 @@ class LogManager:
             for log_ in [partition, *self._future_of(partition)]:     # a future log too, as Kafka's
                 try:
                     total += self.delete_old_segments(log_, settings)
-                except OSError as exc:
-                    log.error("%s: retention failed: %s", log_.log.directory, exc)
+                except OSError as exc:      # UnifiedLog.deleteSegments: the directory goes offline
+                    storage_failure(self.broker, log_, "delete", exc, future=log_ is not partition)
+                    break
         return total
 
     def _future_of(self, partition) -> list:

@@ -90,6 +90,8 @@ class ReplicaRoles:
             self._remove(self.followers.pop(key))
         opened = False
         for key, (topic, index, registration) in followed.items():
+            if self.broker.offline_replica(key, topic.id, registration):
+                continue        # its directory failed in this update (a log that could not be opened)
             follower = self.followers.get(key)
             if follower is not None and follower.partition.topic_id != topic.id:     # deleted, created again
                 self.broker.log_deleter.delete(self.followers.pop(key).partition)
