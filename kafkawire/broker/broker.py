@@ -86,7 +86,7 @@ from .cordoned_dirs import CordonedDirs
 from .dir_assignments import DirAssignments
 from .alter_log_dirs import AlterLogDirsApi
 from .log_dir_copy import find_future_logs
-from .log_dir_failure import BrokerHalted, fail_log_dir, open_failure, state_file_failure
+from .log_dir_failure import BrokerHalted, fail_log_dir, open_failure, skips_creation, state_file_failure
 from .state_writes import StateWrites
 from .stray_logs import mark_stray_logs
 from .telemetry_apis import client_telemetry
@@ -465,13 +465,10 @@ class Broker:
         self.share_coordinator_apis.on_metadata()
 
     def offline_replica(self, key, topic_id, registration) -> bool:
-        """A replica whose log was in a failed directory, or that the metadata assigns to one, is
-        neither led nor followed here (Kafka's HostedPartition.Offline; createLogInAssignedDirectoryId)."""
-        if not self.log_dirs.offline:
-            return False
-        if self.offline_partitions.get(key) == topic_id:
-            return True
-        return self.log_dirs.is_offline_id(assigned_directory(registration, self.node_id))
+        """A replica whose log was in a failed directory, or that the metadata assigns to one or to
+        one unknown here while one failed, is neither led nor followed here (HostedPartition.Offline;
+        createLogInAssignedDirectoryId): kafkawire.broker.log_dir_failure.skips_creation."""
+        return skips_creation(self, key, topic_id, assigned_directory(registration, self.node_id))
 
     def fail_log_dir(self, path: str, reason, *, message: str | None = None) -> None:
         """A log directory failed (an I/O error writing its files): kafkawire.broker.log_dir_failure."""

@@ -16,11 +16,12 @@ from __future__ import annotations
 import logging
 import os
 
+from kafkawire.metadata.registrations import UNASSIGNED
 from kafkawire.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT
 from kafkawire.storage.log import LogFlushError, SegmentRollError
 
 __all__ = ["BrokerHalted", "LogTruncationError", "append_step", "fail_log_dir", "is_offline_replica",
-           "open_failure", "state_file_failure", "storage_failure"]
+           "open_failure", "skips_creation", "state_file_failure", "storage_failure"]
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +106,29 @@ def state_file_failure(broker, directory: str, job, error: OSError) -> None:
     else:
         message = f"Error while rolling log segment for {os.path.basename(directory)} in dir {path}"
     fail_log_dir(broker, path, error, message=message)
+
+
+def skips_creation(broker, key, topic_id, assigned) -> bool:
+    """Partition.createLogInAssignedDirectoryId: while a directory of this broker is offline, a
+    replica the metadata assigns to a directory not online here (one that failed, or one unknown:
+    it may be a directory that could not be read at start, the log still in it) is not opened in
+    any directory (its requests are answered NOT_LEADER_OR_FOLLOWER, as Kafka's Partition without a
+    log); nor is a replica whose log was in a failed directory. Kafka's warning, once per assignment."""
+    log_dirs = broker.log_dirs
+    if not log_dirs.offline:
+        return False
+    if broker.offline_partitions.get(key) == topic_id:
+        return True
+    known = log_dirs.by_id(assigned)
+    if assigned == UNASSIGNED or (known is not None and known.path not in log_dirs.offline):
+        log_dirs.creations_skipped.pop(key, None)
+        return False
+    if log_dirs.creations_skipped.get(key) != (topic_id, assigned):
+        log_dirs.creations_skipped[key] = (topic_id, assigned)
+        log.warning("[Partition %s-%d broker=%d] Skipping creation of log because there are potentially offline "
+                    "log directories and log may already exist there. directoryId=%s, topicId=%s", key[0], key[1],
+                    broker.node_id, assigned, topic_id)
+    return True
 
 
 def fail_log_dir(broker, path: str, reason, *, message: str | None = None) -> None:

@@ -26,7 +26,7 @@ from kafkawire.messages.alter_replica_log_dirs_request import (AlterReplicaLogDi
 from kafkawire.messages.assign_replicas_to_dirs_response import (AssignReplicasToDirsResponse, DirectoryData,
                                                                  PartitionData, TopicData)
 from kafkawire.messages.describe_log_dirs_request import DescribeLogDirsRequest
-from kafkawire.metadata.registrations import UNASSIGNED
+from kafkawire.metadata.registrations import LOST, UNASSIGNED
 from kafkawire.net.config import parse_server_config
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.records.builder import build_batch
@@ -514,3 +514,34 @@ def test_followed_replicas_of_a_directory_failing_while_their_logs_open_are_not_
         await broker.stop(graceful=False)
     asyncio.run(go())
 
+
+def test_replicas_assigned_to_a_directory_not_online_are_not_created_while_one_is_offline(tmp_path, caplog):
+    """Partition.createLogInAssignedDirectoryId: with a directory offline (here: unreadable at start,
+    so its id is unknown), a replica the metadata assigns to a directory that is not online here
+    (unknown, or LOST) is not created in another one, warned once, and answered NOT_LEADER_OR_FOLLOWER;
+    UNASSIGNED and online ones are; with no directory offline an unknown one is placed as usual."""
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    b.write_text("not a directory")
+    unknown = uuid.uuid4()
+
+    async def go(dirs, expected_opened):
+        broker, state = make_broker(dirs, image_of({}))
+        broker.dir_assignments.submit = lambda *args: None
+        state["image"] = image_of({0: registration(unknown), 1: registration(broker.log_dirs.ids()[0]),
+                                   2: registration(), 3: registration(LOST)})
+        broker.on_metadata()
+        broker.on_metadata()
+        assert sorted(index for _, index in broker.partitions) == expected_opened
+        assert all(parent(p) in map(str, dirs) for p in broker.partitions.values())
+        image, topic = state["image"], state["image"].topics_by_name["t"]
+        now = int(time.time() * 1000)
+        records = SimpleNamespace(index=0, records=build_batch([(b"k", b"v", (), now)]))
+        answer = broker.produce_api._produce_partition(image, topic, records, 1, 9, now)
+        await broker.stop(graceful=False)
+        return answer.error_code
+    assert asyncio.run(go([a, b], [1, 2])) == Errors.NOT_LEADER_OR_FOLLOWER
+    warning = (f"[Partition t-0 broker=1] Skipping creation of log because there are potentially offline log "
+               f"directories and log may already exist there. directoryId={unknown}")
+    assert caplog.text.count(warning) == 1 and "[Partition t-3 broker=1] Skipping creation" in caplog.text
+    assert not (a / "t-0").exists() and not (a / "t-3").exists()
+    assert asyncio.run(go([a, c], [0, 1, 2, 3])) == Errors.NONE
