@@ -243,9 +243,9 @@ class LogManager:
         segments deleted. A follower's pass is bounded by its own high watermark, as Kafka's."""
         image = self.broker.image()
         total = 0
-        for partition in list(self.replicas().values()):
+        for key, partition in list(self.replicas().items()):
             settings = self.settings(image, partition.topic)
-            if settings.compact:
+            if settings.compact or self.replica(key) is not partition:     # not: closed, its directory failed
                 continue
             for log_ in [partition, *self._future_of(partition)]:     # a future log too, as Kafka's
                 try:
