@@ -202,7 +202,7 @@ class Broker:
         self.log_manager = LogManager(self)      # retention and the log directory's checkpoints
         self.log_deleter = LogDeleter(self.log_dirs.online_paths, lambda: self.topic_configs.broker_value(
             self.image(), "log.segment.delete.delay.ms", config.log_segment_delete_delay_ms),
-            self.log_manager.pending, self.log_manager.clock)
+            self.log_manager.pending, self.log_manager.clock, on_failure=self.fail_log_dir)
         self.delete_records_api = DeleteRecordsApi(self)
         self.describe_producers_api = DescribeProducersApi(self)
         # Answered from the image: DescribeTopicPartitions, DescribeClientQuotas, DescribeUserScramCredentials,
@@ -448,7 +448,9 @@ class Broker:
                 elif self.node_id in registration.replicas:
                     followed[key] = (topic, index, registration)
         for key in [k for k in self.partitions if k not in led]:
-            partition = self.partitions.pop(key)
+            partition = self.partitions.pop(key, None)     # None: closed, its directory failed meanwhile
+            if partition is None:
+                continue
             if key in followed and followed[key][0].id == partition.topic_id:     # makeFollower keeps the log
                 registration = followed[key][2]
                 self.replica_roles.make_follower(partition, registration.leader, registration.leader_epoch)

@@ -43,7 +43,11 @@ class LogDeleter:
     with the ``.deleted`` segment files (its delete-file task); ``delay_ms()`` is the delay in
     force when a directory is scheduled."""
 
-    def __init__(self, log_dirs, delay_ms: Callable[[], int], pending, clock: Callable[[], int]):
+    def __init__(self, log_dirs, delay_ms: Callable[[], int], pending, clock: Callable[[], int], *,
+                 on_failure: Callable[..., None] | None = None):
+        """``on_failure(path, error, message=...)``: a log directory's I/O error renaming a log in it
+        (the broker takes it offline, as Kafka's UnifiedLog.renameDir)."""
+        self.on_failure = on_failure
         self.log_dirs = [log_dirs] if isinstance(log_dirs, str) else list(log_dirs)
         self.delay_ms = delay_ms
         self.pending = pending
@@ -61,7 +65,12 @@ class LogDeleter:
         try:
             os.rename(directory, renamed)
         except OSError as exc:
-            log.error("cannot rename %s for deletion: %s", directory, exc)
+            parent = os.path.dirname(os.path.abspath(directory))
+            message = f"Error while renaming dir for {partition.name} in log dir {parent}"
+            if self.on_failure is None:
+                log.error("%s: %s", message, exc)
+            else:
+                self.on_failure(parent, exc, message=message)
             return
         log.info("Log for partition %s is renamed to %s and is scheduled for deletion", partition.name, renamed)
         self._schedule(renamed)

@@ -160,7 +160,11 @@ class ReplicaFetcher:
         for key, (follower, topic_id) in wanted.items():
             state = self.partitions.get(key)
             if state is None or state.follower is not follower or state.current_leader_epoch != follower.leader_epoch:
-                self.partitions[key] = initial_fetch_state(follower, topic_id)
+                try:
+                    self.partitions[key] = initial_fetch_state(follower, topic_id)
+                except LogTruncationError as exc:      # markPartitionFailed; the directory fails after this update
+                    self.partitions.pop(key, None)
+                    asyncio.get_running_loop().call_soon(self.on_storage_error, follower, exc)
         self._wake.set()
 
     def start(self) -> None:

@@ -452,21 +452,21 @@ def test_an_io_error_creating_a_log_deleting_segments_or_writing_state_files_tak
 
 def test_an_io_error_truncating_a_followed_replica_takes_its_directory_offline(tmp_path, caplog):
     """UnifiedLog.truncateTo and truncateFullyAndStartAt (a diverging epoch; a log ending below
-    its leader's start): an I/O error marks the partition failed and its directory offline, with
-    Kafka's message."""
+    its leader's start; a log without epochs truncated to its high watermark as its fetching
+    starts): an I/O error marks the partition failed and its directory offline, with Kafka's message."""
     async def go():
-        dirs = [tmp_path / "meta", tmp_path / "a", tmp_path / "b"]
+        dirs = [tmp_path / "meta", tmp_path / "a", tmp_path / "b", tmp_path / "c"]
         broker, state = make_broker(dirs, image_of({}))
         broker.dir_assignments.submit = lambda *args: None
         broker.lifecycle.heartbeat_soon = lambda: None
         ids = broker.log_dirs.ids()
         state["image"] = image_of({i: SimpleNamespace(leader=2, leader_epoch=1, replicas=(1, 2), isr=(1, 2),
                                                       partition_epoch=1, directories=(ids[i + 1], UNASSIGNED))
-                                   for i in (0, 1)})
+                                   for i in (0, 1, 2)})
         broker.on_metadata()
         fetcher = broker.replica_roles.manager.fetchers[(2, 0)]
-        cut, emptied = (broker.replica_roles.followers[("t", i)] for i in (0, 1))
-        for follower in (cut, emptied):
+        cut, emptied, restarted = (broker.replica_roles.followers[("t", i)] for i in (0, 1, 2))
+        for follower in (cut, emptied, restarted):
             fetched = SimpleNamespace(error_code=0, diverging_epoch=None, high_watermark=0, log_start_offset=0,
                                       records=build_batch([(b"k", b"v"), (b"k", b"w")], partition_leader_epoch=1))
             fetcher.process_partition(fetcher.partitions[follower.key], fetched)
@@ -480,8 +480,14 @@ def test_an_io_error_truncating_a_followed_replica_takes_its_directory_offline(t
             return Errors.NONE, 5                   # the leader's log starts and ends at 5
         fetcher._list_offset = list_offset
         await fetcher.handle_out_of_range(None, fetcher.partitions[emptied.key])
-        assert broker.log_dirs.offline == {str(dirs[1]), str(dirs[2])} and fetcher.partitions == {}
+        assert broker.log_dirs.offline == {str(dirs[1]), str(dirs[2])}
         assert f"Error while truncating the entire log for t-1 in dir {dirs[2]}" in caplog.text
+        restarted.latest_epoch = lambda: -1                 # no epochs: truncated to the high watermark first
+        restarted.leader_epoch = 2
+        fetcher.set_partitions({restarted.key: (restarted, TOPIC_ID)})
+        assert fetcher.partitions == {}
+        await until_offline(broker, dirs[3])                # after the metadata update that started it
+        assert f"Error while truncating log to offset 0 for t-2 in dir {dirs[3]}" in caplog.text
         await broker.stop(graceful=False)
     asyncio.run(go())
 
@@ -545,3 +551,30 @@ def test_replicas_assigned_to_a_directory_not_online_are_not_created_while_one_i
     assert caplog.text.count(warning) == 1 and "[Partition t-3 broker=1] Skipping creation" in caplog.text
     assert not (a / "t-0").exists() and not (a / "t-3").exists()
     assert asyncio.run(go([a, c], [0, 1, 2, 3])) == Errors.NONE
+
+
+def test_an_io_error_renaming_a_deleted_partitions_log_takes_its_directory_offline(tmp_path, caplog, monkeypatch):
+    """LogManager.asyncDelete's UnifiedLog.renameDir: a deleted partition's log that cannot be renamed
+    "-delete" takes its directory offline ("Error while renaming dir for ..."); the other is deleted."""
+    dirs = [tmp_path / "meta", tmp_path / "a"]
+    renamed = os.rename
+
+    def rename_but_in_a(source, target):
+        if os.path.dirname(source) == str(dirs[1]):
+            raise OSError(5, "Input/output error")
+        renamed(source, target)
+    monkeypatch.setattr("kafkawire.broker.log_deletion.os.rename", rename_but_in_a)
+
+    async def go():
+        broker, state = make_broker(dirs, image_of({i: registration() for i in (0, 1)}))
+        broker.dir_assignments.submit = lambda *args: None
+        broker.lifecycle.heartbeat_soon = lambda: None
+        broker.on_metadata()
+        in_a = [p for p in broker.partitions.values() if parent(p) == str(dirs[1])][0]
+        state["image"] = image_of({})                      # the topic's partitions gone
+        broker.on_metadata()
+        assert broker.log_dirs.offline == {str(dirs[1])} and broker.partitions == {}
+        assert f"Error while renaming dir for t-{in_a.partition} in log dir {dirs[1]}" in caplog.text
+        assert [n.endswith("-delete") for n in os.listdir(dirs[0]) if n.startswith("t-")] == [True]
+        await broker.stop(graceful=False)
+    asyncio.run(go())
