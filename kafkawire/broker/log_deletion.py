@@ -16,6 +16,7 @@ directory whose removal fails is logged and left (Kafka's LogManager logs it too
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import shutil
@@ -100,33 +101,52 @@ class LogDeleter:
         self.pending.add([path], self.clock() + max(self.delay_ms(), 0))
 
 
-def remove_deleted(path: str) -> None:
+def remove_deleted(path: str, on_failure: Callable[..., None] | None = None) -> None:
     """Remove a due path of the queue: a ``.deleted`` file at once, a ``-delete`` directory (a
-    whole log: many files) off the event loop when one runs."""
+    whole log: many files) off the event loop when one runs. ``on_failure(log_dir, error,
+    message=...)``: an I/O error removing it (the broker takes the log directory offline, as
+    Kafka's delete-file and kafka-delete-logs tasks), called on the loop; else it is logged."""
     if not os.path.isdir(path):
-        _remove_file(path)
+        _remove_file(path, on_failure)
         return
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
-        _remove_tree(path)
+        _remove_tree(path, on_failure)
         return
-    loop.run_in_executor(None, _remove_tree, path)
+    report = None
+    if on_failure is not None:
+        def report(log_dir, error, message):
+            loop.call_soon_threadsafe(functools.partial(on_failure, log_dir, error, message=message))
+    loop.run_in_executor(None, _remove_tree, path, report)
 
 
-def _remove_file(path: str) -> None:
+def _remove_file(path: str, on_failure) -> None:
     try:
         os.remove(path)
     except FileNotFoundError:
         pass
     except OSError as exc:
-        log.warning("cannot delete %s: %s", path, exc)
+        log_dir = os.path.dirname(os.path.dirname(os.path.abspath(path)))
+        message = f"Error while deleting segments for {os.path.basename(os.path.dirname(path))} in dir {log_dir}"
+        if on_failure is None:
+            log.warning("%s: %s", message, exc)
+        else:
+            on_failure(log_dir, exc, message=message)
 
 
-def _remove_tree(path: str) -> None:
+def _remove_tree(path: str, report) -> None:
     try:
         shutil.rmtree(path)
     except OSError as exc:
-        log.error("Exception while deleting %s: %s", path, exc)
+        log_dir = os.path.dirname(os.path.abspath(path))
+        name = os.path.basename(path).rsplit(".", 1)[0]           # <topic>-<partition>.<uuid>-delete
+        message = f"Error while deleting log for {name} in dir {log_dir}"
+        log.error("%s: %s", message, exc)
+        if report is not None:
+            try:
+                report(log_dir, exc, message)
+            except RuntimeError:        # the loop closed meanwhile (the broker stopped)
+                pass
         return
     log.info("Deleted log directory %s", path)

@@ -301,8 +301,9 @@ class LogManager:
 
     def delete_due_files(self) -> int:
         due = self.pending.due(self.clock())
+        on_failure = getattr(self.broker, "fail_log_dir", None)      # the directory goes offline
         for path in due:
-            remove_deleted(path)        # segment files, and the directories of deleted partitions
+            remove_deleted(path, on_failure)        # segment files, and the directories of deleted partitions
         return len(due)
 
     # -- checkpoints --
