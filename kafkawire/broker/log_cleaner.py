@@ -350,4 +350,16 @@ class LogCleaner:
         try:
             write_offset_checkpoint(path, live)
         except OSError as exc:
-            log.error("Failed to access checkpoint file %s: %s", path, exc)
+            log.error("Failed to access checkpoint file %s in dir %s: %s", path, log_dir, exc)
+            self._fail_soon(log_dir, exc, f"Error while writing to checkpoint file {path}")
+
+    def _fail_soon(self, log_dir: str, error: OSError, message: str) -> None:
+        """CheckpointFileWithFailureHandler: the directory goes offline, once the work under way
+        (a pass over the partitions, a follower's truncation) is done, on the loop's next turn."""
+        fail = getattr(self.broker, "fail_log_dir", None)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:            # not on the loop: logged only
+            return
+        if fail is not None:
+            loop.call_soon(functools.partial(fail, log_dir, error, message=message))
