@@ -578,3 +578,34 @@ def test_an_io_error_renaming_a_deleted_partitions_log_takes_its_directory_offli
         assert [n.endswith("-delete") for n in os.listdir(dirs[0]) if n.startswith("t-")] == [True]
         await broker.stop(graceful=False)
     asyncio.run(go())
+
+
+def test_an_io_error_truncating_a_future_log_takes_its_directory_offline(tmp_path, caplog):
+    """ReplicaAlterLogDirsThread: the future log of AlterReplicaLogDirs that cannot be truncated
+    (here: started again at the current log's start) takes its directory offline with UnifiedLog's
+    message; the future log is closed there and the replica goes on in its directory."""
+    async def go():
+        dirs = [tmp_path / "a", tmp_path / "b"]
+        two_replicas = SimpleNamespace(leader=1, leader_epoch=0, replicas=(1, 2), isr=(1, 2), partition_epoch=0,
+                                       directories=(UNASSIGNED, UNASSIGNED))
+        broker, state = make_broker(dirs, image_of({0: two_replicas}))
+        broker.dir_assignments.submit = lambda *args: None
+        broker.lifecycle.heartbeat_soon = lambda: None
+        broker.on_metadata()
+        current = broker.partitions[("t", 0)]
+        for _ in range(3):
+            current.log.append(build_batch([(b"k", b"v"), (b"k2", b"v2")]), assign_offsets=True, leader_epoch=0)
+        current.store_high_watermark(4)
+        current.maybe_increment_log_start_offset(2)       # the future log starts again at 2 first
+        answer = await broker.alter_log_dirs.alter_replica_log_dirs(None, AlterReplicaLogDirsRequest(dirs=[
+            AlterReplicaLogDir(path=str(dirs[1]), topics=[AlterReplicaLogDirTopic(name="t", partitions=[0])])]))
+        assert answer.results[0].partitions[0].error_code == Errors.NONE
+        future = broker.alter_log_dirs.futures.futures[("t", 0)]
+        assert future.log.log_end_offset == 0                    # not stepped yet
+        future.log.truncate_fully_and_start_at = failing()
+        await until_offline(broker, dirs[1])
+        assert f"Error while truncating the entire log for t-0 in dir {dirs[1]}" in caplog.text
+        assert not broker.alter_log_dirs.futures.busy() and broker.partitions[("t", 0)] is current
+        assert parent(current) == str(dirs[0])
+        await broker.stop(graceful=False)
+    asyncio.run(go())
