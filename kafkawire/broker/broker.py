@@ -86,14 +86,14 @@ from .cordoned_dirs import CordonedDirs
 from .dir_assignments import DirAssignments
 from .alter_log_dirs import AlterLogDirsApi
 from .log_dir_copy import find_future_logs
-from .log_dir_failure import BrokerHalted, fail_log_dir
+from .log_dir_failure import BrokerHalted, fail_log_dir, open_failure, skips_creation, state_file_failure
 from .state_writes import StateWrites
 from .stray_logs import mark_stray_logs
 from .telemetry_apis import client_telemetry
 from .log_manager import LogManager
 from .metrics import BrokerTopicStats
 from .metadata_apis import MetadataApis
-from .partition import LeaderPartition
+from .partition import LeaderPartition, partition_dir_name
 from .produce import ProduceApi
 from .replica_roles import ReplicaRoles
 from .replica_selector import SelectorError, replica_selector
@@ -181,7 +181,8 @@ class Broker:
         self.follower_quota = ReplicationQuota(FOLLOWER, self.image, config.node_id, *window)
         self.fetch_api = FetchApi(self)
         self.topic_configs = TopicConfigs(config)     # topic configs resolved, per topic per image
-        self.state_writes = StateWrites()             # epoch checkpoints and producer snapshots, off the loop
+        # epoch checkpoints and producer snapshots, off the loop; one failing takes its directory offline
+        self.state_writes = StateWrites(on_failure=lambda *failed: state_file_failure(self, *failed))
         self.produce_api = ProduceApi(self)
         self.replication = Replication(self)          # the leader side: followers, ISR, high watermark, acks=all
         self.group_apis = GroupApis(self)
@@ -201,7 +202,7 @@ class Broker:
         self.log_manager = LogManager(self)      # retention and the log directory's checkpoints
         self.log_deleter = LogDeleter(self.log_dirs.online_paths, lambda: self.topic_configs.broker_value(
             self.image(), "log.segment.delete.delay.ms", config.log_segment_delete_delay_ms),
-            self.log_manager.pending, self.log_manager.clock)
+            self.log_manager.pending, self.log_manager.clock, on_failure=self.fail_log_dir)
         self.delete_records_api = DeleteRecordsApi(self)
         self.describe_producers_api = DescribeProducersApi(self)
         # Answered from the image: DescribeTopicPartitions, DescribeClientQuotas, DescribeUserScramCredentials,
@@ -438,7 +439,7 @@ class Broker:
         for topic in image.topics_by_name.values():
             for index, registration in topic.partitions.items():
                 key = (topic.name, index)
-                if self._offline_replica(key, topic.id, registration):
+                if self.offline_replica(key, topic.id, registration):
                     continue
                 if registration.leader == self.node_id:
                     led.add(key)
@@ -447,7 +448,9 @@ class Broker:
                 elif self.node_id in registration.replicas:
                     followed[key] = (topic, index, registration)
         for key in [k for k in self.partitions if k not in led]:
-            partition = self.partitions.pop(key)
+            partition = self.partitions.pop(key, None)     # None: closed, its directory failed meanwhile
+            if partition is None:
+                continue
             if key in followed and followed[key][0].id == partition.topic_id:     # makeFollower keeps the log
                 registration = followed[key][2]
                 self.replica_roles.make_follower(partition, registration.leader, registration.leader_epoch)
@@ -463,14 +466,11 @@ class Broker:
         self.txn_apis.on_metadata()
         self.share_coordinator_apis.on_metadata()
 
-    def _offline_replica(self, key, topic_id, registration) -> bool:
-        """A replica whose log was in a failed directory, or that the metadata assigns to one, is
-        neither led nor followed here (Kafka's HostedPartition.Offline; createLogInAssignedDirectoryId)."""
-        if not self.log_dirs.offline:
-            return False
-        if self.offline_partitions.get(key) == topic_id:
-            return True
-        return self.log_dirs.is_offline_id(assigned_directory(registration, self.node_id))
+    def offline_replica(self, key, topic_id, registration) -> bool:
+        """A replica whose log was in a failed directory, or that the metadata assigns to one or to
+        one unknown here while one failed, is neither led nor followed here (HostedPartition.Offline;
+        createLogInAssignedDirectoryId): kafkawire.broker.log_dir_failure.skips_creation."""
+        return skips_creation(self, key, topic_id, assigned_directory(registration, self.node_id))
 
     def fail_log_dir(self, path: str, reason, *, message: str | None = None) -> None:
         """A log directory failed (an I/O error writing its files): kafkawire.broker.log_dir_failure."""
@@ -524,6 +524,7 @@ class Broker:
         registration = topic.partitions.get(index)
         assigned = None if registration is None else assigned_directory(registration, self.node_id)
         log_dir = self.log_dirs.place(topic.name, index, assigned, self.log_manager.logs_per_dir())
+        existed = os.path.isdir(os.path.join(log_dir, partition_dir_name(topic.name, index)))
         try:
             partition = LeaderPartition.open(
                 log_dir, topic.name, index, topic.id, leader_epoch=leader_epoch,
@@ -533,8 +534,8 @@ class Broker:
                 **self.log_manager.open_options(image, topic.name, index, topic.id, log_dir),
                 high_watermark=self.log_manager.checkpointed_high_watermark(topic.name, index, topic.id, log_dir))
             self.log_manager.opened(partition)
-        except OSError as exc:
-            log.error("broker %d: cannot open the log of %s-%d: %s", self.node_id, topic.name, index, exc)
+        except OSError as exc:          # the directory goes offline, as LogManager.getOrCreateLog's failure
+            open_failure(self, (topic.name, index), topic.id, log_dir, exc, existed=existed)
             return None
         return partition
 

@@ -109,6 +109,9 @@ class LogDirs:
         self.dirs = dirs
         self._by_path = {d.path: d for d in dirs}
         self._by_id = {d.directory_id: d for d in dirs if d.directory_id is not None}
+        # (topic, partition) -> (topic id, directory id) of a replica not opened, its directory not online
+        # (kafkawire.broker.log_dir_failure.skips_creation: warned once per assignment)
+        self.creations_skipped: dict = {}
         self.preferred: dict[tuple[str, int], str] = {}     # AlterReplicaLogDirs' choice for a log not here yet
         self.offline: set[str] = set()      # failed directories (KIP-858): no log opens there any more
         self.cordoned: frozenset[str] = frozenset()     # cordoned.log.dirs (KIP-1066): no new log goes there
@@ -162,10 +165,6 @@ class LogDirs:
     def offline_ids(self) -> list:
         """The failed directories' ids (BrokerHeartbeat OfflineLogDirs)."""
         return [d.directory_id for d in self.dirs if d.path in self.offline and d.directory_id is not None]
-
-    def is_offline_id(self, directory_id) -> bool:
-        d = self._by_id.get(directory_id)
-        return d is not None and d.path in self.offline
 
     def by_path(self, path: str) -> LogDir | None:
         return self._by_path.get(os.path.abspath(path)) if path else None

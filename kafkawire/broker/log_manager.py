@@ -243,15 +243,16 @@ class LogManager:
         segments deleted. A follower's pass is bounded by its own high watermark, as Kafka's."""
         image = self.broker.image()
         total = 0
-        for partition in list(self.replicas().values()):
+        for key, partition in list(self.replicas().items()):
             settings = self.settings(image, partition.topic)
-            if settings.compact:
+            if settings.compact or self.replica(key) is not partition:     # not: closed, its directory failed
                 continue
             for log_ in [partition, *self._future_of(partition)]:     # a future log too, as Kafka's
                 try:
                     total += self.delete_old_segments(log_, settings)
-                except OSError as exc:
-                    log.error("%s: retention failed: %s", log_.log.directory, exc)
+                except OSError as exc:      # UnifiedLog.deleteSegments: the directory goes offline
+                    storage_failure(self.broker, log_, "delete", exc, future=log_ is not partition)
+                    break
         return total
 
     def _future_of(self, partition) -> list:
@@ -300,8 +301,9 @@ class LogManager:
 
     def delete_due_files(self) -> int:
         due = self.pending.due(self.clock())
+        on_failure = getattr(self.broker, "fail_log_dir", None)      # the directory goes offline
         for path in due:
-            remove_deleted(path)        # segment files, and the directories of deleted partitions
+            remove_deleted(path, on_failure)        # segment files, and the directories of deleted partitions
         return len(due)
 
     # -- checkpoints --

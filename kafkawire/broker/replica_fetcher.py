@@ -54,6 +54,7 @@ from kafkawire.protocol.error_codes import Errors
 
 from .fetch_session_client import FINAL_EPOCH, FetchSessionClient, PartitionFetch
 from .follower import FollowerAppendError, FollowerReplica, offset_truncation_state
+from .log_dir_failure import LogTruncationError
 from .group_records import java_string_hash
 
 __all__ = ["FetcherSettings", "PartitionFetchState", "ReplicaFetcher", "ReplicaFetcherManager", "fetcher_id"]
@@ -159,7 +160,11 @@ class ReplicaFetcher:
         for key, (follower, topic_id) in wanted.items():
             state = self.partitions.get(key)
             if state is None or state.follower is not follower or state.current_leader_epoch != follower.leader_epoch:
-                self.partitions[key] = initial_fetch_state(follower, topic_id)
+                try:
+                    self.partitions[key] = initial_fetch_state(follower, topic_id)
+                except LogTruncationError as exc:      # markPartitionFailed; the directory fails after this update
+                    self.partitions.pop(key, None)
+                    asyncio.get_running_loop().call_soon(self.on_storage_error, follower, exc)
         self._wake.set()
 
     def start(self) -> None:
@@ -354,8 +359,7 @@ class ReplicaFetcher:
             self._delay([state])
             return
         except OSError as exc:          # KafkaStorageException: markPartitionFailed, the directory offline
-            self.partitions = {key: s for key, s in self.partitions.items() if s is not state}
-            self.on_storage_error(follower, exc)
+            self.storage_failed(state, exc)
             return
         if info is not None:
             self.on_bytes_in(len(data.records))
@@ -368,6 +372,12 @@ class ReplicaFetcher:
         if self.quota is not None and self.quota.is_throttled(partition.topic, partition.partition):
             self.quota.record(len(data.records or b""))
         follower.update_from_leader(high_watermark=data.high_watermark, log_start_offset=data.log_start_offset)
+
+    def storage_failed(self, state: PartitionFetchState, error: OSError) -> None:
+        """An I/O error appending to or truncating the partition's log: no longer fetched
+        (markPartitionFailed) and its directory offline (``on_storage_error``)."""
+        self.partitions = {key: s for key, s in self.partitions.items() if s is not state}
+        self.on_storage_error(state.follower, error)
 
     def partition_error(self, state: PartitionFetchState, code: int) -> None:
         """FENCED_LEADER_EPOCH: stopped until new metadata; the rest: delayed (Kafka's partitionsWithError)."""
@@ -388,7 +398,11 @@ class ReplicaFetcher:
         follower = state.follower
         decision = offset_truncation_state(follower.epochs, follower.log.log_end_offset, state.fetch_offset,
                                            leader_epoch, leader_end_offset)
-        follower.truncate_to(decision.offset)
+        try:
+            follower.truncate_to(decision.offset)
+        except LogTruncationError as exc:
+            self.storage_failed(state, exc)
+            return
         if decision.completed:
             state.fetch_from_log_end()
         else:
@@ -430,13 +444,17 @@ class ReplicaFetcher:
         if code != Errors.NONE:
             self.partition_error(state, code)
             return
-        if leader_end < follower.log.log_end_offset:
-            log.warning("%s: the fetch offset is reset to the leader's latest offset %d", follower.name, leader_end)
-            follower.truncate_to(leader_end)
-        elif leader_start > follower.log.log_end_offset:
-            log.warning("%s: the log ends below the leader's log start %d: it starts again there", follower.name,
-                        leader_start)
-            follower.truncate_fully_and_start_at(leader_start)
+        try:
+            if leader_end < follower.log.log_end_offset:
+                log.warning("%s: the fetch offset is reset to the leader's latest offset %d", follower.name, leader_end)
+                follower.truncate_to(leader_end)
+            elif leader_start > follower.log.log_end_offset:
+                log.warning("%s: the log ends below the leader's log start %d: it starts again there", follower.name,
+                            leader_start)
+                follower.truncate_fully_and_start_at(leader_start)
+        except LogTruncationError as exc:
+            self.storage_failed(state, exc)
+            return
         state.fetch_from_log_end()
 
     async def _list_offset(self, peer, state: PartitionFetchState, timestamp: int) -> tuple[int, int]:

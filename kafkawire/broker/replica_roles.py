@@ -87,9 +87,13 @@ class ReplicaRoles:
         followed here; whether a log was opened. Called at the end of every Broker.on_metadata (after
         any take()), it hands the fetchers their partitions."""
         for key in [k for k in self.followers if k not in followed]:
-            self._remove(self.followers.pop(key))
+            follower = self.followers.pop(key, None)        # None: dropped, its directory failed meanwhile
+            if follower is not None:
+                self._remove(follower)
         opened = False
         for key, (topic, index, registration) in followed.items():
+            if self.broker.offline_replica(key, topic.id, registration):
+                continue        # its directory failed in this update (a log that could not be opened)
             follower = self.followers.get(key)
             if follower is not None and follower.partition.topic_id != topic.id:     # deleted, created again
                 self.broker.log_deleter.delete(self.followers.pop(key).partition)
