@@ -79,6 +79,12 @@ class StateWrites:
         """Block until the writes into ``directory`` are done (closing its partition)."""
         concurrent.futures.wait(self._by_directory.pop(directory, ()))
 
+    def wait_all(self) -> None:
+        """Block until every write submitted so far is done (a copy of the directories as they
+        are on disk, in tests, must not race a rename of the thread's)."""
+        for directory in list(self._by_directory):
+            self.wait(directory)
+
     def close(self) -> None:
         """Finish every write submitted, then stop the thread."""
         self._executor.shutdown(wait=True)
