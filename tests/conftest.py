@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests import rdkafka_clients
+
 # Property tests check what holds, not how fast inputs come: on a loaded 2-core machine one
 # draw can stall for seconds, which would fail a run through Hypothesis's timing checks alone.
 settings.register_profile("kafkawire", deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -99,6 +101,10 @@ def unavailable(reason: str):
     if in_ci():
         pytest.fail(f"CI=true and this test cannot run: {reason}")
     pytest.skip(reason)
+
+
+def pytest_configure(config):
+    rdkafka_clients.install(config)       # librdkafka clients a test leaves open: closed or named
 
 
 def pytest_sessionstart(session):

@@ -27,9 +27,10 @@ whose replicas include this broker and whose leader is another one is followed
 (kafkawire.broker.replica_roles: its log kept or opened, its leader's replica fetcher copying
 it); a follower made leader keeps its log. The
 broker asks to be unfenced only once the metadata it registered against is applied and these
-logs are open (and, given ``metadata_loaded``, once its image was loaded up to the high watermark),
-as Kafka's broker waits for its log manager; its listeners process requests only once it is
-unfenced, as Kafka's BrokerServer enables request processing last (see ``_run_lifecycle``).
+logs are open (and, given ``metadata_loaded``, once its image was loaded up to the high watermark,
+and its authorizer loaded the ACLs), as Kafka's broker waits for its log manager; its listeners
+process requests only once it is unfenced, as Kafka's BrokerServer enables request processing
+last (see ``_run_lifecycle``).
 
 Log directories (``log.dirs``, kafkawire.broker.log_dirs): each has its meta.properties and
 directory id, all registered; a new log goes where LogDirs.place says, and a replica whose log is
@@ -74,6 +75,7 @@ from .fetch import FetchApi
 from .forwarding import ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, Forwarder, forwarded_handlers
 from .group_apis import GroupApis
 from .image_admin_apis import ImageAdminApis
+from .dynamic_listeners import DynamicListeners, listener_server
 from .listener_ssl_reload import ListenerSslReload
 from .lifecycle import RECOVERY, STARTING, BrokerLifecycle, Registration
 from .log_dir_apis import LogDirApis
@@ -84,14 +86,14 @@ from .cordoned_dirs import CordonedDirs
 from .dir_assignments import DirAssignments
 from .alter_log_dirs import AlterLogDirsApi
 from .log_dir_copy import find_future_logs
-from .log_dir_failure import BrokerHalted, fail_log_dir
+from .log_dir_failure import BrokerHalted, fail_log_dir, open_failure, skips_creation, state_file_failure
 from .state_writes import StateWrites
 from .stray_logs import mark_stray_logs
 from .telemetry_apis import client_telemetry
 from .log_manager import LogManager
 from .metrics import BrokerTopicStats
 from .metadata_apis import MetadataApis
-from .partition import LeaderPartition
+from .partition import LeaderPartition, partition_dir_name
 from .produce import ProduceApi
 from .replica_roles import ReplicaRoles
 from .replica_selector import SelectorError, replica_selector
@@ -142,7 +144,7 @@ class Broker:
         self.config = config
         self.node_id = config.node_id
         self.cluster_id = cluster_id
-        self.log_dir = self.log_dirs.first          # the first log directory (the one of a single-directory broker)
+        self.log_dir = self.log_dirs.online_paths[0]   # the first one online (the one of a single-directory broker)
         self.cordoned_dirs = CordonedDirs(self)      # cordoned.log.dirs (KIP-1066)
         self.directory_id = directory_id
         self.image = image
@@ -179,7 +181,8 @@ class Broker:
         self.follower_quota = ReplicationQuota(FOLLOWER, self.image, config.node_id, *window)
         self.fetch_api = FetchApi(self)
         self.topic_configs = TopicConfigs(config)     # topic configs resolved, per topic per image
-        self.state_writes = StateWrites()             # epoch checkpoints and producer snapshots, off the loop
+        # epoch checkpoints and producer snapshots, off the loop; one failing takes its directory offline
+        self.state_writes = StateWrites(on_failure=lambda *failed: state_file_failure(self, *failed))
         self.produce_api = ProduceApi(self)
         self.replication = Replication(self)          # the leader side: followers, ISR, high watermark, acks=all
         self.group_apis = GroupApis(self)
@@ -197,9 +200,9 @@ class Broker:
         self.init_producer_id_api = InitProducerIdApi(self.producer_ids,
                                                       transaction_max_timeout_ms=config.transaction_max_timeout_ms)
         self.log_manager = LogManager(self)      # retention and the log directory's checkpoints
-        self.log_deleter = LogDeleter(self.log_dirs.paths, lambda: self.topic_configs.broker_value(
+        self.log_deleter = LogDeleter(self.log_dirs.online_paths, lambda: self.topic_configs.broker_value(
             self.image(), "log.segment.delete.delay.ms", config.log_segment_delete_delay_ms),
-            self.log_manager.pending, self.log_manager.clock)
+            self.log_manager.pending, self.log_manager.clock, on_failure=self.fail_log_dir)
         self.delete_records_api = DeleteRecordsApi(self)
         self.describe_producers_api = DescribeProducersApi(self)
         # Answered from the image: DescribeTopicPartitions, DescribeClientQuotas, DescribeUserScramCredentials,
@@ -231,6 +234,8 @@ class Broker:
         self.ssl_reload = ListenerSslReload(dict(config.properties), config.node_id, None if (
             client_security is None or client_security.ssl is None) else (self.replica_roles.listener, client_security.ssl))
         self.inter_broker_clients: weakref.WeakSet = weakref.WeakSet()
+        self.connection_quotas: ConnectionQuotas | None = None      # the listeners' (set at start)
+        self.dynamic_listeners = DynamicListeners(self)   # listeners and inter-broker SASL mechanism changed live
         # Where each replica's log is, told to the controller (KIP-858), and AlterReplicaLogDirs.
         self.dir_assignments = DirAssignments(
             self.node_id, send=send_to_controller, image=image,
@@ -279,6 +284,12 @@ class Broker:
                                                   INCREMENTAL_ALTER_CONFIGS: self.config_apis.incremental_alter_configs}),
         }
 
+    def _authorizer_loaded(self) -> bool:
+        """Whether the authorizer (if any) has loaded the ACLs: Kafka's broker opens its listeners
+        only once its authorizer's futures completed (BrokerServer's authorizerFutures), so no
+        request meets an authorizer that is not ready."""
+        return self.authorizer is None or self.authorizer.loaded()
+
     def _may_alter_loggers(self, ctx) -> bool:
         """ConfigAdminManager's check of a BROKER_LOGGER change: ALTER_CONFIGS on the cluster."""
         return self.authorizer is None or allowed(self.authorizer, ctx, Op.ALTER_CONFIGS, RESOURCE_CLUSTER,
@@ -302,25 +313,25 @@ class Broker:
         # max.connections* and the connection creation rates (broker-wide, and the image's ip quotas);
         # the inter-broker listener is exempt from the broker-wide ones, as Kafka's protectedListener
         # (each also set dynamically for this broker or every broker)
-        quotas = ConnectionQuotas(DynamicAdmissionLimits(self.image, c.node_id, AdmissionLimits.of(c)),
-                                  ip_rates=IpConnectionRates(self.image),
-                                  protected_listener=c.inter_broker_listener)
+        self.connection_quotas = ConnectionQuotas(DynamicAdmissionLimits(self.image, c.node_id, AdmissionLimits.of(c)),
+                                                  ip_rates=IpConnectionRates(self.image),
+                                                  protected_listener=c.inter_broker_listener)
         for name in names:
-            await self._listener(name, quotas)
+            await self._listener(name)
         # LogManager's clean-shutdown marker: its broker epoch registers (a clean restart keeps this
         # broker in its partitions' ELRs, KIP-966), and it goes now, so a crash reads as unclean.
-        epochs = [read_clean_shutdown_epoch(path) for path in self.log_dirs.paths]
+        epochs = [read_clean_shutdown_epoch(path) for path in self.log_dirs.online_paths]
         self._clean_epoch = None if None in epochs else epochs[0]      # clean only if every directory was
-        for path in self.log_dirs.paths:
+        for path in self.log_dirs.online_paths:
             delete_clean_shutdown(path)
         self.lifecycle = BrokerLifecycle(
             self.send_to_controller, registration=self._registration(), metadata_offset=self.metadata_offset,
-            ready_to_unfence=lambda: self._logs_ready and self.metadata_loaded(),
+            ready_to_unfence=lambda: self._logs_ready and self.metadata_loaded() and self._authorizer_loaded(),
             heartbeat_interval_ms=c.broker_heartbeat_interval_ms, on_state=self._on_lifecycle_state,
             offline_log_dirs=self.log_dirs.offline_ids, cordoned_log_dirs=self.cordoned_dirs.heartbeat_ids)
         self.task = asyncio.ensure_future(self._run_lifecycle())
         # moves cut short by a stop or a crash: resumed once their replicas are hosted
-        self.alter_log_dirs.futures.resumable.update(find_future_logs(self.log_dirs.paths))
+        self.alter_log_dirs.futures.resumable.update(find_future_logs(self.log_dirs.online_paths))
         self.log_deleter.schedule_leftovers()
         self.log_manager.start()
         self.replication.start()
@@ -330,24 +341,13 @@ class Broker:
                  "and is unfenced", self.node_id,
                  ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
 
-    async def _listener(self, name: str, quotas: ConnectionQuotas) -> None:
+    async def _listener(self, name: str) -> None:
         """The listener's server, not serving yet. One on port 0 is bound now, as Kafka's Acceptor
         opens an ephemeral port at once (its port is registered); one on a fixed port is opened
         only when request processing is enabled, so that an open port means a ready broker."""
-        c = self.config
-        endpoint = c.listener(name)
+        endpoint = self.config.listener(name)
         try:
-            server = KafkaServer(self.handlers(), host=endpoint.host or "0.0.0.0", port=endpoint.port,
-                                 listener_name=name, security=c.security_of(name), scram_lookup=self.scram_lookup,
-                                 token_lookup=self.delegation_token_apis.credentials,
-                                 max_request_bytes=c.socket_request_max_bytes,
-                                 connections_max_idle_ms=c.connections_max_idle_ms,
-                                 failed_authentication_delay_ms=c.connection_failed_authentication_delay_ms,
-                                 admission=quotas.limits, connection_quotas=quotas,
-                                 unstable_api_versions=c.unstable_api_versions_enable)
-            server.api_versions_features = self._api_versions_features
-            server.request_metrics = self.request_metrics     # one RequestMetrics for all listeners, as Kafka's
-            server.connection_closed_listeners.append(self.telemetry.connection_closed)
+            server = listener_server(self, endpoint, self.config.security_of(name))
             if not endpoint.port:
                 await server.bind()
         except ConfigError as exc:
@@ -390,7 +390,7 @@ class Broker:
         log.info("broker %d caught up and unfenced: serving requests on %s", self.node_id,
                  ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
 
-    def _api_versions_features(self, response) -> None:
+    def api_versions_features(self, response) -> None:
         """DefaultApiVersionManager: the features this broker supports (the ones it registers),
         the levels the image finalized, and the image's offset as their epoch."""
         set_features(response, self.supported_features, finalized_levels(self.image(), self.kraft_version()),
@@ -428,17 +428,18 @@ class Broker:
         self.cordoned_dirs.on_metadata()
         image = self.image()
         self.ssl_reload.on_metadata(image, self.servers, self.inter_broker_clients)
+        self.dynamic_listeners.on_metadata(image)
         if image is None or self.lifecycle.state == STARTING:
             return
         if not self._strays_marked:         # before the first log opens, as Kafka's LogManager.startup
-            for path in self.log_dirs.paths:
+            for path in self.log_dirs.online_paths:
                 mark_stray_logs(path, image, self.node_id)
             self._strays_marked = True
         led, followed = set(), {}
         for topic in image.topics_by_name.values():
             for index, registration in topic.partitions.items():
                 key = (topic.name, index)
-                if self._offline_replica(key, topic.id, registration):
+                if self.offline_replica(key, topic.id, registration):
                     continue
                 if registration.leader == self.node_id:
                     led.add(key)
@@ -447,7 +448,9 @@ class Broker:
                 elif self.node_id in registration.replicas:
                     followed[key] = (topic, index, registration)
         for key in [k for k in self.partitions if k not in led]:
-            partition = self.partitions.pop(key)
+            partition = self.partitions.pop(key, None)     # None: closed, its directory failed meanwhile
+            if partition is None:
+                continue
             if key in followed and followed[key][0].id == partition.topic_id:     # makeFollower keeps the log
                 registration = followed[key][2]
                 self.replica_roles.make_follower(partition, registration.leader, registration.leader_epoch)
@@ -463,18 +466,15 @@ class Broker:
         self.txn_apis.on_metadata()
         self.share_coordinator_apis.on_metadata()
 
-    def _offline_replica(self, key, topic_id, registration) -> bool:
-        """A replica whose log was in a failed directory, or that the metadata assigns to one, is
-        neither led nor followed here (Kafka's HostedPartition.Offline; createLogInAssignedDirectoryId)."""
-        if not self.log_dirs.offline:
-            return False
-        if self.offline_partitions.get(key) == topic_id:
-            return True
-        return self.log_dirs.is_offline_id(assigned_directory(registration, self.node_id))
+    def offline_replica(self, key, topic_id, registration) -> bool:
+        """A replica whose log was in a failed directory, or that the metadata assigns to one or to
+        one unknown here while one failed, is neither led nor followed here (HostedPartition.Offline;
+        createLogInAssignedDirectoryId): kafkawire.broker.log_dir_failure.skips_creation."""
+        return skips_creation(self, key, topic_id, assigned_directory(registration, self.node_id))
 
-    def fail_log_dir(self, path: str, reason) -> None:
+    def fail_log_dir(self, path: str, reason, *, message: str | None = None) -> None:
         """A log directory failed (an I/O error writing its files): kafkawire.broker.log_dir_failure."""
-        fail_log_dir(self, path, reason)
+        fail_log_dir(self, path, reason, message=message)
 
     def halt(self, reason: BrokerHalted) -> None:
         """Stop the broker (its task ends with ``reason``), as Kafka's Exit.halt(1)."""
@@ -524,6 +524,7 @@ class Broker:
         registration = topic.partitions.get(index)
         assigned = None if registration is None else assigned_directory(registration, self.node_id)
         log_dir = self.log_dirs.place(topic.name, index, assigned, self.log_manager.logs_per_dir())
+        existed = os.path.isdir(os.path.join(log_dir, partition_dir_name(topic.name, index)))
         try:
             partition = LeaderPartition.open(
                 log_dir, topic.name, index, topic.id, leader_epoch=leader_epoch,
@@ -533,8 +534,8 @@ class Broker:
                 **self.log_manager.open_options(image, topic.name, index, topic.id, log_dir),
                 high_watermark=self.log_manager.checkpointed_high_watermark(topic.name, index, topic.id, log_dir))
             self.log_manager.opened(partition)
-        except OSError as exc:
-            log.error("broker %d: cannot open the log of %s-%d: %s", self.node_id, topic.name, index, exc)
+        except OSError as exc:          # the directory goes offline, as LogManager.getOrCreateLog's failure
+            open_failure(self, (topic.name, index), topic.id, log_dir, exc, existed=existed)
             return None
         return partition
 
@@ -580,13 +581,14 @@ class Broker:
         self.producer_ids.close()
         self.dir_assignments.close()
         self.replication.close()             # waiting acks=all answers go out before the listeners close
+        await self.dynamic_listeners.close()
         for server in self.servers:
             await server.close(timeout_ms=1000)
         await self.replica_roles.stop_fetchers()
         await self.alter_log_dirs.futures.stop()     # a copy under way resumes at the next start
         self.log_manager.shutdown()          # the followed replicas' high watermarks checkpointed too
         if self._logs_ready or self._clean_epoch is not None:   # its logs were loaded, or were clean
-            for path in self.log_dirs.paths:
+            for path in self.log_dirs.online_paths:
                 try:
                     write_clean_shutdown(path, self.lifecycle.broker_epoch if self.lifecycle else -1)
                 except OSError as exc:

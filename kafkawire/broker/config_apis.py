@@ -85,17 +85,8 @@ def preprocess(resources, node_id: int, *, incremental: bool, validate_only: boo
 
 def _change_loggers(resource, node_id: int, validate_only: bool, may_alter_loggers) -> tuple[int, str | None]:
     """RuntimeLoggerManager.applyChangesForResource (kafkawire.net.runtime_loggers)."""
-    if not may_alter_loggers():
-        refused = Errors.CLUSTER_AUTHORIZATION_FAILED
-        return int(refused), refused.message
-    try:
-        runtime_loggers.validate_node_id(resource.resource_name, node_id)
-        runtime_loggers.validate_changes(resource.configs)
-    except runtime_loggers.LoggerChangeError as exc:
-        return int(Errors.INVALID_REQUEST if exc.invalid_request else Errors.INVALID_CONFIG), str(exc)
-    if not validate_only:
-        runtime_loggers.apply_changes(resource.configs)
-    return int(Errors.NONE), None
+    return runtime_loggers.change_for_resource(resource, node_id, authorized=may_alter_loggers(),
+                                               validate_only=validate_only)
 
 
 def _check(resource, node_id: int, incremental: bool) -> None:

@@ -2,7 +2,8 @@
 GroupMetadataManager and ConsumerGroup answer them: ListGroups (type ``consumer``),
 ConsumerGroupDescribe, DescribeGroups (a consumer group is "not a classic group"), DeleteGroups
 (Empty groups only, every record tombstoned), the OffsetCommit member epoch checks
-(STALE_MEMBER_EPOCH) and the replay of the consumer records of ``__consumer_offsets``.
+(STALE_MEMBER_EPOCH), the replay of the consumer records of ``__consumer_offsets`` and the
+unload of the groups of a partition no longer led here.
 
 kafkawire.broker.group_offsets calls these for the ids in ``coordinator.consumer_groups``.
 """
@@ -15,9 +16,10 @@ from kafkawire.protocol.error_codes import Errors
 from . import consumer_records as rec
 from . import share_records as share_rec
 from .consumer_group import EMPTY, apply
+from .consumer_regex_refresh import regex_key
 
 __all__ = ["CONSUMER_TYPE", "listed", "describe", "tombstones", "commit_validator", "fetch_error", "replay",
-           "CommitError"]
+           "unload", "CommitError"]
 
 CONSUMER_TYPE = "consumer"
 CLASSIC_MEMBER_TYPE, CONSUMER_MEMBER_TYPE = 0, 1
@@ -138,3 +140,16 @@ def replay(coordinator, key: bytes, value: bytes | None) -> None:
     if classic is not None and value is not None and classic.is_empty() and not classic.members:
         del coordinator.groups[group_id]
     apply(coordinator.consumer_groups, record)
+
+
+def unload(consumer, here) -> None:
+    """GroupMetadataManager.onUnloaded for the consumer groups of ``consumer`` (a ConsumerCoordinator)
+    that ``here(group id)`` names (their partition no longer led here, or about to be loaded
+    again): dropped, with their members' timers and a regex resolution scheduled; a load rebuilds
+    them from the log."""
+    for group_id in [g for g in consumer.groups if here(g)]:
+        for member_id in list(consumer.groups[group_id].members):
+            consumer.cancel_timers(group_id, member_id)
+        consumer.classic.timer.cancel(regex_key(group_id))
+        consumer.regexes.pending.discard(group_id)
+        del consumer.groups[group_id]

@@ -15,10 +15,15 @@ handlers of the coordinator APIs are wrapped (``replicated_handlers``): the appe
 ``persist`` made (``note_append``, through a context variable of the request's task) are awaited
 after the handler, with kafkawire.broker.delayed_produce's waiting (Kafka's DelayedProduce), and
 a failed wait turns every error code of the answer that was NONE into the coordinator's error.
+An answer another request completes after its write (the members' SyncGroup answers that the
+leader's assignment completes, which Kafka gives in the write's appendFuture, once committed) takes
+that request's appends along (``appends_so_far``) and waits for them too (``wait_also_for``).
 
     handlers = replicated_handlers(handlers, broker)         # GroupApis / TxnApis.handlers()
     note_append(partition)                                    # OffsetsTopic.persist, after an append
     refusal = not_enough_replicas(partition, min_isr)         # before a __transaction_state append
+    appends = appends_so_far()                                # in the request that completes another's answer
+    wait_also_for(appends)                                    # in the request answered, once it resumes
 """
 from __future__ import annotations
 
@@ -33,10 +38,13 @@ from .produce import isr_and_min_isr
 from .share_state_records import SHARE_STATE_TOPIC
 from .txn_records import TRANSACTION_STATE_TOPIC
 
-__all__ = ["note_append", "not_enough_replicas", "replicated_handlers", "set_errors"]
+__all__ = ["appends_so_far", "note_append", "not_enough_replicas", "on_wait_failure", "replicated_handlers",
+           "set_errors", "wait_also_for"]
 
 # (topic, partition) -> (partition, the offset the high watermark must reach), per request
 _appended: ContextVar[dict | None] = ContextVar("kafkawire_coordinator_appends", default=None)
+# what runs when the request's wait fails, per request (on_wait_failure)
+_failure_hooks: ContextVar[list | None] = ContextVar("kafkawire_coordinator_failure_hooks", default=None)
 
 # GroupCoordinatorService.handleOperationException of the runtime's write failures
 GROUP_ERRORS = {Errors.REQUEST_TIMED_OUT: Errors.COORDINATOR_NOT_AVAILABLE,
@@ -54,6 +62,34 @@ def note_append(partition) -> None:
     pending = _appended.get()
     if pending is not None:
         pending[(partition.topic, partition.partition)] = (partition, partition.log.log_end_offset)
+
+
+def on_wait_failure(callback) -> None:
+    """``callback(error code)`` runs if the running request's wait for its appends fails (Kafka's
+    appendFuture completed exceptionally: a timeout, the partition led elsewhere); nothing outside
+    a wrapped handler."""
+    hooks = _failure_hooks.get()
+    if hooks is not None:
+        hooks.append(callback)
+
+
+def appends_so_far() -> list:
+    """The appends the running request made until now, as (partition, offset) pairs (none outside a
+    wrapped handler)."""
+    pending = _appended.get()
+    return list(pending.values()) if pending else []
+
+
+def wait_also_for(appends: list) -> None:
+    """The running request's answer waits for ``appends`` (``appends_so_far`` of another request) too."""
+    pending = _appended.get()
+    if pending is None:
+        return
+    for partition, end in appends:
+        key = (partition.topic, partition.partition)
+        known = pending.get(key)
+        if known is None or known[1] < end:
+            pending[key] = (partition, end)
 
 
 def not_enough_replicas(partition, min_insync_replicas: int) -> bool:
@@ -74,7 +110,10 @@ class _Answer:
 async def _wait(broker, appended: list, timeout_ms: int, errors: dict) -> int:
     """Until the high watermark of every partition passed its appends: the coordinator's error."""
     answers = [(partition, _Answer(), end) for partition, end in appended]
-    await broker.replication.wait_for_acks(answers, timeout_ms)
+    for partition, answer, _ in answers:
+        if broker.partitions.get((partition.topic, partition.partition)) is not partition:
+            answer.error_code = Errors.NOT_LEADER_OR_FOLLOWER      # led elsewhere since: nothing to wait for
+    await broker.replication.wait_for_acks([a for a in answers if a[1].error_code == Errors.NONE], timeout_ms)
     for _, answer, _ in answers:
         code = errors.get(Errors.for_code(answer.error_code), answer.error_code)
         if code != Errors.NONE:
@@ -93,11 +132,13 @@ def _rules(broker, topic: str) -> tuple[int, dict]:
 def _wrap(handler, broker):
     async def handle(ctx, request):
         pending: dict = {}
-        token = _appended.set(pending)
+        hooks: list = []
+        token, hooks_token = _appended.set(pending), _failure_hooks.set(hooks)
         try:
             response = await handler(ctx, request)
         finally:
             _appended.reset(token)
+            _failure_hooks.reset(hooks_token)
         if not pending or response is NO_RESPONSE or getattr(broker, "replication", None) is None:
             return response
         by_topic: dict[str, list] = {}
@@ -108,6 +149,8 @@ def _wrap(handler, broker):
             code = await _wait(broker, appended, timeout_ms, errors)
             if code != Errors.NONE:
                 set_errors(response, code)
+                for hook in hooks:
+                    hook(code)
                 break
         return response
     return handle

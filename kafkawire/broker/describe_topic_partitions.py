@@ -13,7 +13,8 @@ cursor's partition. A topic whose partitions do not all fit ends the page with N
 first partition left out; a full page before the next topic sets NextCursor at that topic's
 partition 0. Each partition: leader (-1 unless the leader has an endpoint on the request's
 listener), leader epoch, replicas, ISR, ELR, last known ELR and the offline replicas (a broker
-unknown, fenced or without the listener). A named topic the image lacks is
+unknown, fenced or without the listener, or the replica's directory not online on it:
+kafkawire.broker.metadata_apis.offline_replicas). A named topic the image lacks is
 UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for an illegal name); with every topic asked,
 none is answered with an error.
 
@@ -35,7 +36,7 @@ from kafkawire.net.metadata_topic import TOPIC_OPERATIONS, legal_topic_name
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 
-from .metadata_apis import INTERNAL_TOPICS
+from .metadata_apis import INTERNAL_TOPICS, offline_replicas
 
 __all__ = ["DescribeTopicPartitionsApi", "describe_topic_partitions_check", "DESCRIBE_TOPIC_PARTITIONS",
            "MAX_REQUEST_PARTITION_SIZE_LIMIT"]
@@ -110,14 +111,10 @@ def _partition(image, index: int, p, listener_name: str) -> DescribeTopicPartiti
     def has_endpoint(broker_id):
         broker = image.brokers.get(broker_id)
         return broker is not None and listener_name in broker.listeners
-
-    def offline(broker_id):
-        broker = image.brokers.get(broker_id)
-        return broker is None or broker.fenced or listener_name not in broker.listeners
     return DescribeTopicPartitionsResponsePartition(
         partition_index=index, leader_id=p.leader if has_endpoint(p.leader) else -1, leader_epoch=p.leader_epoch,
         replica_nodes=list(p.replicas), isr_nodes=list(p.isr), eligible_leader_replicas=list(p.elr),
-        last_known_elr=list(p.last_known_elr), offline_replicas=[r for r in p.replicas if offline(r)])
+        last_known_elr=list(p.last_known_elr), offline_replicas=offline_replicas(image, p, listener_name))
 
 
 def error_response(ctx, request, code: int):

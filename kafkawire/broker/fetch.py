@@ -59,7 +59,7 @@ from kafkawire.broker.leader_discovery import FETCH_LEADER_VERSION, LeaderHints
 from kafkawire.broker.metrics import BYTES_OUT, REPLICATION_BYTES_OUT, TOTAL_FETCH
 from kafkawire.broker.quotas import fetch_response_size
 from kafkawire.broker.replica_selector import FollowerView, preferred_read_replica
-from kafkawire.broker.log_dir_failure import is_offline_replica
+from kafkawire.broker.log_dir_failure import is_offline_replica, storage_failure
 from kafkawire.messages.fetch_response import (AbortedTransaction, EpochEndOffset, FetchableTopicResponse,
                                                FetchResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData)
 from kafkawire.messages.list_offsets_response import (ListOffsetsPartitionResponse, ListOffsetsResponse,
@@ -248,6 +248,16 @@ class FetchApi:
                 data.aborted_transactions = None
             return data
         limit = min(p.partition_max_bytes, budget)
+        try:
+            return self._read(image, topic, partition, p, params, limit, min_one, leads, data)
+        except OSError as exc:       # KafkaStorageException: the directory goes offline (createLogReadResult)
+            storage_failure(self.broker, partition, "read", exc)
+            data.error_code, data.records, data.aborted_transactions = Errors.KAFKA_STORAGE_ERROR, b"", None
+            data.high_watermark = data.last_stable_offset = data.log_start_offset = -1
+            return data
+
+    def _read(self, image, topic, partition, p, params, limit: int, min_one: bool, leads: bool, data):
+        """The partition's read for a follower or a consumer (or the preferred read replica)."""
         if params.follower is not None:
             data = self.broker.replication.read_for_follower(
                 partition, p, params.follower[0], params.follower[1], limit=limit, min_one=min_one,

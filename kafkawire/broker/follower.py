@@ -44,6 +44,7 @@ from kafkawire.records import CorruptRecordError, iter_batches
 from kafkawire.storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from kafkawire.storage.producer_snapshot import snapshot_file_name
 
+from .log_dir_failure import LogTruncationError
 from .partition import LeaderPartition
 from .producer_snapshots import load_producer_state, snapshot_offsets
 from .producer_state import ProducerState
@@ -203,7 +204,10 @@ class FollowerReplica:
         self._settle_state_writes()
         with self._truncation(self.partition, below_active=offset < log_.active_segment.base_offset):
             self.epochs.truncate_from_end(offset)
-            log_.truncate_to(offset)
+            try:
+                log_.truncate_to(offset)
+            except OSError as exc:      # UnifiedLog.truncateTo's KafkaStorageException: the directory offline
+                raise LogTruncationError(exc, offset, fully=False) from exc
         expiration_ms = self.partition.producers.expiration_ms       # as last configured (it may be dynamic)
         self.partition.producers, self.partition.snapshot_offset = load_producer_state(
             log_, self.name, now_ms=int(time.time() * 1000), expiration_ms=expiration_ms)
@@ -217,7 +221,10 @@ class FollowerReplica:
         self._settle_state_writes()
         log_ = self.log
         with self._truncation(self.partition, below_active=True):
-            log_.truncate_fully_and_start_at(offset)
+            try:
+                log_.truncate_fully_and_start_at(offset)
+            except OSError as exc:
+                raise LogTruncationError(exc, offset, fully=True) from exc
         self.epochs.truncate_from_end(0)
         for snapshot in snapshot_offsets(log_.directory):
             try:

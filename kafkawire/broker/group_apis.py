@@ -31,7 +31,7 @@ from kafkawire.protocol.handler import ApiHandler
 
 from .consumer_apis import ConsumerApis
 from .streams_apis import StreamsApis
-from .coordinator_acks import replicated_handlers
+from .coordinator_acks import appends_so_far, on_wait_failure, replicated_handlers, wait_also_for
 from .group_commit import OffsetApis
 from .group_coordinator import GroupCoordinator, GroupSettings
 from .group_log import LoopTimer, OffsetsTopic
@@ -71,8 +71,10 @@ class GroupApis:
         self.coordinator = GroupCoordinator(settings_of(broker.config), timer=self.timer,
                                             persist=lambda group_id, records: self.store.persist(group_id, records),
                                             now_ms=lambda: int(time.time() * 1000))
+        self.coordinator.on_write_failure = on_wait_failure
         self.offsets = GroupOffsets(self.coordinator)
         self.store = OffsetsTopic(broker, self.coordinator, self.offsets)
+        self.offsets.uncommitted.position = self.store.log_position
         self.offset_apis = OffsetApis(self)
         self.consumer_apis = ConsumerApis(self)
         self.share_apis = ShareApis(self)
@@ -100,6 +102,7 @@ class GroupApis:
     def on_metadata(self) -> None:
         self.store.on_metadata()
         self.consumer_apis.on_metadata()
+        self.share_apis.groups.on_metadata()
         if not self._expiry_scheduled:
             self._expiry_scheduled = True
             self._schedule_expiry()
@@ -199,14 +202,18 @@ class GroupApis:
 
     @staticmethod
     async def _parked(call):
-        """Run a coordinator call that answers through ``respond``, now or later."""
+        """Run a coordinator call that answers through ``respond``, now or later. An answer another
+        request gives after its write (the leader's SyncGroup, its assignment) waits for that write
+        too, as Kafka answers every member once the assignment is committed."""
         future = asyncio.get_running_loop().create_future()
 
         def respond(response):
             if not future.done():
-                future.set_result(response)
+                future.set_result((response, appends_so_far()))
         call(respond)
-        return await future
+        response, appends = await future
+        wait_also_for(appends)
+        return response
 
     def _classic_error(self, group_id: str) -> int:
         """The coordinator's error for a classic SyncGroup or Heartbeat (an empty group id is the

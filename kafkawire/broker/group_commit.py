@@ -92,7 +92,7 @@ class OffsetApis:
             return OffsetFetchResponse(groups=[self._fetch_group(g, v, request) for g in request.groups])
         topics = None if request.topics is None else [
             _Wanted(t.name, None, t.partition_indexes) for t in request.topics]
-        code, answered = self._fetch(request.group_id, topics, v)
+        code, answered = self._fetch(request.group_id, topics, v, request.require_stable)
         self._mark_unstable(request, request.group_id, answered)
         if v < 2 and code != Errors.NONE:            # no top-level error code before v2
             for _, partitions in answered:
@@ -118,21 +118,22 @@ class OffsetApis:
             if code != Errors.NONE:
                 return OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[])
         topics = None if g.topics is None else [_Wanted(t.name, t.topic_id, t.partition_indexes) for t in g.topics]
-        code, answered = self._fetch(g.group_id, topics, version)
+        code, answered = self._fetch(g.group_id, topics, version, request.require_stable)
         self._mark_unstable(request, g.group_id, answered)
         return OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[
             OffsetFetchResponseTopics(name=name if version < 10 else "", topic_id=topic_id or ZERO_UUID,
                                       partitions=partitions) for (name, topic_id), partitions in answered])
 
-    def _fetch(self, group_id: str, topics: list | None, version: int):
-        """(group error, [((name, topic id), [partitions])]) for one group."""
+    def _fetch(self, group_id: str, topics: list | None, version: int, require_stable: bool):
+        """(group error, [((name, topic id), [partitions])]) for one group: with ``require_stable``
+        the latest offsets, else those at the high watermark (GroupOffsets.fetch)."""
         code = self.apis.store.coordinator_error(group_id) if group_id else Errors.INVALID_GROUP_ID
         if code != Errors.NONE:
             return code, [((t.name, t.topic_id), []) for t in topics or []] if version < 8 else []
         image = self.apis.broker.image()
         by_id = version >= 10
         if topics is None:
-            code, found = self.apis.offsets.fetch(group_id, None)
+            code, found = self.apis.offsets.fetch(group_id, None, latest=require_stable)
             grouped: dict = {}
             for name, partition, value in found:
                 topic = None if image is None else image.topics_by_name.get(name)
@@ -149,7 +150,7 @@ class OffsetApis:
                                                         for p in t.partitions]))
                 continue
             name = topic.name if topic is not None else t.name
-            code, found = self.apis.offsets.fetch(group_id, [(name, p) for p in t.partitions])
+            code, found = self.apis.offsets.fetch(group_id, [(name, p) for p in t.partitions], latest=require_stable)
             answered.append(((name, t.topic_id), [_partition(p, value) for _, p, value in found]))
         return code, answered
 

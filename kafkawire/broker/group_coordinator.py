@@ -76,6 +76,9 @@ class GroupCoordinator:
         self.settings = settings
         self.timer = timer
         self.persist = persist
+        # on_write_failure(callback): callback(error code) if the running request's writes are not
+        # committed after all (kafkawire.broker.coordinator_acks.on_wait_failure; none by default)
+        self.on_write_failure = lambda callback: None
         self.now_ms = now_ms
         self.groups: dict[str, ClassicGroup] = {}
         # KIP-848 groups of the same name space (kafkawire.broker.consumer_coordinator fills it).
@@ -404,6 +407,19 @@ class GroupCoordinator:
             member.assignment = assignment[member_id]
         self._propagate(group, Errors.NONE)
         group.transition_to(STABLE, self.now_ms())
+        generation = group.generation_id
+        self.on_write_failure(lambda code: self._assignment_not_committed(group.group_id, generation, code))
+
+    def _assignment_not_committed(self, group_id: str, generation: int, error: int) -> None:
+        """The leader's assignment record did not reach the ISR (its answers are the error): as
+        Kafka's appendFuture does when the group has not moved on, the assignment is cleared and the
+        group rebalances (Kafka applies it only once committed; kafkawire at the append)."""
+        group = self.groups.get(group_id)
+        if group is None or group.state != STABLE or group.generation_id != generation:
+            return
+        self._reset_and_propagate(group, error)
+        self._rebalance_or_complete_join(group, f"Error {Errors.for_code(error).name} when storing group assignment "
+                                                "during SyncGroup")
 
     # -- Heartbeat --
 
@@ -474,3 +490,24 @@ class GroupCoordinator:
         group.remove(member_id)
         self.timer.cancel(heartbeat_key(group.group_id, member_id))
         return Errors.NONE
+
+    # -- unloading --
+
+    def unload(self, here) -> None:
+        """GroupMetadataManager.onUnloaded for the classic groups ``here(group id)`` names (their
+        partition no longer led here, or about to be loaded again): a parked JoinGroup or SyncGroup
+        is answered NOT_COORDINATOR, the groups' timers stop and the groups are dropped; a load
+        rebuilds them from the log."""
+        for group in [g for g in self.groups.values() if here(g.group_id)]:
+            log.info("Unloading group metadata for %s with generation %d.", group.group_id, group.generation_id)
+            for member in list(group.members.values()):
+                group.complete_join(member, JoinGroupResponse(error_code=Errors.NOT_COORDINATOR,
+                                                              member_id=member.member_id))
+                group.complete_sync(member, SyncGroupResponse(error_code=Errors.NOT_COORDINATOR))
+                self.timer.cancel(heartbeat_key(group.group_id, member.member_id))
+            for member_id in group.pending_join_members:
+                self.timer.cancel(heartbeat_key(group.group_id, member_id))
+            self.timer.cancel(join_key(group.group_id))
+            self.timer.cancel(sync_key(group.group_id))
+            group.transition_to(DEAD, self.now_ms())
+            del self.groups[group.group_id]

@@ -15,6 +15,7 @@ partition's groups are COORDINATOR_LOAD_IN_PROGRESS meanwhile, as in Kafka).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 import time
@@ -28,6 +29,7 @@ from kafkawire.records import iter_batches
 from kafkawire.records.builder import build_batch
 
 from .coordinator_acks import note_append
+from .log_dir_failure import append_step, storage_failure
 from .group_records import OFFSETS_TOPIC, partition_for
 from .producer_state import BatchInfo
 
@@ -35,6 +37,10 @@ __all__ = ["LoopTimer", "OffsetsTopic"]
 
 log = logging.getLogger(__name__)
 LOAD_READ_BYTES = 1 << 20
+
+
+def _in_partition(key: str, *, count: int, index: int) -> bool:
+    return count == 0 or partition_for(key, count) == index      # the topic gone: every group goes
 
 
 class LoopTimer:
@@ -46,7 +52,9 @@ class LoopTimer:
 
     def schedule(self, key: str, delay_ms: int, callback) -> None:
         self.cancel(key)
-        self._handles[key] = asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, self._run, key, callback)
+        # a fresh context: a timer is no part of the request that scheduled it (coordinator_acks)
+        self._handles[key] = asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, self._run, key, callback,
+                                                                   context=contextvars.Context())
 
     def _run(self, key: str, callback) -> None:
         self._handles.pop(key, None)
@@ -124,6 +132,12 @@ class OffsetsTopic:
             return Errors.COORDINATOR_NOT_AVAILABLE, -1
         return Errors.NONE, leader
 
+    def log_position(self, key: str) -> tuple[int, int] | None:
+        """(log end, high watermark) of ``key``'s partition when it is led here, else None."""
+        count = self.partitions(self.broker.image())
+        partition = self.broker.partitions.get((self.TOPIC, partition_for(key, count))) if count else None
+        return None if partition is None else (partition.log.log_end_offset, partition.high_watermark())
+
     # -- creating the topic --
 
     def creatable_topic(self, c) -> CreatableTopic:
@@ -161,14 +175,15 @@ class OffsetsTopic:
     # -- loading --
 
     def on_metadata(self) -> None:
-        """Start loading the partitions this broker has started leading; forget those it no
-        longer leads (one node leads every partition: it is stopping, or the topic was deleted;
-        their groups stay in memory until the broker stops)."""
+        """Start loading the partitions this broker has started leading; unload those it no
+        longer leads (``unload``)."""
         led = {index for (topic, index) in self.broker.partitions if topic == self.TOPIC}
         for index in sorted(led - self.loaded - set(self.loading)):
             task = asyncio.ensure_future(self._load(index, self.broker.partitions[(self.TOPIC, index)]))
             self.loading[index] = task
             task.add_done_callback(lambda _, index=index: self.loading.pop(index, None))
+        for index in self.loaded - led:
+            self.unload(index)
         self.loaded &= led
 
     async def _load(self, index: int, partition) -> None:
@@ -178,6 +193,7 @@ class OffsetsTopic:
         records the ISR had. A read of LOAD_READ_BYTES at a time with the event loop free in between
         (the groups of this partition are COORDINATOR_LOAD_IN_PROGRESS meanwhile)."""
         started = time.monotonic()
+        self.unload(index)
         offset, records, bad = partition.log.log_start_offset, 0, 0
         try:
             while offset < partition.log.log_end_offset:
@@ -197,6 +213,21 @@ class OffsetsTopic:
         self.offsets.after_load(lambda group_id: partition_for(group_id, count) == index)
         log.info("Finished loading of %s-%d: %d records (%d skipped) in %.0f ms", self.TOPIC, index, records, bad,
                  (time.monotonic() - started) * 1000)
+
+    def unload(self, index: int) -> None:
+        """Kafka's runtime drops a coordinator partition's state when this broker stops leading it
+        and rebuilds it from the log when it leads it again. kafkawire drops, then and again
+        before a load (a load cut short leaves part of the state), what the replay rebuilds: the
+        committed and pending offsets of the partition's groups, its classic groups (their parked
+        JoinGroup and SyncGroup answered NOT_COORDINATOR), its consumer and streams groups. So a
+        write the new leader never had (answered NOT_COORDINATOR, its record truncated here) is not
+        found when the partition comes back. The share groups are replayed over what memory holds
+        (docs/differences.md, Replication)."""
+        count = self.partitions(self.broker.image())
+        in_partition = functools.partial(_in_partition, count=count, index=index)
+        self.offsets.unload(in_partition)
+        if self.txn_offsets is not None:
+            self.txn_offsets.unload(in_partition)
 
     def _replay(self, index: int, data: bytes, offset: int) -> tuple[int, int, int]:
         """Replay the records of ``data`` from ``offset`` on: (next offset, records, skipped)."""
@@ -246,8 +277,8 @@ class OffsetsTopic:
             partition.append_as_coordinator(data, now_ms=now, producer=info)
         except ValueError:                    # larger than a segment
             return Errors.UNKNOWN_SERVER_ERROR
-        except OSError as exc:
-            log.error("appending to %s failed: %s", partition.name, exc)
+        except OSError as exc:              # KAFKA_STORAGE_ERROR, which the coordinator answers NOT_COORDINATOR
+            storage_failure(self.broker, partition, append_step(exc), exc)
             return Errors.NOT_COORDINATOR
         note_append(partition)                # the request's answer waits for the ISR (coordinator_acks)
         self.broker.data_appended()

@@ -21,6 +21,7 @@ from kafkawire.protocol.error_codes import Errors
 from . import consumer_admin, streams_admin
 from .streams_admin import streams_replay
 from .group_coordinator import GroupCoordinator
+from .group_offsets_committed import UncommittedOffsets
 from .group_records import ZERO_UUID, OffsetAndMetadata, decode_record, group_tombstone, offset_record, offset_tombstone
 from .group_state import COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE, ClassicGroup, Member
 
@@ -49,6 +50,7 @@ class GroupOffsets:
     def __init__(self, coordinator: GroupCoordinator):
         self.coordinator = coordinator
         self.offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
+        self.uncommitted = UncommittedOffsets()     # OffsetFetch reads at the high watermark (its position: the store's)
 
     # -- OffsetCommit --
 
@@ -125,21 +127,45 @@ class GroupOffsets:
             error = self.coordinator.persist(group_id, records)
             if error != Errors.NONE:
                 return {key: (error if code == Errors.NONE else code) for key, code in codes.items()}
-            self.offsets.setdefault(group_id, {}).update(committed)
+            current = self.offsets.setdefault(group_id, {})
+            previous = {key: current.get(key) for key in committed}
+            current.update(committed)
+            self.uncommitted.replaced(group_id, previous)
         return codes
+
+    def unload(self, here) -> None:
+        """Drop the committed offsets, classic, consumer and streams groups of the ids ``here(group
+        id)`` names: their partition is no longer led here, or is about to be loaded again from the
+        log (the runtime's unload, see OffsetsTopic.unload)."""
+        for group_id in [g for g in self.offsets if here(g)]:
+            del self.offsets[group_id]
+            self.uncommitted.forget(group_id)
+        c = self.coordinator
+        c.unload(here)
+        if c.consumer is not None:
+            consumer_admin.unload(c.consumer, here)
+        if c.streams is not None:
+            c.streams.unload(here)
 
     # -- OffsetFetch --
 
-    def fetch(self, group_id: str, wanted: list | None) -> tuple[int, list]:
+    def fetch(self, group_id: str, wanted: list | None, *, latest: bool = False) -> tuple[int, list]:
         """(group error, [(topic, partition, OffsetAndMetadata | None)]): every committed offset
-        of the group when ``wanted`` is None, else those of the (topic, partition) pairs named."""
+        of the group when ``wanted`` is None, else those of the (topic, partition) pairs named; as
+        of the high watermark (kafkawire.broker.group_offsets_committed), or the ``latest``
+        (``require_stable``, which Kafka answers as a write, after the writes before it)."""
         group = self.coordinator.groups.get(group_id)
         if group is not None and group.state == DEAD:
             return Errors.GROUP_ID_NOT_FOUND, []
         committed = self.offsets.get(group_id, {})
+
+        def read(key):
+            value = committed.get(key)
+            return value if latest else self.uncommitted.committed(group_id, key, value)
         if wanted is None:
-            return Errors.NONE, [(t, p, v) for (t, p), v in committed.items()]
-        return Errors.NONE, [(t, p, committed.get((t, p))) for t, p in wanted]
+            found = [(t, p, read((t, p))) for t, p in list(committed)]
+            return Errors.NONE, [(t, p, v) for t, p, v in found if v is not None]
+        return Errors.NONE, [(t, p, read((t, p))) for t, p in wanted]
 
     # -- ListGroups, DescribeGroups --
 
@@ -199,6 +225,7 @@ class GroupOffsets:
         if error != Errors.NONE:
             return error
         self.offsets.pop(group_id, None)
+        self.uncommitted.forget(group_id)
         group.transition_to(DEAD, self.coordinator.now_ms())
         del self.coordinator.groups[group_id]
         return Errors.NONE
@@ -215,6 +242,7 @@ class GroupOffsets:
         if error != Errors.NONE:
             return error
         self.offsets.pop(group_id, None)
+        self.uncommitted.forget(group_id)
         del self.coordinator.streams_groups[group_id]
         return Errors.NONE
 
@@ -229,6 +257,7 @@ class GroupOffsets:
         if error != Errors.NONE:
             return error
         self.offsets.pop(group_id, None)
+        self.uncommitted.forget(group_id)
         del self.coordinator.consumer_groups[group_id]
         return Errors.NONE
 
@@ -258,6 +287,7 @@ class GroupOffsets:
             if not records or self.coordinator.persist(group.group_id, records) != Errors.NONE:
                 continue
             written += len(records)
+            self.uncommitted.forget(group.group_id, expired)
             for key in expired:
                 del committed[key]
             if not committed:
@@ -304,6 +334,7 @@ class GroupOffsets:
             records += tombstones()
         if not records or self.coordinator.persist(group_id, records) != Errors.NONE:
             return 0
+        self.uncommitted.forget(group_id, expired)
         for key in expired:
             del committed[key]
         if not committed:
@@ -353,6 +384,7 @@ class GroupOffsets:
             error = self.coordinator.persist(group_id, records)
             if error != Errors.NONE:
                 return error, {}
+            self.uncommitted.forget(group_id, gone)
             for key in gone:
                 committed.pop(key, None)
         return Errors.NONE, codes

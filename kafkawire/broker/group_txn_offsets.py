@@ -101,18 +101,33 @@ class TxnOffsets:
             return
         for group_id in [g for g in by_group if self.partition_of(g) == offsets_partition]:
             for (topic, partition), value in by_group.pop(group_id).items():
-                key = (group_id, topic, partition)
-                left = self._pending_count.pop(key) - 1
-                if left:
-                    self._pending_count[key] = left
+                self._no_longer_pending(group_id, topic, partition)
                 if committed:
                     if group_id not in self.offsets.coordinator.groups:
                         continue                            # deleted meanwhile
                     self.offsets.offsets.setdefault(group_id, {})[(topic, partition)] = value
+                    self.offsets.uncommitted.forget(group_id, [(topic, partition)])   # the marker is replicated
         if not by_group:
             del self.pending[producer_id]
 
+    def _no_longer_pending(self, group_id: str, topic: str, partition: int) -> None:
+        key = (group_id, topic, partition)
+        left = self._pending_count.pop(key) - 1
+        if left:
+            self._pending_count[key] = left
+
     # -- loading --
+
+    def unload(self, here) -> None:
+        """Forget the pending offsets of the groups ``here(group id)`` names, before their partition
+        is loaded again from the log (OffsetsTopic.unload): its transactional batches without a
+        marker make them pending again."""
+        for producer_id, by_group in list(self.pending.items()):
+            for group_id in [g for g in by_group if here(g)]:
+                for topic, partition in by_group.pop(group_id):
+                    self._no_longer_pending(group_id, topic, partition)
+            if not by_group:
+                del self.pending[producer_id]
 
     def replay_pending(self, producer_id: int, offsets_partition: int, key, value) -> None:
         """A record of a transactional batch read back from the log."""

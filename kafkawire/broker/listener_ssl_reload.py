@@ -16,12 +16,18 @@ since; and, as Kafka, only when a config record of this broker or of the cluster
 arrived (a ``kafka-configs --alter`` with the same location makes the broker reread a key store
 rewritten in place, KAFKA-14136; a file rewritten with no alter is not picked up, since no
 check of it has run). A record is noticed by the identity of the resource's config map, which
-the image copies before it changes it while a published view shares it (kafkawire.metadata.image
-``_writable``), or by its content.
+the image replaces at each record of a broker resource, one that changes no value included
+(kafkawire.metadata.image ``_config``), or by its content.
 
 The change was checked when it was accepted (kafkawire.metadata.dynamic_reconfiguration); a
 context that still cannot be built (a file replaced since) is logged, and the listener keeps
 its current one, as Kafka logs a reconfiguration that fails after validation.
+
+The node's clients towards the controllers (the raft client, the channel to the active
+controller: registration, heartbeats, forwarding, AlterPartition) are watched the same way when
+their listener is SSL or SASL_SSL (``watch_controller_clients``, for their next connection; the
+open ones keep their session), each change checked first, as SslFactory checks a client
+channel builder's (no handshake: Kafka's client builders are not keystoreVerifiableUsingTruststore).
 
 A node's controller listeners are watched the same way (kafkawire.tools.server_start), with
 ``check_changes``: nothing checked a change of their stores when it was accepted (a broker checks
@@ -127,7 +133,16 @@ class ListenerSslReload:
         self._servers: dict[int, _Built] = {}     # id(server) -> what its context was built from
         self._client = None if inter_broker is None else (inter_broker[0], _Built(inter_broker[1]))
         self.client_context = None               # the inter-broker clients' current context, once rebuilt
+        self._controller = None                  # (listener, _Built, its clients now): watch_controller_clients
         self.reloads = 0                          # contexts swapped so far
+
+    def watch_controller_clients(self, listener: str, settings: SslSettings, clients) -> None:
+        """Also rebuild the context of the node's clients towards the controllers (the raft client,
+        the channel to the active controller) on ``listener``, the first controller listener,
+        which start with ``settings``; ``clients()``: those clients now. Each change is checked
+        first, whoever accepted it: Kafka's DynamicBrokerConfig validates a reconfigurable (here
+        NodeToControllerChannelManager's client channel builder) before it reconfigures it."""
+        self._controller = (listener, _Built(settings), clients)
 
     def on_metadata(self, image, servers, clients=()) -> None:
         """After a publish: rebuild what a config record of this broker or the cluster default
@@ -149,6 +164,13 @@ class ListenerSslReload:
                 self._reload_server(server, props)
         if self._client is not None:
             self._reload_clients(props, clients)
+        if self._controller is not None:
+            self._reload_controller_clients(props)
+
+    def forget(self, server) -> None:
+        """A listener removed (kafkawire.broker.dynamic_listeners): its entry goes, so that a
+        server made later at the same id is recorded as built."""
+        self._servers.pop(id(server), None)
 
     def _reload_server(self, server, props: dict) -> None:
         built = self._servers[id(server)]
@@ -190,3 +212,27 @@ class ListenerSslReload:
         for client in clients:
             client.ssl_context = context          # its next connection; the open ones stay
         self.reloads += 1
+
+    def _reload_controller_clients(self, props: dict) -> None:
+        listener, built, clients = self._controller
+        settings = _with_reconfigured(built.settings, props, listener)
+        if not built.stale(settings):
+            return
+        refusal = _refusal(built.settings, settings, props, listener)
+        if refusal is not None:
+            log.error("the connections to the controllers on listener %s keep the current key and trust stores: "
+                      "the changed ones are refused: %s", listener, refusal)
+            return
+        try:
+            context = client_ssl_context(settings)
+        except (ConfigError, ssl.SSLError) as exc:
+            log.error("the connections to the controllers on listener %s keep the current key and trust stores: %s",
+                      listener, exc)
+            return
+        self._controller = (listener, _Built(settings), clients)
+        for client in clients():
+            client.ssl_context = context          # its next connection; the open ones stay
+        self.reloads += 1
+        log.info("the next connections to the controllers on listener %s use the changed key store %s and "
+                 "trust store %s", listener, settings.get("ssl.keystore.location") or "(PEM or none)",
+                 settings.get("ssl.truststore.location") or "(PEM or default)")

@@ -37,6 +37,7 @@ from kafkawire.storage.state_files import write_offset_checkpoint
 from .cleaner_filter import LastRecord, OffsetMap
 from .cleaner_rules import choose_filthiest, cleanable_offsets, log_to_clean
 from .cleaner_work import Cleaner, CleaningAborted, CleaningJob, SourceSegment, Throttler
+from .log_dir_failure import storage_failure
 
 __all__ = ["LogCleaner", "CLEANER_CHECKPOINT", "offset_map_memory"]
 
@@ -247,7 +248,10 @@ class LogCleaner:
                      job.name, stats.messages_read, stats.messages_written, stats.bytes_read, stats.bytes_written, end)
         except CleaningAborted as exc:
             log.info("The cleaning of %s stopped: %s", job.name, exc)
-        except (OSError, CorruptRecordError, ValueError) as exc:
+        except OSError as exc:          # IOException: the log's directory goes offline (not uncleanable)
+            if self._still_current():
+                self._directory_failed(job, exc)
+        except (CorruptRecordError, ValueError) as exc:
             if self._still_current():          # not a log deleted or truncated under the cleaning
                 log.error("Cleaning %s failed; it is uncleanable until it is opened again: %s", job.name, exc)
                 self._mark_uncleanable()
@@ -260,6 +264,18 @@ class LogCleaner:
             self._current = None
         if done:
             self._update_checkpoint(key, end)
+
+    def _directory_failed(self, job: CleaningJob, error: OSError) -> None:
+        """LogCleaner's IOException: the directory of the log being cleaned goes offline with Kafka's
+        message (LogDirFailureChannel), or, for a broker without failure handling, the log is uncleanable."""
+        path = os.path.dirname(os.path.abspath(job.directory))
+        message = f"Failed to clean up log for {job.name} in dir {path} due to IOException"
+        fail = getattr(self.broker, "fail_log_dir", None)
+        if fail is None:
+            log.error("%s: %s", message, error)
+            self._mark_uncleanable()
+        else:
+            fail(path, error, message=message)
 
     def _mark_uncleanable(self) -> None:
         assert self._current is not None
@@ -300,13 +316,15 @@ class LogCleaner:
     def _delete_old_segments(self) -> None:
         """LogCleanerManager.deletableLogs: retention of every compacted log, led or followed."""
         image = self.broker.image()
-        for key, partition in self.manager.replicas().items():
+        for key, partition in list(self.manager.replicas().items()):
+            if self.manager.replica(key) is not partition:
+                continue            # closed: its directory failed in this pass
             settings = self.manager.settings(image, partition.topic)
             if settings.compact and not self._uncleanable(key, partition):
                 try:
                     self.manager.delete_old_segments(partition, settings)
-                except OSError as exc:
-                    log.error("%s: retention failed: %s", partition.name, exc)
+                except OSError as exc:      # UnifiedLog.deleteSegments: the directory goes offline
+                    storage_failure(self.broker, partition, "delete", exc)
 
     def maybe_truncate_checkpoint(self, partition, offset: int) -> None:
         """LogCleanerManager.maybeTruncateCheckpoint, after a follower's truncation: a compacted log's
@@ -332,4 +350,16 @@ class LogCleaner:
         try:
             write_offset_checkpoint(path, live)
         except OSError as exc:
-            log.error("Failed to access checkpoint file %s: %s", path, exc)
+            log.error("Failed to access checkpoint file %s in dir %s: %s", path, log_dir, exc)
+            self._fail_soon(log_dir, exc, f"Error while writing to checkpoint file {path}")
+
+    def _fail_soon(self, log_dir: str, error: OSError, message: str) -> None:
+        """CheckpointFileWithFailureHandler: the directory goes offline, once the work under way
+        (a pass over the partitions, a follower's truncation) is done, on the loop's next turn."""
+        fail = getattr(self.broker, "fail_log_dir", None)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:            # not on the loop: logged only
+            return
+        if fail is not None:
+            loop.call_soon(functools.partial(fail, log_dir, error, message=message))

@@ -16,6 +16,7 @@ directory whose removal fails is logged and left (Kafka's LogManager logs it too
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import shutil
@@ -43,7 +44,11 @@ class LogDeleter:
     with the ``.deleted`` segment files (its delete-file task); ``delay_ms()`` is the delay in
     force when a directory is scheduled."""
 
-    def __init__(self, log_dirs, delay_ms: Callable[[], int], pending, clock: Callable[[], int]):
+    def __init__(self, log_dirs, delay_ms: Callable[[], int], pending, clock: Callable[[], int], *,
+                 on_failure: Callable[..., None] | None = None):
+        """``on_failure(path, error, message=...)``: a log directory's I/O error renaming a log in it
+        (the broker takes it offline, as Kafka's UnifiedLog.renameDir)."""
+        self.on_failure = on_failure
         self.log_dirs = [log_dirs] if isinstance(log_dirs, str) else list(log_dirs)
         self.delay_ms = delay_ms
         self.pending = pending
@@ -61,7 +66,12 @@ class LogDeleter:
         try:
             os.rename(directory, renamed)
         except OSError as exc:
-            log.error("cannot rename %s for deletion: %s", directory, exc)
+            parent = os.path.dirname(os.path.abspath(directory))
+            message = f"Error while renaming dir for {partition.name} in log dir {parent}"
+            if self.on_failure is None:
+                log.error("%s: %s", message, exc)
+            else:
+                self.on_failure(parent, exc, message=message)
             return
         log.info("Log for partition %s is renamed to %s and is scheduled for deletion", partition.name, renamed)
         self._schedule(renamed)
@@ -91,33 +101,52 @@ class LogDeleter:
         self.pending.add([path], self.clock() + max(self.delay_ms(), 0))
 
 
-def remove_deleted(path: str) -> None:
+def remove_deleted(path: str, on_failure: Callable[..., None] | None = None) -> None:
     """Remove a due path of the queue: a ``.deleted`` file at once, a ``-delete`` directory (a
-    whole log: many files) off the event loop when one runs."""
+    whole log: many files) off the event loop when one runs. ``on_failure(log_dir, error,
+    message=...)``: an I/O error removing it (the broker takes the log directory offline, as
+    Kafka's delete-file and kafka-delete-logs tasks), called on the loop; else it is logged."""
     if not os.path.isdir(path):
-        _remove_file(path)
+        _remove_file(path, on_failure)
         return
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
-        _remove_tree(path)
+        _remove_tree(path, on_failure)
         return
-    loop.run_in_executor(None, _remove_tree, path)
+    report = None
+    if on_failure is not None:
+        def report(log_dir, error, message):
+            loop.call_soon_threadsafe(functools.partial(on_failure, log_dir, error, message=message))
+    loop.run_in_executor(None, _remove_tree, path, report)
 
 
-def _remove_file(path: str) -> None:
+def _remove_file(path: str, on_failure) -> None:
     try:
         os.remove(path)
     except FileNotFoundError:
         pass
     except OSError as exc:
-        log.warning("cannot delete %s: %s", path, exc)
+        log_dir = os.path.dirname(os.path.dirname(os.path.abspath(path)))
+        message = f"Error while deleting segments for {os.path.basename(os.path.dirname(path))} in dir {log_dir}"
+        if on_failure is None:
+            log.warning("%s: %s", message, exc)
+        else:
+            on_failure(log_dir, exc, message=message)
 
 
-def _remove_tree(path: str) -> None:
+def _remove_tree(path: str, report) -> None:
     try:
         shutil.rmtree(path)
     except OSError as exc:
-        log.error("Exception while deleting %s: %s", path, exc)
+        log_dir = os.path.dirname(os.path.abspath(path))
+        name = os.path.basename(path).rsplit(".", 1)[0]           # <topic>-<partition>.<uuid>-delete
+        message = f"Error while deleting log for {name} in dir {log_dir}"
+        log.error("%s: %s", message, exc)
+        if report is not None:
+            try:
+                report(log_dir, exc, message)
+            except RuntimeError:        # the loop closed meanwhile (the broker stopped)
+                pass
         return
     log.info("Deleted log directory %s", path)

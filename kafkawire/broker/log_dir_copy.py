@@ -70,6 +70,7 @@ from kafkawire.storage.state_files import (StateFileError, read_partition_metada
 
 from .follower import FollowerReplica, offset_truncation_state
 from .log_deletion import delete_dir_name
+from .log_dir_failure import LogTruncationError, append_step, storage_failure
 from .partition import PARTITION_METADATA, LeaderPartition, partition_dir_name
 from .producer_snapshots import load_producer_state
 from .replication_quotas import ReplicationQuota
@@ -228,6 +229,15 @@ class FutureLogs:
                  reason)
         self.broker.log_deleter.delete(future.partition)
 
+    def _future_failed(self, key, error: LogTruncationError) -> None:
+        """A KafkaStorageException of the future log (ReplicaAlterLogDirsThread marks the partition
+        failed): its directory goes offline with UnifiedLog's message and the future log is closed
+        there, not renamed (LogManager.handleLogDirFailure drops the future logs of the directory)."""
+        future = self.futures.pop(key)
+        self._resume_cleaning(key)
+        storage_failure(self.broker, future.partition, append_step(error), error, future=True)
+        self.broker.close_partition(future.partition)
+
     def _resume_cleaning(self, key) -> None:
         if self.broker.log_manager.cleaner is not None:
             self.broker.log_manager.cleaner.resume(key)
@@ -299,6 +309,9 @@ class FutureLogs:
                 progressed = await self.step(key)
             except asyncio.CancelledError:
                 raise
+            except LogTruncationError as exc:        # the future log's: its directory goes offline
+                self._future_failed(key, exc)
+                continue
             except Exception:                        # the copy of one partition must never stop the others
                 log.exception("broker %d: the copy of %s-%d failed", self.broker.node_id, *key)
                 self.drop(key, "its copy failed")

@@ -17,7 +17,10 @@ online one when every one is cordoned (a replica assigned just before the last w
 One directory (the common case) keeps what the node read (the metadata directory's id, perhaps
 none) and writes nothing. With several, a directory without meta.properties gets one (node.id,
 cluster.id, a new directory.id), as KafkaRaftServer formats the empty log directories of a
-formatted node; one of another node or cluster stops the start.
+formatted node; one of another node or cluster stops the start. A directory that is not a readable
+directory, or whose meta.properties cannot be read, starts offline (no id, nothing opened there),
+as Kafka's MetaPropertiesEnsemble and LogManager.createAndValidateLogDirs leave it, with their log
+lines; when none is left the start stops with Kafka's message.
 """
 from __future__ import annotations
 
@@ -50,6 +53,10 @@ class LogDirsError(RuntimeError):
     """A log directory cannot be used: the reason names the directory or file."""
 
 
+class _Unreadable(Exception):
+    """A directory that starts offline (Kafka's IOException of createAndValidateLogDirs)."""
+
+
 @dataclass(frozen=True)
 class LogDir:
     path: str                          # absolute, as Kafka's LogManager keeps it
@@ -67,11 +74,17 @@ def _new_directory_id() -> uuid.UUID:
 def _directory_id(path: str, node_id: int, cluster_id: str) -> uuid.UUID:
     """The directory's id from its meta.properties, written first when it has none."""
     meta_path = os.path.join(path, META_PROPERTIES)
+    if os.path.lexists(path) and not (os.path.isdir(path) and os.access(path, os.R_OK | os.X_OK)):
+        raise _Unreadable(f"{path} is not a readable log directory.")
     try:
         os.makedirs(path, exist_ok=True)
-        meta = read_meta_properties(meta_path) if os.path.exists(meta_path) else None
-    except (StateFileError, OSError, ValueError) as exc:
+    except OSError as exc:
         raise LogDirsError(f"log directory {path}: {exc}") from None
+    try:
+        meta = read_meta_properties(meta_path) if os.path.lexists(meta_path) else None
+    except (StateFileError, OSError, ValueError) as exc:
+        log.error("Error while reading meta.properties file %s: %s", meta_path, exc)      # MetaPropertiesEnsemble
+        raise _Unreadable(f"Failed to load {path} during broker startup") from None
     if meta is not None:
         if meta.node_id != node_id:
             raise LogDirsError(f"{meta_path}: node.id {meta.node_id} does not match node.id {node_id}")
@@ -96,6 +109,9 @@ class LogDirs:
         self.dirs = dirs
         self._by_path = {d.path: d for d in dirs}
         self._by_id = {d.directory_id: d for d in dirs if d.directory_id is not None}
+        # (topic, partition) -> (topic id, directory id) of a replica not opened, its directory not online
+        # (kafkawire.broker.log_dir_failure.skips_creation: warned once per assignment)
+        self.creations_skipped: dict = {}
         self.preferred: dict[tuple[str, int], str] = {}     # AlterReplicaLogDirs' choice for a log not here yet
         self.offline: set[str] = set()      # failed directories (KIP-858): no log opens there any more
         self.cordoned: frozenset[str] = frozenset()     # cordoned.log.dirs (KIP-1066): no new log goes there
@@ -107,14 +123,28 @@ class LogDirs:
         known = {os.path.abspath(p): i for p, i in (known or {}).items()}
         if len(absolute) == 1:
             return cls([LogDir(absolute[0], known.get(absolute[0]))])
-        dirs = [LogDir(p, known.get(p) or _directory_id(p, node_id, cluster_id)) for p in absolute]
+        dirs, offline = [], set()
+        for path in absolute:
+            try:
+                dirs.append(LogDir(path, known.get(path) or _directory_id(path, node_id, cluster_id)))
+            except _Unreadable as exc:
+                log.error("Failed to create or validate data directory %s: %s", path, exc)   # LogDirFailureChannel
+                dirs.append(LogDir(path, None))
+                offline.add(path)
+        if len(offline) == len(absolute):
+            raise LogDirsError(f"Shutdown broker because none of the specified log dirs from {', '.join(absolute)} "
+                               "can be created or validated")
         seen: dict = {}
         for d in dirs:
+            if d.directory_id is None:
+                continue
             if d.directory_id in seen:
                 raise LogDirsError(f"log directories {seen[d.directory_id]} and {d.path} have the same directory.id "
                                    f"{d.directory_id}")
             seen[d.directory_id] = d.path
-        return cls(dirs)
+        loaded = cls(dirs)
+        loaded.offline.update(offline)
+        return loaded
 
     @property
     def first(self) -> str:
@@ -124,16 +154,17 @@ class LogDirs:
     def paths(self) -> list[str]:
         return [d.path for d in self.dirs]
 
+    @property
+    def online_paths(self) -> list[str]:
+        """The directories not offline (Kafka's liveLogDirs), in ``log.dirs`` order."""
+        return [d.path for d in self.dirs if d.path not in self.offline]
+
     def ids(self) -> tuple:
         return tuple(d.directory_id for d in self.dirs if d.directory_id is not None)
 
     def offline_ids(self) -> list:
         """The failed directories' ids (BrokerHeartbeat OfflineLogDirs)."""
         return [d.directory_id for d in self.dirs if d.path in self.offline and d.directory_id is not None]
-
-    def is_offline_id(self, directory_id) -> bool:
-        d = self._by_id.get(directory_id)
-        return d is not None and d.path in self.offline
 
     def by_path(self, path: str) -> LogDir | None:
         return self._by_path.get(os.path.abspath(path)) if path else None

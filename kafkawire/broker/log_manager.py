@@ -45,6 +45,7 @@ from kafkawire.storage.state_files import (StateFileError, read_offset_checkpoin
 
 from .log_config import LONG_MAX, LogSettings, retention_time_ms
 from .log_deletion import remove_deleted
+from .log_dir_failure import storage_failure
 from .partition import partition_dir_name
 from .producer_snapshots import retire_snapshots
 from .retention import SegmentView, segments_to_delete
@@ -242,15 +243,16 @@ class LogManager:
         segments deleted. A follower's pass is bounded by its own high watermark, as Kafka's."""
         image = self.broker.image()
         total = 0
-        for partition in list(self.replicas().values()):
+        for key, partition in list(self.replicas().items()):
             settings = self.settings(image, partition.topic)
-            if settings.compact:
+            if settings.compact or self.replica(key) is not partition:     # not: closed, its directory failed
                 continue
             for log_ in [partition, *self._future_of(partition)]:     # a future log too, as Kafka's
                 try:
                     total += self.delete_old_segments(log_, settings)
-                except OSError as exc:
-                    log.error("%s: retention failed: %s", log_.log.directory, exc)
+                except OSError as exc:      # UnifiedLog.deleteSegments: the directory goes offline
+                    storage_failure(self.broker, log_, "delete", exc, future=log_ is not partition)
+                    break
         return total
 
     def _future_of(self, partition) -> list:
@@ -299,8 +301,9 @@ class LogManager:
 
     def delete_due_files(self) -> int:
         due = self.pending.due(self.clock())
+        on_failure = getattr(self.broker, "fail_log_dir", None)      # the directory goes offline
         for path in due:
-            remove_deleted(path)        # segment files, and the directories of deleted partitions
+            remove_deleted(path, on_failure)        # segment files, and the directories of deleted partitions
         return len(due)
 
     # -- checkpoints --
@@ -407,9 +410,9 @@ class LogManager:
                 if log_.unflushed_messages > 0 and now - log_.last_flush_ms >= flush_ms:
                     try:
                         log_.flush()
-                    except OSError as exc:
-                        log.error("flushing %s: %s", log_.directory, exc)
-                        continue
+                    except OSError as exc:          # UnifiedLog.flush: the directory goes offline
+                        storage_failure(self.broker, replica, "flush", exc, future=replica is not partition)
+                        break
                     flushed += 1
                     if replica is partition:
                         self.recovery_points[key] = log_.flushed_offset

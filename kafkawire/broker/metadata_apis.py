@@ -3,7 +3,9 @@
 Metadata (KafkaApis.handleTopicMetadataRequest over KRaftMetadataCache): the unfenced brokers
 with an endpoint on the listener the request came in on; each topic's partitions with leader,
 leader epoch, replicas and ISR (LEADER_NOT_AVAILABLE with leader -1 when the leader is not an
-unfenced broker there); as controller id an alive broker (clients of a KRaft cluster never talk
+unfenced broker there; from version 6 LISTENER_NOT_FOUND when it is registered without an
+endpoint on this listener, as on a listener added dynamically; the offline replicas as
+KRaftMetadataCache.getOfflineReplicas names them, ``offline_replicas``); as controller id an alive broker (clients of a KRaft cluster never talk
 to controllers: Kafka names a random alive broker, here this one). A topic the image lacks is
 UNKNOWN_TOPIC_OR_PARTITION (or INVALID_TOPIC_EXCEPTION for an illegal name); when
 ``auto.create.topics.enable`` is true (Kafka's default) and the request allows it, the broker
@@ -26,13 +28,14 @@ from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopic
 from kafkawire.messages.describe_cluster_response import DescribeClusterBroker, DescribeClusterResponse
 from kafkawire.messages.metadata_response import (MetadataResponse, MetadataResponseBroker,
                                                   MetadataResponsePartition, MetadataResponseTopic)
+from kafkawire.metadata.registrations import LOST, MIGRATING, UNASSIGNED
 from kafkawire.net.client import TransportError
 from kafkawire.net.metadata_topic import CLUSTER_OPERATIONS, INT32_MIN, TOPIC_OPERATIONS, legal_topic_name
 from kafkawire.net.server import CloseConnection
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.raft.contract import NoLeader, NotLeader
 
-__all__ = ["MetadataApis", "INTERNAL_TOPICS"]
+__all__ = ["MetadataApis", "INTERNAL_TOPICS", "offline_replicas"]
 
 log = logging.getLogger(__name__)
 INTERNAL_TOPICS = frozenset(("__consumer_offsets", "__transaction_state", "__share_group_state"))
@@ -57,14 +60,14 @@ class MetadataApis:
         wanted = request.topics
         if wanted is None or (v == 0 and not wanted):
             names = sorted(image.topics_by_name) if image is not None else []
-            topics = [self._topic(image, image.topics_by_name[n], brokers, request) for n in names]
+            topics = [self._topic(image, image.topics_by_name[n], brokers, request, ctx) for n in names]
         else:
             topics = []
             missing = []
             for t in wanted:
                 topic = self._find(image, t)
                 if topic is not None:
-                    topics.append(self._topic(image, topic, brokers, request))
+                    topics.append(self._topic(image, topic, brokers, request, ctx))
                 else:
                     topics.append(self._unknown(t, v))
                     if t.name is not None:
@@ -110,15 +113,15 @@ class MetadataApis:
                                      is_internal=t.name in INTERNAL_TOPICS, partitions=[])
 
     @staticmethod
-    def _topic(image, topic, brokers: dict, request) -> MetadataResponseTopic:
+    def _topic(image, topic, brokers: dict, request, ctx) -> MetadataResponseTopic:
         partitions = []
         for index in sorted(topic.partitions):
             p = topic.partitions[index]
             leader = p.leader if p.leader in brokers else -1
             partitions.append(MetadataResponsePartition(
-                error_code=Errors.NONE if leader >= 0 else Errors.LEADER_NOT_AVAILABLE, partition_index=index,
+                error_code=Errors.NONE if leader >= 0 else _no_leader(image, p.leader, ctx), partition_index=index,
                 leader_id=leader, leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas),
-                isr_nodes=list(p.isr), offline_replicas=[]))
+                isr_nodes=list(p.isr), offline_replicas=offline_replicas(image, p, ctx.listener_name)))
         return MetadataResponseTopic(
             name=topic.name, topic_id=topic.id, is_internal=topic.name in INTERNAL_TOPICS, partitions=partitions,
             topic_authorized_operations=TOPIC_OPERATIONS if request.include_topic_authorized_operations
@@ -172,3 +175,34 @@ class MetadataApis:
     def close(self) -> None:
         for task in self._tasks:
             task.cancel()
+
+
+def _no_leader(image, leader: int, ctx) -> Errors:
+    """KRaftMetadataCache.partitionMetadata's error for a leader not served on the request's
+    listener: LISTENER_NOT_FOUND (from version 6) when the leader is registered without an
+    endpoint on it (a listener added dynamically is not registered, see
+    kafkawire.broker.dynamic_listeners), else LEADER_NOT_AVAILABLE."""
+    registration = image.brokers.get(leader)
+    if ctx.api_version >= 6 and registration is not None and ctx.listener_name not in registration.listeners:
+        return Errors.LISTENER_NOT_FOUND
+    return Errors.LEADER_NOT_AVAILABLE
+
+
+def offline_replicas(image, p, listener_name: str) -> list[int]:
+    """KRaftMetadataCache.getOfflineReplicas: the replicas of partition ``p`` whose broker is not
+    registered, is fenced, has no endpoint on the listener, or does not have the replica's
+    directory online (BrokerRegistration.hasOnlineDir: an unassigned or migrating replica is
+    online, a lost one is not, a broker that registered no directories has them all)."""
+    offline, directories = [], None
+    for index, replica in enumerate(p.replicas):
+        broker = image.brokers.get(replica)
+        if broker is None or broker.fenced or listener_name not in broker.listeners:
+            offline.append(replica)
+            continue
+        if directories is None:
+            directories = p.directories if getattr(p, "directory_ids", ()) else ()
+        directory = directories[index] if index < len(directories) else UNASSIGNED
+        if directory == LOST or (directory not in (UNASSIGNED, MIGRATING) and broker.directories
+                                 and directory not in broker.directories):
+            offline.append(replica)
+    return offline

@@ -47,7 +47,7 @@ from .metrics import BYTES_IN, FAILED_PRODUCE, MESSAGES_IN, TOTAL_PRODUCE
 from .record_checks import RecordErrors, RecordRules
 from .txn_verification import transaction_checks
 from .validation import ProduceRefused, validate_produce
-from .log_dir_failure import is_offline_replica
+from .log_dir_failure import append_step, is_offline_replica, storage_failure
 
 __all__ = ["ProduceApi", "isr_and_min_isr", "record_rules"]
 
@@ -167,8 +167,9 @@ class ProduceApi:
             return _refused(p.index, exc.code, str(exc))
         except ValueError as exc:        # larger than a segment (Log.append): RecordBatchTooLargeException
             return _refused(p.index, Errors.RECORD_LIST_TOO_LARGE, str(exc))
-        except OSError as exc:
-            return _refused(p.index, Errors.KAFKA_STORAGE_ERROR, f"Error while appending to {name}: {exc}")
+        except OSError as exc:           # KafkaStorageException: the log directory goes offline
+            return _refused(p.index, Errors.KAFKA_STORAGE_ERROR,
+                            storage_failure(self.broker, partition, append_step(exc), exc))
         stats.mark(topic.name, BYTES_IN, len(p.records))     # as sent, before any recompression
         stats.mark(topic.name, MESSAGES_IN, validated.records)
         return PartitionProduceResponse(index=p.index, error_code=Errors.NONE, base_offset=base_offset,

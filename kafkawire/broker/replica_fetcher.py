@@ -54,6 +54,7 @@ from kafkawire.protocol.error_codes import Errors
 
 from .fetch_session_client import FINAL_EPOCH, FetchSessionClient, PartitionFetch
 from .follower import FollowerAppendError, FollowerReplica, offset_truncation_state
+from .log_dir_failure import LogTruncationError
 from .group_records import java_string_hash
 
 __all__ = ["FetcherSettings", "PartitionFetchState", "ReplicaFetcher", "ReplicaFetcherManager", "fetcher_id"]
@@ -132,7 +133,7 @@ class ReplicaFetcher:
     ``endpoint()`` gives the leader's (host, port) on the inter-broker listener, or None."""
 
     def __init__(self, settings: FetcherSettings, client, leader_id: int, endpoint, broker_epoch, *, clock=None,
-                 on_bytes_in=None, quota=None):
+                 on_bytes_in=None, quota=None, on_storage_error=None):
         self.settings = settings
         self.quota = quota              # the follower ReplicationQuota, or None
         self.client = client
@@ -141,6 +142,9 @@ class ReplicaFetcher:
         self.broker_epoch = broker_epoch
         self.clock = clock or time.monotonic
         self.on_bytes_in = on_bytes_in or (lambda size: None)     # ReplicationBytesIn (kafkawire.broker.metrics)
+        # (follower, OSError): an I/O error appending to a follower's log (its directory goes offline)
+        self.on_storage_error = on_storage_error or (lambda follower, error: log.error("appending to %s: %s",
+                                                                                        follower.name, error))
         self.partitions: dict[tuple[str, int], PartitionFetchState] = {}
         self.session = FetchSessionClient()          # KIP-227, with Fetch v7+ (fetch_session_client)
         self._wake = asyncio.Event()
@@ -156,7 +160,11 @@ class ReplicaFetcher:
         for key, (follower, topic_id) in wanted.items():
             state = self.partitions.get(key)
             if state is None or state.follower is not follower or state.current_leader_epoch != follower.leader_epoch:
-                self.partitions[key] = initial_fetch_state(follower, topic_id)
+                try:
+                    self.partitions[key] = initial_fetch_state(follower, topic_id)
+                except LogTruncationError as exc:      # markPartitionFailed; the directory fails after this update
+                    self.partitions.pop(key, None)
+                    asyncio.get_running_loop().call_soon(self.on_storage_error, follower, exc)
         self._wake.set()
 
     def start(self) -> None:
@@ -350,6 +358,9 @@ class ReplicaFetcher:
             log.error("replica fetcher: %s", exc)
             self._delay([state])
             return
+        except OSError as exc:          # KafkaStorageException: markPartitionFailed, the directory offline
+            self.storage_failed(state, exc)
+            return
         if info is not None:
             self.on_bytes_in(len(data.records))
             state.fetch_offset = info.last_offset + 1
@@ -361,6 +372,12 @@ class ReplicaFetcher:
         if self.quota is not None and self.quota.is_throttled(partition.topic, partition.partition):
             self.quota.record(len(data.records or b""))
         follower.update_from_leader(high_watermark=data.high_watermark, log_start_offset=data.log_start_offset)
+
+    def storage_failed(self, state: PartitionFetchState, error: OSError) -> None:
+        """An I/O error appending to or truncating the partition's log: no longer fetched
+        (markPartitionFailed) and its directory offline (``on_storage_error``)."""
+        self.partitions = {key: s for key, s in self.partitions.items() if s is not state}
+        self.on_storage_error(state.follower, error)
 
     def partition_error(self, state: PartitionFetchState, code: int) -> None:
         """FENCED_LEADER_EPOCH: stopped until new metadata; the rest: delayed (Kafka's partitionsWithError)."""
@@ -381,7 +398,11 @@ class ReplicaFetcher:
         follower = state.follower
         decision = offset_truncation_state(follower.epochs, follower.log.log_end_offset, state.fetch_offset,
                                            leader_epoch, leader_end_offset)
-        follower.truncate_to(decision.offset)
+        try:
+            follower.truncate_to(decision.offset)
+        except LogTruncationError as exc:
+            self.storage_failed(state, exc)
+            return
         if decision.completed:
             state.fetch_from_log_end()
         else:
@@ -423,13 +444,17 @@ class ReplicaFetcher:
         if code != Errors.NONE:
             self.partition_error(state, code)
             return
-        if leader_end < follower.log.log_end_offset:
-            log.warning("%s: the fetch offset is reset to the leader's latest offset %d", follower.name, leader_end)
-            follower.truncate_to(leader_end)
-        elif leader_start > follower.log.log_end_offset:
-            log.warning("%s: the log ends below the leader's log start %d: it starts again there", follower.name,
-                        leader_start)
-            follower.truncate_fully_and_start_at(leader_start)
+        try:
+            if leader_end < follower.log.log_end_offset:
+                log.warning("%s: the fetch offset is reset to the leader's latest offset %d", follower.name, leader_end)
+                follower.truncate_to(leader_end)
+            elif leader_start > follower.log.log_end_offset:
+                log.warning("%s: the log ends below the leader's log start %d: it starts again there", follower.name,
+                            leader_start)
+                follower.truncate_fully_and_start_at(leader_start)
+        except LogTruncationError as exc:
+            self.storage_failed(state, exc)
+            return
         state.fetch_from_log_end()
 
     async def _list_offset(self, peer, state: PartitionFetchState, timestamp: int) -> tuple[int, int]:
@@ -456,6 +481,7 @@ class ReplicaFetcherManager:
     broker_epoch: object
     on_bytes_in: object = None      # called with the size of each batch set appended (ReplicationBytesIn)
     quota: object = None                # the follower ReplicationQuota (replication_quotas.py), or None
+    on_storage_error: object = None     # (follower, OSError): an append's I/O error (ReplicaFetcher)
     fetchers: dict = field(default_factory=dict)
 
     def apply(self, followed: dict) -> None:
@@ -477,7 +503,8 @@ class ReplicaFetcherManager:
                 leader_id = fkey[0]
                 fetcher = self.fetchers[fkey] = ReplicaFetcher(
                     self.settings, self.client, leader_id, lambda leader_id=leader_id: self.endpoint_of(leader_id),
-                    self.broker_epoch, on_bytes_in=self.on_bytes_in, quota=self.quota)
+                    self.broker_epoch, on_bytes_in=self.on_bytes_in, quota=self.quota,
+                    on_storage_error=self.on_storage_error)
                 fetcher.start()
             fetcher.set_partitions(partitions)
 

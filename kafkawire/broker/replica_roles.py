@@ -41,6 +41,7 @@ from kafkawire.net.security import client_options
 
 from .follower import FollowerReplica
 from .metrics import REPLICATION_BYTES_IN
+from .log_dir_failure import append_step, storage_failure
 from .replica_fetcher import FetcherSettings, ReplicaFetcherManager
 
 __all__ = ["ReplicaRoles"]
@@ -86,9 +87,13 @@ class ReplicaRoles:
         followed here; whether a log was opened. Called at the end of every Broker.on_metadata (after
         any take()), it hands the fetchers their partitions."""
         for key in [k for k in self.followers if k not in followed]:
-            self._remove(self.followers.pop(key))
+            follower = self.followers.pop(key, None)        # None: dropped, its directory failed meanwhile
+            if follower is not None:
+                self._remove(follower)
         opened = False
         for key, (topic, index, registration) in followed.items():
+            if self.broker.offline_replica(key, topic.id, registration):
+                continue        # its directory failed in this update (a log that could not be opened)
             follower = self.followers.get(key)
             if follower is not None and follower.partition.topic_id != topic.id:     # deleted, created again
                 self.broker.log_deleter.delete(self.followers.pop(key).partition)
@@ -172,7 +177,9 @@ class ReplicaRoles:
         self.manager = ReplicaFetcherManager(settings, client, self.endpoint_of,
                                              lambda: lifecycle.broker_epoch if lifecycle is not None else -1,
                                              lambda size: stats.mark_all_topics(REPLICATION_BYTES_IN, size),
-                                             quota=getattr(self.broker, "follower_quota", None))
+                                             quota=getattr(self.broker, "follower_quota", None),
+                                             on_storage_error=lambda follower, error: storage_failure(
+                                                 self.broker, follower.partition, append_step(error), error))
         return self.manager
 
     def client_options(self) -> tuple[dict, str | None]:
@@ -187,6 +194,9 @@ class ReplicaRoles:
         reloaded = self.broker.ssl_reload.client_context        # the stores as last changed dynamically
         if reloaded is not None and "ssl_context" in options:
             options["ssl_context"] = reloaded
+        dynamic = getattr(self.broker, "dynamic_listeners", None)
+        if dynamic is not None and dynamic.inter_broker_sasl is not None and "sasl" in options:
+            options["sasl"] = dynamic.inter_broker_sasl         # the mechanism as last changed dynamically
         return options, None
 
     def endpoint_of(self, broker_id: int) -> tuple[str, int] | None:

@@ -48,6 +48,7 @@ from kafkawire.metadata.group_configs import (SHARE_DELIVERY_LIMIT, SHARE_HEARTB
                                               effective_share_configs)
 from kafkawire.metadata.image import GROUP_RESOURCE
 from kafkawire.protocol.error_codes import Errors
+from kafkawire.protocol.message import uuid_to_kafka_string
 from kafkawire.protocol.handler import ApiHandler
 
 from .leader_discovery import LeaderHints
@@ -55,6 +56,7 @@ from .share_offsets import ShareOffsets
 from .share_checkpoint import FILE_NAME, ShareStarts
 from .share_authorization import topic_reader
 from .share_batches import batch_bounds, deliverable
+from .share_errors import message_of, not_hosted, with_message
 from .consumer_coordinator import GroupError
 from .share_group_init import ShareGroupInitializer
 from .share_groups import ShareGroups, validate_heartbeat
@@ -313,6 +315,8 @@ class ShareApis:
         for (_, topic_id, index), code in written.items():
             if code != Errors.NONE and answers[(topic_id, index)].acknowledge_error_code == Errors.NONE:
                 answers[(topic_id, index)].acknowledge_error_code = code
+        for answer in (answers[(t, i)] for t, i, _ in acks):
+            answer.acknowledge_error_message = message_of(answer.acknowledge_error_code)
         self._acknowledged({(t, i): (answers[(t, i)].acknowledge_error_code, batches) for t, i, batches in acks})
         if epoch == FINAL_EPOCH:
             self._close(group_id, member_id, settings)
@@ -413,6 +417,7 @@ class ShareApis:
             answer = answers.setdefault((topic_id, index), PartitionData(partition_index=index, records=b""))
             code, partition = self._led(topic_id, index, may_read)
             answer.error_code = failed.get((topic_id, index), code)
+            answer.error_message = message_of(answer.error_code)
             if answer.error_code != Errors.NONE or max_records <= 0 or budget <= 0 or answer.acquired_records:
                 continue                  # (the first partition with records may pass max_bytes by a batch)
             records, acquired = self._acquire(session, partition, topic_id, index, budget, max_records, now, settings,
@@ -438,7 +443,9 @@ class ShareApis:
         if registration is None:
             return Errors.UNKNOWN_TOPIC_OR_PARTITION, None
         partition = self.broker.partitions.get((topic.name, index))
-        if registration.leader != self.broker.node_id or partition is None:
+        if partition is None:
+            return with_message(Errors.NOT_LEADER_OR_FOLLOWER, not_hosted(topic.name, index)), None
+        if registration.leader != self.broker.node_id:
             return Errors.NOT_LEADER_OR_FOLLOWER, None
         return Errors.NONE, partition
 
@@ -459,8 +466,12 @@ class ShareApis:
         duration_ns = by_duration_ns(reset)
         if duration_ns is None:
             return Errors.NONE, partition.log.log_start_offset
-        found = partition.log.find_offset_by_timestamp((time.time_ns() - duration_ns) // 1_000_000)
-        return (Errors.OFFSET_NOT_AVAILABLE, -1) if found is None else (Errors.NONE, found[0])
+        timestamp = (time.time_ns() - duration_ns) // 1_000_000
+        found = partition.log.find_offset_by_timestamp(timestamp)
+        if found is None:                # ShareFetchUtils.offsetForTimestamp's message
+            return with_message(Errors.OFFSET_NOT_AVAILABLE, f"Offset for timestamp {timestamp} not found for topic "
+                                f"partition: {uuid_to_kafka_string(key[1])}:{partition.topic}-{key[2]}"), -1
+        return Errors.NONE, found[0]
 
     def _share_partition(self, group_id: str, topic_id, index: int, partition) -> SharePartition | None:
         """The share-partition as read from the share coordinator (None: not read, or of an older
@@ -506,8 +517,8 @@ class ShareApis:
         if code != Errors.NONE:
             return code
         sp = self.partitions.get((group_id, topic_id, index))
-        if sp is None or sp.leader_epoch != partition.leader_epoch:
-            return Errors.INVALID_RECORD_STATE
+        if sp is None or sp.leader_epoch != partition.leader_epoch:      # not served here: as Kafka's cache miss
+            return with_message(Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.UNKNOWN_TOPIC_OR_PARTITION.message)
         now = int(time.time() * 1000)
         for batch in batches:
             code = sp.acknowledge(member_id, batch.first_offset, batch.last_offset, list(batch.acknowledge_types),
@@ -560,7 +571,8 @@ class ShareApis:
             partitions = []
             for p in topic.partitions:
                 code = codes[(topic.topic_id, p.partition_index)]
-                answer = AckPartition(partition_index=p.partition_index, error_code=code)
+                answer = AckPartition(partition_index=p.partition_index, error_code=code,
+                                      error_message=message_of(code))
                 if code == Errors.NOT_LEADER_OR_FOLLOWER:
                     leader, leader_epoch = hints.current_leader(self._name(topic.topic_id), p.partition_index)
                     answer.current_leader = AckLeader(leader_id=leader, leader_epoch=leader_epoch)

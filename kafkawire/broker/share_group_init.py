@@ -16,10 +16,10 @@ and which topics' state is being deleted, in the group's ShareGroupStatePartitio
 A partition still initializing after ``RETRY_INTERVAL_MS`` (Kafka's
 ``group.share.initialize.retry.interval.ms``) is asked for again. Where the group has no
 ShareGroupStatePartitionMetadata yet (a new group, or one an older kafkawire served, whose
-leaders initialized their share-partitions themselves) a share-partition whose state the share
-coordinator already holds with state epoch 0 (a leader's own initialization) and a start offset
-is recorded as initialized without InitializeShareGroupState, so its progress is kept
-(docs/differences.md).
+leaders initialized their share-partitions themselves at their first fetch; today's leaders fail
+that fetch, as Kafka's) a share-partition whose state the share coordinator already holds with
+state epoch 0 (such a leader's initialization) and a start offset is recorded as initialized
+without InitializeShareGroupState, so its progress is kept (docs/differences.md).
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ __all__ = ["uninitialized", "initializing_record", "pending_assignment", "assign
 log = logging.getLogger(__name__)
 RETRY_INTERVAL_MS = 30_000           # group.share.initialize.retry.interval.ms (Kafka's default)
 UNINITIALIZED_START = -1             # PartitionFactory.UNINITIALIZED_START_OFFSET
-LEADER_STATE_EPOCH = 0               # the state epoch of a leader's own initialization
+LEADER_STATE_EPOCH = 0               # the state epoch of an older kafkawire leader's own initialization
 
 
 def assignable(group) -> dict:
@@ -121,8 +121,9 @@ def pending_assignment(group, names, view: TopicsView) -> bool:
 
 def without_deleted_topics(group, view: TopicsView):
     """maybeCleanupShareGroupState: the record without the topics the metadata no longer has
-    (None when the group names none). Kafka writes it when the topic is deleted; kafkawire at
-    the group's next heartbeat: the share coordinator drops their state itself."""
+    (None when the group names none), written when the metadata shows the deletion
+    (ShareGroups.on_metadata, as Kafka's) and at the next heartbeat of a group loaded after it;
+    the share coordinator drops their state itself."""
     gone = {t for table in (group.initializing, group.initialized, group.deleting) for t in table
             if t not in view.by_id}
     if not gone:

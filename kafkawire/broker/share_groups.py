@@ -108,6 +108,7 @@ class ShareGroups:
         self.on_group_deleted = on_group_deleted
         self.on_initialize = on_initialize
         self.groups: dict[str, ShareGroup] = {}
+        self._topic_ids: set | None = None               # the topics at the last metadata seen with groups
         self.rebalances = 0                              # group epoch bumps by heartbeats (share-group-rebalance-count)
         classic.share_groups = self.groups
         classic.share = self
@@ -123,6 +124,24 @@ class ShareGroups:
 
     def replay(self, record) -> None:
         rec.apply(self.groups, record)
+
+    def on_metadata(self) -> None:
+        """maybeCleanupShareGroupState: when the metadata shows a topic deleted, each group whose
+        ShareGroupStatePartitionMetadata names it has the record written without it (a group
+        loaded after the deletion: at its next heartbeat)."""
+        if not self.groups:
+            self._topic_ids = None
+            return
+        view = self.topics()
+        if self._topic_ids is None or not self._topic_ids <= view.by_id.keys():
+            for group_id, group in list(self.groups.items()):
+                cleaned = without_deleted_topics(group, view)
+                try:
+                    self.write(group_id, [] if cleaned is None else [cleaned])
+                except GroupError as exc:          # the partition moved away meanwhile: its new coordinator's
+                    log.warning("[GroupId %s] Removing deleted topics from the share-partition metadata "
+                                "failed: %s", group_id, Errors.for_code(exc.code).name)
+        self._topic_ids = set(view.by_id)
 
     # -- ShareGroupHeartbeat --
 

@@ -7,9 +7,10 @@ As Kafka's group coordinator, it reads and writes a share-partition's start offs
 share coordinator (kafkawire.broker.share_persister), wherever the partition is led:
 
 - Describe: ReadShareGroupStateSummary's start offset and leader epoch, -1 (Kafka's
-  "uninitialized") for a share-partition without state; the lag (high watermark - start offset
-  - records acknowledged or archived above it, Kafka's formula) for a partition led here only
-  (-1 elsewhere: kafkawire's group coordinator does not ask the leader for its high watermark).
+  "uninitialized") for a share-partition without state or whose summary failed; the lag (the
+  leader's latest offset - start offset - records acknowledged or archived above it, Kafka's
+  formula), the latest offsets asked of the leaders with ListOffsets (kafkawire.broker.share_lag),
+  a partition whose latest offset failed answered with that error.
   Without topics: the share-partitions the group coordinator has initialized (its
   ShareGroupStatePartitionMetadata, kafkawire.broker.share_group_init).
 - Alter: the group must be Empty (NON_EMPTY_GROUP, as throwIfShareGroupIsNotEmpty; one that
@@ -32,6 +33,7 @@ from kafkawire.messages import describe_share_group_offsets_response as describe
 from kafkawire.protocol.error_codes import Errors
 
 from .consumer_coordinator import GroupError
+from .share_lag import LatestOffsets
 from .share_records import state_partitions_record
 
 __all__ = ["ShareOffsets", "UNINITIALIZED"]
@@ -46,15 +48,16 @@ class ShareOffsets:
     def __init__(self, share):
         self.share = share
         self.broker = share.broker
+        self._latest: LatestOffsets | None = None
+
+    @property
+    def latest(self) -> LatestOffsets:
+        """The leaders' latest offsets, asked over the persister's inter-broker connections."""
+        if self._latest is None:
+            self._latest = LatestOffsets(self.broker, self.share.keeper.persister.peers)
+        return self._latest
 
     # -- helpers --
-
-    def _local(self, topic, index: int):
-        """The partition when this broker leads ``index`` of ``topic`` (an image topic), else None."""
-        registration = topic.partitions.get(index)
-        if registration is None or registration.leader != self.broker.node_id:
-            return None
-        return self.broker.partitions.get((topic.name, index))
 
     def _group_error(self, group_id: str, *, must_exist: bool):
         """(code, message) refusing the request for the group, or None."""
@@ -88,18 +91,24 @@ class ShareOffsets:
                                                                    error_message=Errors(code).message)
         if topics is None:
             topics = self._known(group_id, image)
-        answered = []
+        described, missing, wanted = [], [], []
         for name, partitions in topics:
             topic = image.topics_by_name.get(name)
-            if topic is None:
-                answered.append(describe.DescribeShareGroupOffsetsResponseTopic(topic_name=name, partitions=[
+            if topic is None:        # as Kafka: no offset information, not an error; after the others
+                missing.append(describe.DescribeShareGroupOffsetsResponseTopic(topic_name=name, partitions=[
                     describe.DescribeShareGroupOffsetsResponsePartition(partition_index=p, start_offset=UNINITIALIZED)
                     for p in partitions]))
                 continue
-            answered.append(describe.DescribeShareGroupOffsetsResponseTopic(
-                topic_name=name, topic_id=topic.id,
-                partitions=[await self._describe_partition(group_id, topic, p) for p in partitions]))
-        return describe.DescribeShareGroupOffsetsResponseGroup(group_id=group_id, topics=answered)
+            described.append((topic, list(partitions)))
+            wanted += [(topic.id, p) for p in partitions]
+        summaries = await self.share.keeper.persister.summary_many(group_id, wanted) if wanted else {}
+        lagging = [(topic.name, p) for topic, ps in described for p in ps if _has_lag(summaries[(topic.id, p)])]
+        latest = await self.latest.of(image, lagging) if lagging else {}
+        answered = [describe.DescribeShareGroupOffsetsResponseTopic(
+            topic_name=topic.name, topic_id=topic.id,
+            partitions=[_described(p, summaries[(topic.id, p)], latest.get((topic.name, p))) for p in ps])
+            for topic, ps in described]
+        return describe.DescribeShareGroupOffsetsResponseGroup(group_id=group_id, topics=answered + missing)
 
     def _known(self, group_id: str, image) -> list:
         """initializedShareGroupPartitions: the initialized share-partitions of topics that exist."""
@@ -123,24 +132,6 @@ class ShareOffsets:
         self.share.groups.write(group_id, [state_partitions_record(
             group_id, initializing, own_initialized if initialized is None else initialized,
             own_deleting if deleting is None else deleting)])
-
-    async def _describe_partition(self, group_id: str, topic, index: int):
-        answer = describe.DescribeShareGroupOffsetsResponsePartition(
-            partition_index=index, start_offset=UNINITIALIZED, leader_epoch=0, lag=UNINITIALIZED)
-        if index not in topic.partitions:
-            return answer
-        code, summary = await self.share.keeper.persister.summary(group_id, topic.id, index)
-        if code != Errors.NONE:
-            answer.error_code, answer.error_message = code, Errors.for_code(code).message
-            return answer
-        if summary.start_offset == UNINITIALIZED:
-            return answer
-        answer.start_offset, answer.leader_epoch = summary.start_offset, summary.leader_epoch
-        partition = self._local(topic, index)
-        if partition is not None and summary.delivery_complete_count != UNINITIALIZED:
-            # the delivery-complete count the leader wrote with that start offset (Kafka's formula)
-            answer.lag = max(partition.high_watermark() - summary.start_offset - summary.delivery_complete_count, 0)
-        return answer
 
     # -- AlterShareGroupOffsets --
 
@@ -188,9 +179,9 @@ class ShareOffsets:
     async def _alter_partition(self, group_id: str, topic, index: int, start: int):
         if topic is None or index not in topic.partitions:
             return Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.UNKNOWN_TOPIC_OR_PARTITION.message
-        partition = self._local(topic, index)
-        if partition is not None and start >= 0:      # a negative one goes as it is (-1: share.auto.offset.reset)
-            start = min(max(start, partition.log.log_start_offset), partition.log.log_end_offset)
+        # as it is, as Kafka's coordinator passes it on (-1: share.auto.offset.reset; below the log
+        # start: the leader moves it to the log start; past the log end: the records before it are
+        # never delivered)
         persister = self.share.keeper.persister
         code, summary = await persister.summary(group_id, topic.id, index)
         if code == Errors.NONE:
@@ -274,6 +265,34 @@ class ShareOffsets:
         group = self.share.groups.groups.get(group_id)
         if group is not None and all(c == Errors.NONE for c in codes.values()):
             self._record(group_id, deleting={t: n for t, n in group.deleting.items() if t != topic.id})
+
+
+def _has_lag(summary) -> bool:
+    """shouldComputeSharePartitionLag: the summary was read and has a start offset and a
+    delivery-complete count."""
+    return (summary.error_code == Errors.NONE and summary.start_offset != UNINITIALIZED
+            and summary.delivery_complete_count != UNINITIALIZED)
+
+
+def _described(index: int, summary, latest) -> describe.DescribeShareGroupOffsetsResponsePartition:
+    """A partition's answer from its ReadShareGroupStateSummary result and its leader's latest
+    offset ((error code, offset), None when no lag is computed), as Kafka's
+    computeShareGroupLagAndBuildResponse: a summary that failed is no offset information (-1,
+    not an error); a latest offset that failed is the partition's error."""
+    if latest is None:
+        read = summary.error_code == Errors.NONE
+        return describe.DescribeShareGroupOffsetsResponsePartition(
+            partition_index=index, start_offset=summary.start_offset if read else UNINITIALIZED,
+            leader_epoch=summary.leader_epoch if read else 0, lag=UNINITIALIZED)
+    code, end = latest
+    if code != Errors.NONE:
+        return describe.DescribeShareGroupOffsetsResponsePartition(
+            partition_index=index, error_code=code, error_message=Errors.for_code(code).message)
+    # the latest offset is the next one to be written: records past the start offset less
+    # those acknowledged or archived above it
+    return describe.DescribeShareGroupOffsetsResponsePartition(
+        partition_index=index, start_offset=summary.start_offset, leader_epoch=summary.leader_epoch,
+        lag=end - summary.start_offset - summary.delivery_complete_count)
 
 
 def _alter_error(code: int, message: str | None = None) -> alter.AlterShareGroupOffsetsResponse:

@@ -36,6 +36,9 @@ from dataclasses import dataclass
 
 from kafkawire.protocol.error_codes import Errors
 
+from .share_errors import (FIRST_PAST_ACQUIRED, LAST_PAST_ACQUIRED, NOT_ACQUIRED, NOT_IN_CACHE, NOT_OWNER,
+                           RENEW_DISABLED, with_message)
+
 __all__ = ["SharePartition", "ShareSettings", "AVAILABLE", "ACQUIRED", "ACKNOWLEDGED", "ARCHIVED",
            "GAP", "ACCEPT", "RELEASE", "REJECT", "RENEW"]
 
@@ -195,7 +198,8 @@ class SharePartition:
         """Acknowledge offsets ``first``..``last`` acquired by ``member_id``: ``types`` holds one
         type for the whole range or one per offset. An error code; nothing changes on an error
         (INVALID_RECORD_STATE: an offset not acquired by this member, its lock expired meanwhile; a
-        RENEW in a group with share.renew.acknowledge.enable=false, as Kafka's SharePartition).
+        RENEW in a group with share.renew.acknowledge.enable=false, as Kafka's SharePartition;
+        INVALID_REQUEST: offsets past all ever acquired here), with Kafka's message.
         The changed offsets are appended to ``changed`` as a transition (``commit``/``rollback``
         once written); without it they are kept at once and written with the next write."""
         allowed = RENEW_TYPES if renew_allowed else ACK_TYPES
@@ -205,12 +209,17 @@ class SharePartition:
         if last - first + 1 > settings.max_record_locks:      # more than the window can hold
             return Errors.INVALID_RECORD_STATE
         self.expire(now_ms, settings)
+        if last >= self.next_offset:              # past what was ever acquired: SharePartition.findSubMap's
+            return with_message(Errors.INVALID_REQUEST, FIRST_PAST_ACQUIRED if first >= self.next_offset
+                                else LAST_PAST_ACQUIRED)
         for offset in range(first, last + 1):
             entry = self.entries.get(offset)
-            if entry is None or entry.state != ACQUIRED or entry.member_id != member_id:
-                return Errors.INVALID_RECORD_STATE
+            refusal = NOT_IN_CACHE if entry is None else NOT_ACQUIRED if entry.state != ACQUIRED else \
+                NOT_OWNER if entry.member_id != member_id else None
+            if refusal is not None:                      # with Kafka's SharePartition's message
+                return with_message(Errors.INVALID_RECORD_STATE, refusal)
         if RENEW in types and not settings.renew_acknowledge_enabled:
-            return Errors.INVALID_RECORD_STATE     # "Renewing acquisition locks is not enabled for the group."
+            return with_message(Errors.INVALID_RECORD_STATE, RENEW_DISABLED)
         moved = []
         for i, offset in enumerate(range(first, last + 1)):
             entry = self.entries[offset]

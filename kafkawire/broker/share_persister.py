@@ -28,6 +28,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import RequestContext
 
 from .inter_broker_client import InterBrokerClient
+from .share_errors import persister_failure
 from .share_coordinator_apis import DELETE, INITIALIZE, READ, READ_SUMMARY, WRITE
 from .share_state_records import coordinator_key
 
@@ -110,7 +111,7 @@ class SharePersister:
             topic_id=topic_id, partitions=[rsq.PartitionData(partition=partition, leader_epoch=leader_epoch)])])
         result = await self._send(READ, group_id, topic_id, partition, request)
         if result.error_code != Errors.NONE:
-            return result.error_code, None
+            return persister_failure(result, "read", result.error_code in RETRIABLE), None
         return Errors.NONE, (result.state_epoch, result.start_offset, [
             (b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in result.state_batches])
 
@@ -121,7 +122,10 @@ class SharePersister:
                 partition=partition, state_epoch=state_epoch, leader_epoch=leader_epoch, start_offset=start_offset,
                 delivery_complete_count=delivery_complete_count, state_batches=[wsq.StateBatch(
                     first_offset=f, last_offset=la, delivery_state=s, delivery_count=c) for f, la, s, c in batches])])])
-        return (await self._send(WRITE, group_id, topic_id, partition, request)).error_code
+        result = await self._send(WRITE, group_id, topic_id, partition, request)
+        if result.error_code != Errors.NONE:         # the code with its message (kafkawire.broker.share_errors)
+            return persister_failure(result, "write", result.error_code in RETRIABLE)
+        return Errors.NONE
 
     async def summary(self, group_id, topic_id, partition: int):
         """(error code, the ReadShareGroupStateSummary partition result: state and leader

@@ -16,9 +16,9 @@ with the next one.
 
 The group coordinator initializes a share-partition before it assigns it
 (kafkawire.broker.share_group_init), so a consumer finds its state; one the coordinator has no
-state for (a client fetching a partition it was not assigned) is still initialized here, as a
-fallback Kafka's leader does not have (state epoch 0, start offset -1: docs/differences.md).
-A start offset of -1 is resolved as
+state for (a client fetching a partition it was not assigned) is not initialized here: the
+coordinator refuses the read (INVALID_REQUEST) and the fetch answers UNKNOWN_SERVER_ERROR for
+it with the coordinator's message, as Kafka's leader does. A start offset of -1 is resolved as
 before the coordinator existed: the leader's old checkpoint (kafkawire.broker.share_checkpoint),
 else ``share.auto.offset.reset``; it is written at once. A write refused with
 FENCED_STATE_EPOCH or FENCED_LEADER_EPOCH drops the share-partition here (read again next time).
@@ -32,28 +32,13 @@ import time
 
 from kafkawire.protocol.error_codes import Errors
 
+from .share_errors import FENCED, persister_error
 from .share_partition import SharePartition
 from .share_persister import SharePersister
 
-__all__ = ["ShareStateKeeper"]
+__all__ = ["ShareStateKeeper", "persister_error"]
 
 log = logging.getLogger(__name__)
-UNINITIALIZED = Errors.INVALID_REQUEST        # the coordinator's answer to a read of no state
-FENCED = {int(Errors.FENCED_STATE_EPOCH), int(Errors.FENCED_LEADER_EPOCH)}
-COORDINATOR_MOVED = {int(Errors.NOT_COORDINATOR), int(Errors.COORDINATOR_NOT_AVAILABLE),
-                     int(Errors.COORDINATOR_LOAD_IN_PROGRESS)}
-
-
-def persister_error(code: int) -> int:
-    """The error a fetch or acknowledgement answers for a failed read or write of the share
-    coordinator, as Kafka's SharePartition.fetchPersisterError maps it."""
-    if code == Errors.NONE or code in (Errors.GROUP_ID_NOT_FOUND, Errors.UNKNOWN_TOPIC_OR_PARTITION):
-        return code
-    if code in COORDINATOR_MOVED:
-        return Errors.COORDINATOR_NOT_AVAILABLE
-    if code in FENCED:
-        return Errors.NOT_LEADER_OR_FOLLOWER
-    return Errors.UNKNOWN_SERVER_ERROR
 
 
 class ShareStateKeeper:
@@ -81,10 +66,6 @@ class ShareStateKeeper:
     async def _load(self, key, partition, settings) -> int:
         group_id, topic_id, index = key
         code, state = await self.persister.read(group_id, topic_id, index, partition.leader_epoch)
-        if code == UNINITIALIZED:
-            code = await self.persister.initialize(group_id, topic_id, index, 0, -1)
-            if code == Errors.NONE:
-                code, state = await self.persister.read(group_id, topic_id, index, partition.leader_epoch)
         if code != Errors.NONE:
             log.warning("Reading the state of share-partition %s failed: %s", key, Errors.for_code(code).name)
             return persister_error(code)
@@ -95,8 +76,9 @@ class ShareStateKeeper:
             if code != Errors.NONE:                   # nothing kept: resolved again at the next fetch
                 return code
             batches = []
-        sp = SharePartition.restored(min(start, partition.log.log_end_offset), batches, partition.leader_epoch,
-                                     settings.max_record_locks)
+        # a start past the log end is kept, as Kafka's SharePartition keeps it (an altered offset:
+        # the records before it are not delivered)
+        sp = SharePartition.restored(start, batches, partition.leader_epoch, settings.max_record_locks)
         sp.dirty = resolved
         self.share.partitions[key] = sp
         self.state_epochs[key] = state_epoch

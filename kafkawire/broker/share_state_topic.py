@@ -40,6 +40,10 @@ class ShareStateTopic(OffsetsTopic):
             self.last_offset = partition.log.log_end_offset - 1
         return code
 
+    def unload(self, index: int) -> None:
+        """The share-partitions' earlier state is dropped by ShareStateLoader.after_load, once the
+        partition's records are staged."""
+
     def partition_of(self, key: str) -> int:
         return partition_for(key, self.partitions(self.broker.image()))
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 from typing import Callable
 
@@ -32,15 +33,26 @@ log = logging.getLogger(__name__)
 class StateWrites:
     """One thread writing partition state files, in submission order."""
 
-    def __init__(self):
+    def __init__(self, on_failure: Callable[[str, Callable, OSError], None] | None = None):
+        """``on_failure(directory, job, error)``: a write's I/O error, called on the event loop that
+        submitted it (the broker takes the directory offline, as Kafka's checkpoint writes do)."""
+        self.on_failure = on_failure
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kafkawire-state-files")
         self._by_directory: dict[str, list[concurrent.futures.Future]] = {}
         self._blocking_appends: list[concurrent.futures.Future] = []
 
     def submit(self, directory: str, job: Callable[[], object], *, blocks_appends: bool = False) -> None:
         """Run ``job`` on the disk thread after every write submitted before it; an OSError is
-        logged (the state stays in memory, as when the write failed on the loop before)."""
-        future = self._executor.submit(_logged, directory, job)
+        logged (the state stays in memory) and handed to ``on_failure`` on the submitting loop."""
+        report = None
+        if self.on_failure is not None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:           # no loop (a partition opened alone): logged only
+                loop = None
+            if loop is not None:
+                report = functools.partial(loop.call_soon_threadsafe, self.on_failure, directory, job)
+        future = self._executor.submit(_logged, directory, job, report)
         self._by_directory.setdefault(directory, []).append(future)
         if blocks_appends:
             self._blocking_appends.append(future)
@@ -67,6 +79,12 @@ class StateWrites:
         """Block until the writes into ``directory`` are done (closing its partition)."""
         concurrent.futures.wait(self._by_directory.pop(directory, ()))
 
+    def wait_all(self) -> None:
+        """Block until every write submitted so far is done (a copy of the directories as they
+        are on disk, in tests, must not race a rename of the thread's)."""
+        for directory in list(self._by_directory):
+            self.wait(directory)
+
     def close(self) -> None:
         """Finish every write submitted, then stop the thread."""
         self._executor.shutdown(wait=True)
@@ -74,8 +92,13 @@ class StateWrites:
         self._blocking_appends.clear()
 
 
-def _logged(directory: str, job: Callable[[], object]) -> None:
+def _logged(directory: str, job: Callable[[], object], report) -> None:
     try:
         job()
     except OSError as exc:
         log.error("%s: cannot write a state file: %s", directory, exc)
+        if report is not None:
+            try:
+                report(exc)
+            except RuntimeError:        # the loop closed meanwhile (the broker stopped)
+                pass

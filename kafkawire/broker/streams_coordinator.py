@@ -552,3 +552,14 @@ class StreamsCoordinator:
                                                 self.settings(group_id).session_timeout_ms,
                                                 lambda g=group_id, m=member_id: self.fence_if(
                                                     g, m, "the member session expired."))
+
+    def unload(self, here) -> None:
+        """GroupMetadataManager.onUnloaded for the streams groups ``here(group id)`` names (their
+        partition no longer led here, or about to be loaded again): dropped with their timers; a
+        load rebuilds them from the log."""
+        for group_id in [g for g in self.groups if here(g)]:
+            for member_id in self.groups[group_id].members:
+                self.classic.timer.cancel(session_key(group_id, member_id))
+                self.classic.timer.cancel(rebalance_key(group_id, member_id))
+            self.classic.timer.cancel(initial_key(group_id))
+            del self.groups[group_id]

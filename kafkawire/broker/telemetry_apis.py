@@ -92,6 +92,22 @@ class TelemetryApis:
         return {GET_TELEMETRY_SUBSCRIPTIONS: ApiHandler(self.get_subscriptions, advertised=self.enabled),
                 PUSH_TELEMETRY: ApiHandler(self.push, advertised=self.enabled)}
 
+    def set_exporter(self, on: bool) -> bool:
+        """``metric.reporters`` changed dynamically: the built-in exporter added or removed (pushes
+        then go nowhere). True when the pair is to be listed in ApiVersions from now on (the
+        caller registers ``handlers()`` again, wrapped as the broker wraps them), as Kafka's
+        ClientMetricsManager lists it once its exporter plugin holds one; a removal leaves it
+        listed, as in Kafka, whose DynamicMetricsReporters takes nothing out of that plugin."""
+        exporter = next((e for e in self.exporters if isinstance(e, PrometheusTelemetryExporter)), None)
+        if not on:
+            if exporter is not None:
+                self.exporters.remove(exporter)
+            return False
+        if exporter is None:
+            self.exporters.append(PrometheusTelemetryExporter())
+        newly_listed, self.enabled = not self.enabled, True
+        return newly_listed
+
     async def get_subscriptions(self, ctx, request) -> GetTelemetrySubscriptionsResponse:
         try:
             return self._get(ctx, request)

@@ -45,6 +45,10 @@ class TransactionStateTopic(OffsetsTopic):
                 CreatableTopicConfig(name="min.insync.replicas", value=str(c.transaction_state_log_min_isr)),
                 CreatableTopicConfig(name="segment.bytes", value=str(c.transaction_state_log_segment_bytes))])
 
+    def unload(self, index: int) -> None:
+        """The transactions' state is not dropped before a reload: each transactional id's last
+        record in the log replaces what memory holds (docs/differences.md, Replication)."""
+
     def append(self, transactional_id: str, records: list) -> int:
         """appendTransactionToLog (acks=-1): refused before the append when the partition's ISR is
         under its effective min ISR (NOT_ENOUGH_REPLICAS, answered COORDINATOR_NOT_AVAILABLE)."""

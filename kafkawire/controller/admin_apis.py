@@ -2,13 +2,16 @@
 to a controller directly: DeleteTopics (20), AlterConfigs (33), CreatePartitions (37),
 ElectLeaders (43), IncrementalAlterConfigs (44), AlterPartitionReassignments (45),
 ListPartitionReassignments (46), and DescribeConfigs (32), which any controller answers from its
-own image.
+own image. IncrementalAlterConfigs' BROKER_LOGGER resources change this node's log levels, answered
+after the controller's results, as ControllerApis applies them (RuntimeLoggerManager).
 
 Each computes its records from the committed state through the controller's serialized write
 path. A refusal of the whole request (not the active controller, a deadline passed before its turn)
 goes to every topic or resource of the answer, as Kafka's getErrorResponse does.
 """
 from __future__ import annotations
+
+import copy
 
 from kafkawire.messages.alter_configs_response import AlterConfigsResourceResponse as LegacyResult
 from kafkawire.messages.alter_configs_response import AlterConfigsResponse
@@ -21,6 +24,7 @@ from kafkawire.messages.alter_partition_reassignments_response import (AlterPart
                                                                        ReassignableTopicResponse)
 from kafkawire.messages.elect_leaders_response import ElectLeadersResponse, PartitionResult, ReplicaElectionResult
 from kafkawire.messages.list_partition_reassignments_response import ListPartitionReassignmentsResponse
+from kafkawire.net import runtime_loggers
 from kafkawire.net.server import ApiHandler
 
 from .configs import alter_configs, incremental_alter_configs
@@ -35,6 +39,7 @@ from .topic_deletion import NAMES_IN_TOPICS_VERSION, ZERO_UUID, delete_topics
 DELETE_TOPICS, ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS = 20, 33, 37, 44
 ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS, ELECT_LEADERS = 45, 46, 43
 DESCRIBE_CONFIGS = 32
+BROKER_LOGGER = 8                        # ConfigResource.Type
 DESCRIBE_CONFIGS_MIN_VERSION = 1         # Kafka 4.x serves DescribeConfigs v1-v4
 DELETE_TOPICS_MIN_VERSION = 1            # Kafka 4.x serves DeleteTopics v1-v6
 NO_DEADLINE = None                       # Kafka's OptionalLong.empty(): the operation waits its turn
@@ -82,6 +87,14 @@ def _elect_leaders_error(request, exc: ApiError, api_version: int) -> ElectLeade
         for t in request.topic_partitions or []])
 
 
+def _logger_answer(node_id: int, resource, validate_only: bool) -> AlterConfigsResourceResponse:
+    """A BROKER_LOGGER resource of IncrementalAlterConfigs (kafkawire.net.runtime_loggers): its
+    CLUSTER_ACTION check is made in front of the handler (kafkawire.net.admin_authorization)."""
+    code, message = runtime_loggers.change_for_resource(resource, node_id, authorized=True, validate_only=validate_only)
+    return AlterConfigsResourceResponse(error_code=code, error_message=message, resource_type=resource.resource_type,
+                                        resource_name=resource.resource_name)
+
+
 def handlers(controller) -> dict:
     """ApiHandlers bound to ``controller`` (a MetadataController)."""
 
@@ -105,12 +118,24 @@ def handlers(controller) -> dict:
         return quota.answer(ctx, response)
 
     async def incremental(ctx, request):
+        """BROKER_LOGGER resources change this node's log levels first; the rest go to the
+        controller (none left: no write, so a controller that is not active answers too). A
+        failed write answers every resource with its error, as Kafka's handleError does."""
+        others = [r for r in request.resources if r.resource_type != BROKER_LOGGER]
+        logger_answers = [_logger_answer(controller.node_id, r, request.validate_only)
+                          for r in request.resources if r.resource_type == BROKER_LOGGER]
+        if not others and logger_answers:
+            return IncrementalAlterConfigsResponse(responses=logger_answers)
+        to_controller = copy.copy(request)
+        to_controller.resources = others
         try:
-            return await _write(controller, lambda: incremental_alter_configs(controller.state, request, controller.group_bounds,
-                                                                            forwarded=getattr(ctx, "forwarded", False)),
-                                NO_DEADLINE)
+            response = await _write(controller, lambda: incremental_alter_configs(
+                controller.state, to_controller, controller.group_bounds, forwarded=getattr(ctx, "forwarded", False)),
+                NO_DEADLINE)
         except ApiError as exc:
             return _configs_error(request, AlterConfigsResourceResponse, IncrementalAlterConfigsResponse, exc)
+        response.responses = list(response.responses) + logger_answers
+        return response
 
     async def legacy(ctx, request):
         try:

@@ -92,6 +92,12 @@ class CommittedImage:
         self._view = view
         return view
 
+    def resource_configs(self, resource) -> dict | None:
+        """One resource's committed configs (a key of MetadataImage.configs), read without making
+        a view: the map itself, to copy before a record changes it in place (the loop's next turn)."""
+        image = self.state.image if self._base is None else self._base
+        return image.configs.get(resource)
+
     @property
     def offset(self) -> int:
         """The offset of the last data record the committed image holds (-1 before any)."""

@@ -19,9 +19,10 @@ refused whole, as Kafka's.
 Differences from Kafka, deliberate for now: results come in request order (Kafka's come in the
 order of a HashMap keyed by ConfigResource, whose hash depends on the JVM's identity hash of an
 enum, so no fixed order); APPEND and SUBTRACT on a broker config are allowed for the broker
-configs known to be lists below (Kafka asks KafkaConfig's whole ConfigDef); BROKER_LOGGER
-resources are refused with INVALID_REQUEST naming the type (Kafka's controller changes its own
-loggers; a kafkawire broker changes its own); no AlterConfigPolicy. GROUP and CLIENT_METRICS
+configs known to be lists below (Kafka asks KafkaConfig's whole ConfigDef); no AlterConfigPolicy.
+IncrementalAlterConfigs' BROKER_LOGGER resources never reach here (the node changes its own loggers,
+kafkawire.controller.admin_apis); the legacy AlterConfigs refuses them with INVALID_REQUEST, as
+ControllerApis' authorizeAlterResource does. GROUP and CLIENT_METRICS
 resources are validated as Kafka's are (kafkawire.metadata.group_configs,
 kafkawire.metadata.client_metrics_configs).
 """
@@ -238,6 +239,8 @@ def legacy_records(state: ControllerState, resource, configs: dict[str, str | No
                    group_bounds: GroupBounds = GroupBounds(), forwarded: bool = False) -> list[dict]:
     """ConfigurationControlManager.legacyAlterConfigResource: set what is named, delete the rest."""
     resource_type, name = resource
+    if resource_type == BROKER_LOGGER:
+        raise ApiError(Errors.INVALID_REQUEST, "Unexpected resource type BROKER_LOGGER.")
     current = _current(state, resource)
     altered = [_config_record(resource_type, name, key, configs[key]) for key in string_hashmap_order(configs)
                if configs[key] != current.get(key) or resource_type == BROKER]

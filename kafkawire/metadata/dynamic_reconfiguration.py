@@ -26,11 +26,14 @@ Then, when a watched config changed, each component's check in the order a KRaft
 registers them; a refusal is wrapped as Kafka wraps it:
 ``Invalid value org.apache.kafka.common.config.ConfigException: <why> for configuration Invalid
 dynamic configuration`` (Kafka's ConfigException(name, value) given the cause as the value):
+- the channel to the controllers: its client channel builder on the first controller listener;
 - per data-plane listener, its connection quota (max.connections and
   max.connection.creation.rate with the listener's prefix override: more than 0), its
   network threads (num.network.threads: at most double, at least half the current) and, for an
   SSL or SASL_SSL listener, its channel builder's check of a changed key or trust store
   (kafkawire.metadata.dynamic_ssl_reconfiguration);
+- DynamicMetricsReporters: each class of a changed metric.reporters loads
+  (kafkawire.metadata.dynamic_metric_reporters);
 - BrokerDynamicThreadPool: num.io.threads, num.replica.fetchers,
   num.recovery.threads.per.data.dir, background.threads at most double, at least half;
 - DynamicLogConfig: log.local.retention.ms/bytes against log.retention.ms/bytes, cordoned.log.dirs;
@@ -50,7 +53,7 @@ import re
 
 from .config_def import INT_MAX, INT_MIN, ConfigValueError
 from .dynamic_broker_config_table import ALL_NAMES, DYNAMIC, DYNAMIC_SECURITY, RECONFIGURABLE, STATIC_DEFAULTS
-from . import dynamic_ssl_reconfiguration
+from . import dynamic_metric_reporters, dynamic_ssl_reconfiguration
 from .dynamic_broker_configs import parse_value
 from .java_text import java_hashset_order
 from .scala_text import scala_set, scala_set_order
@@ -112,11 +115,19 @@ def check(props: dict[str, str], *, static: dict[str, str], default: dict[str, s
 
 def _check_components(current: _Config, new: _Config, changed: set[str], tls_handshake) -> None:
     """The components in the order a KRaft broker registers them: the Reconfigurables (each
-    data-plane listener's connection quota, then its acceptor) before the BrokerReconfigurables."""
+    data-plane listener's connection quota, then its acceptor) before the BrokerReconfigurables;
+    first the channel to the controllers' client channel builder (no handshake), made before them."""
+    for listener in current.controller_listener_names()[:1]:
+        _check_channel_builder(current, new, listener, None)
     for listener in current.data_plane_listener_names():
         _check_listener_quota(current, new, listener)
         _check_network_threads(current, new, listener)
         _check_channel_builder(current, new, listener, tls_handshake)
+    if "metric.reporters" in changed:
+        refused = dynamic_metric_reporters.refusal(new.get("metric.reporters"), sorted(
+            n for n, v in new.props.items() if current.props.get(n) != v))
+        if refused is not None:
+            raise _Refused(refused)
     if changed & RECONFIGURABLE["thread_pool"]:
         _check_thread_counts(current, new, [n for n in _values_order() if n in RECONFIGURABLE["thread_pool"]])
     if changed & RECONFIGURABLE["log"]:

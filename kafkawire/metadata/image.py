@@ -390,6 +390,11 @@ class MetadataImage:
             return      # as Kafka's MetadataLoader: a config removed from Kafka is not in the image
         key = (r.resource_type, r.resource_name)
         data = self._writable("configs", key, dict)
+        if data is not None and r.resource_type == BROKER_RESOURCE:
+            # A broker's map is replaced, never changed in place, so a reader notices each record
+            # of the broker by the map's identity, one that sets a value it had included
+            # (KAFKA-14136: such a record makes the node reread its key stores).
+            data = self.configs[key] = dict(data)
         if r.value is None:
             if data is not None:
                 data.pop(r.name, None)

@@ -7,7 +7,8 @@ ControllerApis makes them (used when authorizer.class.name is set):
 - CreatePartitions: ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED with no message;
 - IncrementalAlterConfigs and AlterConfigs: ALTER_CONFIGS on the cluster for a broker or
   client-metrics resource (else CLUSTER_AUTHORIZATION_FAILED), on the topic or group for those
-  (TOPIC_ / GROUP_AUTHORIZATION_FAILED);
+  (TOPIC_ / GROUP_AUTHORIZATION_FAILED); CLUSTER_ACTION on the cluster for IncrementalAlterConfigs'
+  broker-logger resources (RuntimeLoggerManager's check), whose refusals come last;
 - DescribeConfigs: DESCRIBE_CONFIGS on the cluster for a broker, broker-logger or client-metrics
   resource (else CLUSTER_AUTHORIZATION_FAILED), on the topic or group for those; refused
   resources come after the described ones, with the error's default message (ConfigHelper);
@@ -70,6 +71,8 @@ def _error(error: Errors) -> tuple[int, str]:
 
 def authorizing_alter_configs(handler, authorizer, result_cls):
     """IncrementalAlterConfigs (44) or AlterConfigs (33): ``result_cls`` is its per-resource result."""
+    incremental = result_cls is AlterConfigsResourceResponse
+
     def refusal(may, resource):
         kind, name = resource.resource_type, resource.resource_name
         if kind in (CONFIG_BROKER, CONFIG_CLIENT_METRICS):
@@ -81,24 +84,35 @@ def authorizing_alter_configs(handler, authorizer, result_cls):
             return None if may(Op.ALTER_CONFIGS, RESOURCE_GROUP, name) else _error(Errors.GROUP_AUTHORIZATION_FAILED)
         return None                                # the controller answers the other types
 
+    def logger_refusal(may):
+        """RuntimeLoggerManager's check on a controller: CLUSTER_ACTION on the cluster."""
+        return None if may(Op.CLUSTER_ACTION, RESOURCE_CLUSTER, CLUSTER_NAME) else \
+            _error(Errors.CLUSTER_AUTHORIZATION_FAILED)
+
     async def handle(ctx, request):
         may = _decisions(authorizer, ctx)
         keys = [(r.resource_type, r.resource_name) for r in request.resources]
         counts = Counter(keys)                     # duplicates go to the controller unchecked
-        refused, kept = [], []
+        refused, kept, loggers_refused = [], [], []
         for resource, key in zip(request.resources, keys):
-            answer = refusal(may, resource) if counts[key] == 1 else None
+            logger = incremental and resource.resource_type == CONFIG_BROKER_LOGGER
+            if logger:                             # each one checked: ControllerApis has no duplicates for them
+                answer = logger_refusal(may)
+            else:
+                answer = refusal(may, resource) if counts[key] == 1 else None
             if answer is None:
                 kept.append(resource)
             else:
-                refused.append(result_cls(error_code=answer[0], error_message=answer[1],
-                                          resource_type=resource.resource_type, resource_name=resource.resource_name))
-        if not refused:
+                (loggers_refused if logger else refused).append(result_cls(
+                    error_code=answer[0], error_message=answer[1], resource_type=resource.resource_type,
+                    resource_name=resource.resource_name))
+        if not refused and not loggers_refused:
             return await handler.handle(ctx, request)
         effective = copy.copy(request)
         effective.resources = kept
         response = await handler.handle(ctx, effective)
-        response.responses = refused + list(response.responses)
+        # the loggers' answers come last, as ControllerApis adds them after the controller's results
+        response.responses = refused + list(response.responses) + loggers_refused
         return response
 
     return dataclasses.replace(handler, handle=handle)

@@ -118,6 +118,10 @@ class StandardAuthorizer:
         self._loaded = loaded
         self._indexed: tuple[object, AclIndex] | None = None     # (iterable, its index)
 
+    def loaded(self) -> bool:
+        """Whether the ACLs are loaded (StandardAuthorizer's initial load completed)."""
+        return self._loaded()
+
     def _index(self) -> AclIndex:
         acls = self._acls()
         if isinstance(acls, AclIndex):

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from kafkawire.metadata.dynamic_metric_reporters import (CLIENT_TELEMETRY_EXPORTER, JMX_REPORTER, METRIC_REPORTERS,
+                                                          PROMETHEUS_REPORTER)
 from kafkawire.net.admission import parse_per_ip_overrides
 
 __all__ = ["ConfigError", "Endpoint", "QuorumVoter", "parse_listeners", "parse_voters", "parse_host_ports",
@@ -225,15 +227,9 @@ def parse_listeners(key: str, raw: str, protocols: dict[str, str]) -> tuple[Endp
     return tuple(out)
 
 
-# MetricConfigs.METRIC_REPORTER_CLASSES_DEFAULT. Without a JVM there is no JMX to report to: the
-# name is accepted (it is Kafka's default) and reports nothing.
-JMX_REPORTER = "org.apache.kafka.common.metrics.JmxReporter"
-PROMETHEUS_REPORTER = "kafkawire.metrics.PrometheusReporter"
-# A reporter that takes client telemetry (KIP-714), as a Kafka reporter implementing
-# ClientTelemetryExporterProvider: with it the broker serves GetTelemetrySubscriptions and
-# PushTelemetry (kafkawire.broker.telemetry_apis).
-CLIENT_TELEMETRY_EXPORTER = "kafkawire.metrics.ClientTelemetryExporter"
-_REPORTERS = (PROMETHEUS_REPORTER, CLIENT_TELEMETRY_EXPORTER, JMX_REPORTER)
+# The reporters kafkawire has (kafkawire.metadata.dynamic_metric_reporters: JmxReporter accepted
+# and reporting nothing; the Prometheus endpoint; the client telemetry exporter).
+_REPORTERS = METRIC_REPORTERS
 _HTTP_LISTENER_RE = re.compile(r"^http://\[?([0-9a-zA-Z\-%._:]*)\]?:([0-9]+)$")
 
 

@@ -14,8 +14,10 @@ from __future__ import annotations
 import logging
 import re
 
+from kafkawire.protocol.error_codes import Errors
+
 __all__ = ["LoggerChangeError", "ROOT_LOGGER", "loggers", "validate_changes", "apply_changes",
-           "validate_node_id"]
+           "validate_node_id", "change_for_resource"]
 
 log = logging.getLogger(__name__)
 
@@ -102,3 +104,20 @@ def apply_changes(configs) -> None:
         else:
             logger.setLevel(logging.NOTSET)
             log.warning("Unset the log level of %s", change.name)
+
+
+def change_for_resource(resource, node_id: int, *, authorized: bool, validate_only: bool) -> tuple[int, str | None]:
+    """RuntimeLoggerManager.applyChangesForResource of one BROKER_LOGGER resource (an
+    IncrementalAlterConfigs AlterConfigsResource) on node ``node_id``: its (error code, message).
+    ``authorized``: the node's check passed (a broker's ALTER_CONFIGS, a controller's
+    CLUSTER_ACTION, on the cluster)."""
+    if not authorized:
+        return int(Errors.CLUSTER_AUTHORIZATION_FAILED), Errors.CLUSTER_AUTHORIZATION_FAILED.message
+    try:
+        validate_node_id(resource.resource_name, node_id)
+        validate_changes(resource.configs)
+    except LoggerChangeError as exc:
+        return int(Errors.INVALID_REQUEST if exc.invalid_request else Errors.INVALID_CONFIG), str(exc)
+    if not validate_only:
+        apply_changes(resource.configs)
+    return int(Errors.NONE), None

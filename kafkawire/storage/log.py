@@ -54,7 +54,8 @@ from .swap import CLEANED_SUFFIX, SWAP_SUFFIX, recover_interrupted_swaps, rename
 from .segment import (DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_INDEX_SIZE, DELETED_SUFFIX, LogSegment, ReadResult,
                       RecoveryReport, _max_ts)
 
-__all__ = ["Log", "OffsetOutOfRangeError", "DEFAULT_SEGMENT_BYTES", "NEVER", "fsync_dir", "random_segment_jitter"]
+__all__ = ["Log", "OffsetOutOfRangeError", "DEFAULT_SEGMENT_BYTES", "NEVER", "fsync_dir", "random_segment_jitter",
+           "SegmentRollError", "LogFlushError"]
 
 DEFAULT_SEGMENT_BYTES = 1 << 30
 NEVER = (1 << 63) - 1       # Long.MAX_VALUE: Kafka's flush.messages and flush.ms defaults, no flush
@@ -64,6 +65,22 @@ _INT32 = struct.Struct(">i")
 # v2 batch header: baseOffset 8, length 4, leader epoch 4, magic 1, crc 4, attributes 2,
 # lastOffsetDelta 4, baseTimestamp 8, then maxTimestamp.
 _MAX_TIMESTAMP_POSITION = 35
+
+
+class SegmentRollError(OSError):
+    """An append's I/O error rolling the active segment (told apart from the write's, as Kafka's
+    roll reports its own failure)."""
+
+
+class LogFlushError(OSError):
+    """An append's I/O error flushing the log (``flush_messages`` reached)."""
+
+
+def _raised_as(cls, error: OSError) -> OSError:
+    """``error`` as a ``cls``, its errno, text and file name kept."""
+    if error.errno is None:
+        return cls(str(error))
+    return cls(error.errno, error.strerror, error.filename)
 
 
 def _wall_clock_ms() -> float:
@@ -304,11 +321,17 @@ class Log:
                 or self._reached_roll_ms(active, max_ts) \
                 or active.offset_index.is_full or active.time_index.is_full \
                 or last_offset - active.base_offset > 0x7FFFFFFF:
-            active = self.roll(first_offset)
+            try:
+                active = self.roll(first_offset)
+            except OSError as exc:
+                raise _raised_as(SegmentRollError, exc) from exc
         active.append(data, last_offset, max_ts, offset_of_max_ts, batches=batches)
         self._dirty.add(active.base_offset)
         if last_offset + 1 - self.flushed_offset >= self.flush_messages:
-            self.flush()
+            try:
+                self.flush()
+            except OSError as exc:
+                raise _raised_as(LogFlushError, exc) from exc
         return first_offset, last_offset
 
     @property

@@ -55,6 +55,7 @@ from kafkawire.raft.node.disk_store import DiskLogStore
 from kafkawire.raft.node.driver import RaftDriver
 from kafkawire.raft.node.metrics import RaftMetrics
 from kafkawire.raft.node.prometheus import raft_families
+from kafkawire.tools.metric_reporters import watch_metric_reporters
 
 __all__ = ["BrokerOnlyNode"]
 
@@ -82,6 +83,7 @@ class BrokerOnlyNode:
         self.cluster_id: str | None = None
         self.authorizer: StandardAuthorizer | None = None
         self.metrics_endpoint: MetricsEndpoint | None = None
+        self.metric_reporters_reload = None        # metric.reporters changed dynamically
         self._loaded = False
 
     @property
@@ -96,6 +98,7 @@ class BrokerOnlyNode:
         assert cluster_id is not None, "read_node_meta refuses a meta.properties without cluster.id"
         try:
             client = raft_network_client(c, controller_client_options(c))
+            client_security = c.raft_client_security()
             settings = c.authorizer_settings()
         except ConfigError as exc:
             raise NodeStartError(str(exc)) from None
@@ -117,28 +120,48 @@ class BrokerOnlyNode:
         except StateMachineFatal as exc:       # the latest snapshot holds what the loader refuses
             raise NodeStartError(str(exc)) from None
         self.broker = self._make_broker(meta.directory_id)
+        if client_security is not None and client_security.ssl is not None:
+            # a key or trust store changed dynamically: for the next connections to the controllers
+            self.broker.ssl_reload.watch_controller_clients(c.controller_listener_names[0], client_security.ssl,
+                                                            driver.controller_clients)
         try:
             await self.broker.start()
         except BrokerStartError as exc:
             raise NodeStartError(f"cannot start the broker: {exc}") from None
         driver.hw_listeners.append(self.broker.on_metadata)
         await self._start_metrics_endpoint()
+        loader = self.loader
+        watch_metric_reporters(self, self.broker, lambda: loader.image, driver.hw_listeners)
         self._metrics_task = asyncio.ensure_future(self._publish_metrics())
         log.info("broker-only node %d (cluster %s) following the controller quorum on %s", c.node_id, cluster_id,
                  raft_config.listener)
 
     async def _start_metrics_endpoint(self) -> None:
         """The Prometheus endpoint, when metric.reporters names kafkawire.metrics.PrometheusReporter."""
-        listener, driver, broker = self.config.prometheus_listener, self.driver, self.broker
-        if listener is None or driver is None or broker is None:
+        if self.config.prometheus_listener is None:
             return
         try:
-            self.metrics_endpoint = endpoint = await start_metrics_endpoint(
-                listener, lambda: itertools.chain(raft_families(driver), broker_families(broker)))
+            await self.open_metrics_endpoint()
         except EndpointStartError as exc:
             raise NodeStartError(str(exc)) from None
+
+    async def open_metrics_endpoint(self) -> None:
+        """Start the Prometheus endpoint on kafkawire.metrics.prometheus.listener (at start, or when
+        a dynamic metric.reporters adds the reporter); EndpointStartError when it cannot."""
+        listener, driver, broker = self.config.kafkawire_metrics_prometheus_listener, self.driver, self.broker
+        if self.metrics_endpoint is not None or driver is None or broker is None:
+            return
+        self.metrics_endpoint = endpoint = await start_metrics_endpoint(
+            listener, lambda: itertools.chain(raft_families(driver), broker_families(broker)))
         log.info("node %d: metrics on http://%s:%d/metrics", self.config.node_id, listener[0] or "0.0.0.0",
                  endpoint.port)
+
+    async def close_metrics_endpoint(self) -> None:
+        """Stop the Prometheus endpoint (a dynamic metric.reporters removed the reporter)."""
+        endpoint, self.metrics_endpoint = self.metrics_endpoint, None
+        if endpoint is not None:
+            await endpoint.close()
+            log.info("node %d: metrics endpoint closed", self.config.node_id)
 
     async def _publish_metrics(self) -> None:
         """The raft metrics file, as ControllerNode writes it (kafkawire.raft.node.controller_node)."""
@@ -182,8 +205,9 @@ class BrokerOnlyNode:
         if self._metrics_task is not None:
             self._metrics_task.cancel()
             await asyncio.gather(self._metrics_task, return_exceptions=True)
-        if self.metrics_endpoint is not None:
-            await self.metrics_endpoint.close()
+        if self.metric_reporters_reload is not None:
+            await self.metric_reporters_reload.close()     # no endpoint opened after this close
+        await self.close_metrics_endpoint()
         if self.broker is not None:
             await self.broker.stop(graceful=graceful)
         driver = self.driver

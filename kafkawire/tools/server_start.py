@@ -136,6 +136,10 @@ async def serve(config: ServerConfig, state_machine_factory: StateMachineFactory
             return 1
     elif node.state_machine is not None:      # a controller-only node
         watch_controller_ssl_stores(node)
+        from kafkawire.tools.metric_reporters import watch_metric_reporters    # lazy: CLI start-up
+        committed = getattr(node.state_machine, "committed", None)    # None: test-raft-server's load generator
+        if committed is not None:
+            watch_metric_reporters(node, None, lambda: CommittedConfigs(committed), committed.listeners)
     servers = node.servers + ([] if broker is None else broker.servers)
     print(f"node {config.node_id} started on {', '.join(f'{s.host}:{s.port}' for s in servers)}",
           file=sys.stderr, flush=True)
@@ -146,6 +150,8 @@ async def serve(config: ServerConfig, state_machine_factory: StateMachineFactory
     for wait in waits[:2]:
         wait.cancel()
     crashed = node.driver.failure is not None or broker_failed(broker)
+    if config.is_controller and node.metric_reporters_reload is not None:
+        await node.metric_reporters_reload.close()     # no endpoint opened after the node closed its own
     if broker is not None and config.is_controller:      # a broker-only node stops its broker itself
         await broker.stop(graceful=not crashed)
     await node.stop(graceful=not crashed)
@@ -172,6 +178,7 @@ async def start_broker(node):
                         send_to_controller=driver.send_to_leader, supported_features=features,
                         scram_lookup=node._scram_credential, kraft_version=driver.kraft_version,
                         authorizer=node.authorizer, max_versions=node.max_versions,
+                        metadata_loaded=node._metadata_loaded,          # Kafka's loader's first publish
                         describe_configs=lambda request: describe_configs(
                             node.config.node_id, published.image, request, static=static, broker_keys=known))
         published.listeners.append(broker.on_metadata)
@@ -181,6 +188,8 @@ async def start_broker(node):
         log.error("cannot start the broker: %s", exc)
         return None
     watch_controller_ssl_stores(node, published)
+    from kafkawire.tools.metric_reporters import watch_metric_reporters    # lazy: CLI start-up
+    watch_metric_reporters(node, broker, lambda: published.image, published.listeners)
     # on the node's endpoint, if on; the request metrics are the node's, which the broker shares
     node.extra_metric_families.append(lambda: broker_families(broker, requests=False))
     return broker
@@ -196,21 +205,53 @@ def broker_metadata(controller):
 
 
 def watch_controller_ssl_stores(node, published=None):
-    """The key and trust stores of the node's SSL or SASL_SSL controller listeners, checked and
-    taken after a dynamic change as a broker listener's (kafkawire.broker.listener_ssl_reload,
-    check_changes), as Kafka's ControllerServer registers its listeners' channel builders with
-    its DynamicBrokerConfig: on each move of the committed image, read through ``published`` (a
-    combined node's broker's publisher) or a publisher of its own. None when no controller
-    listener has TLS: nothing is watched, nothing read per commit."""
-    if not any(server.ssl_context is not None for server in node.servers):
+    """The key and trust stores of the node's SSL or SASL_SSL controller listeners and of its
+    clients towards the controllers (the raft client, the channel to the active controller),
+    checked and taken after a dynamic change as a broker listener's
+    (kafkawire.broker.listener_ssl_reload, check_changes), as Kafka's ControllerServer registers
+    its listeners' channel builders with its DynamicBrokerConfig and NodeToControllerChannelManager
+    its client's: on each move of the committed image, read through ``published`` (a combined
+    node's broker's publisher, whose views the broker makes anyway) or, on a controller-only node,
+    straight from the committed image's config maps (no view of the image per move: a view costs
+    the controller's next writes a copy of each topic they change). None when neither has TLS:
+    nothing is watched, nothing read per commit."""
+    client_ssl = _controller_client_ssl(node)
+    if client_ssl is None and not any(server.ssl_context is not None for server in node.servers):
         return None
     from kafkawire.broker.listener_ssl_reload import ListenerSslReload    # lazy: CLI start-up
-    published = published or broker_metadata(node.state_machine)
     reload = ListenerSslReload(dict(node.config.properties), node.config.node_id, check_changes=True)
-    published.listeners.append(lambda: reload.on_metadata(published.image, node.servers))
-    reload.on_metadata(published.image, node.servers)       # the stores each listener started with
+    if client_ssl is not None:
+        reload.watch_controller_clients(node.config.controller_listener_names[0], client_ssl,
+                                        node.driver.controller_clients)
+    if published is not None:
+        published.listeners.append(lambda: reload.on_metadata(published.image, node.servers))
+        reload.on_metadata(published.image, node.servers)       # the stores each listener started with
+    else:
+        committed = CommittedConfigs(node.state_machine.committed)
+        node.state_machine.committed.listeners.append(lambda: reload.on_metadata(committed, node.servers))
+        reload.on_metadata(committed, node.servers)
     node.controller_ssl_reload = reload
     return reload
+
+
+def _controller_client_ssl(node):
+    """The SslSettings the node's clients towards the controllers started with (None: not TLS)."""
+    security = node.config.raft_client_security()        # it was read at start: no ConfigError now
+    return None if security is None else security.ssl
+
+
+class CommittedConfigs:
+    """The committed image as ListenerSslReload reads it (``configs.get`` of a broker resource),
+    from the controller's committed image without making a view of it (CommittedImage.resource_configs:
+    two lookups per move of the committed image, whatever the partitions)."""
+
+    def __init__(self, committed):
+        self._committed = committed
+        self.configs = self
+
+    def get(self, resource, default=None):
+        value = self._committed.resource_configs(resource)
+        return default if value is None else value
 
 
 def broker_failed(broker) -> bool:

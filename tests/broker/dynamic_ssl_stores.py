@@ -40,6 +40,8 @@ def write_stores(directory: Path) -> Path:
     """The stores the cases name, in ``directory``; returns it."""
     from cryptography.hazmat.primitives.serialization import (BestAvailableEncryption, Encoding, NoEncryption,
                                                               PrivateFormat, pkcs12)
+
+    from tests.net.tls_certs import java_truststore
     secret = BestAvailableEncryption(PASSWORD.encode())
     stores = {"ks": ("broker", _SANS), "ks-same": ("broker", _SANS), "ks-more-sans": ("broker", (*_SANS, "::1")),
               "ks-fewer-sans": ("broker", _SANS[:1]), "ks-other-dn": ("other", _SANS)}
@@ -57,12 +59,10 @@ def write_stores(directory: Path) -> Path:
             (directory / "ks-same.pem").write_bytes(plain + chain)
             (directory / "ks-enc.pem").write_bytes(encrypted + chain)
     for name, certificate in (("ts", certificates["ks"]), ("ts2", certificates["ks-same"])):
-        (directory / f"{name}.p12").write_bytes(pkcs12.serialize_key_and_certificates(
-            None, None, None, [certificate], secret))
+        (directory / f"{name}.p12").write_bytes(java_truststore([certificate], secret))
     (directory / "ts.pem").write_bytes(certificates["ks"].public_bytes(Encoding.PEM))
     # for the inter-broker listener's handshake: key stores signed by a CA, trust stores of CAs in
-    # PEM (Java trusts none of the certificates of a PKCS12 store cryptography writes: they lack
-    # Java's trusted-key-usage attribute)
+    # PEM (the recorded cases name these files)
     authorities = {name: _certificate(f"{name} authority", ()) for name in ("ca", "ca2")}
     for name, authority in (("ks-ca", "ca"), ("ks-ca2", "ca"), ("ks-other-ca", "ca2")):
         key, certificate = _certificate("broker", _SANS, authorities[authority])

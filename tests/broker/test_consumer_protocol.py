@@ -410,7 +410,7 @@ def test_a_regex_subscription_takes_the_topics_it_matches_whole_and_new_ones_lat
     bad = regex_join(h, "m2", "orders(?!-eu)")                     # fine for Python's re, not for RE2
     assert (bad.error_code, bad.error_message) == (
         Errors.INVALID_REGULAR_EXPRESSION, "SubscribedTopicRegex `orders(?!-eu)` is not a valid regular expression: "
-                                           "invalid or unsupported Perl syntax: `(?!`.")
+                                           "invalid or unsupported Perl syntax.")
 
 
 def test_offset_fetch_and_delete_of_a_consumer_group():
@@ -637,3 +637,24 @@ def test_transactional_offset_commits_to_a_consumer_group_are_checked_as_kafka_c
     with pytest.raises(CommitRefused) as refused:
         txn.validate(GROUP, 1, "nobody", None, [(T1, kept)])
     assert refused.value.code == Errors.UNKNOWN_MEMBER_ID
+
+
+def test_unloading_drops_the_partitions_consumer_groups_with_their_timers_and_keeps_the_others():
+    """GroupMetadataManager.onUnloaded (the runtime cancels the partition's timers): the consumer
+    groups of a partition no longer led here go, with their members' session and rebalance timers
+    and a regex resolution scheduled, so no timer fences a member of the group a reload brings
+    back; the other partitions' groups stay as they were."""
+    from kafkawire.broker.consumer_admin import unload
+    from kafkawire.broker.consumer_coordinator import session_key
+    from kafkawire.broker.consumer_regex_refresh import regex_key
+    h = Harness(topics=(("t1", T1, 4), ("t2", T2, 2)))
+    h.join("m1")
+    h.join("m2", group="other")
+    regex_join(h, "m3", "t.*")                  # same group: a resolution scheduled
+    ours = {session_key(GROUP, "m1"), session_key(GROUP, "m3"), regex_key(GROUP)}
+    assert ours <= set(h.timer.due) and h.coordinator.regexes.pending == {GROUP}
+    unload(h.coordinator, lambda group_id: group_id == GROUP)
+    assert list(h.coordinator.groups) == ["other"]
+    assert h.coordinator.regexes.pending == set()
+    assert [key for key in h.timer.due if GROUP in key.split("-")] == []
+    assert session_key("other", "m2") in h.timer.due

@@ -262,3 +262,36 @@ def test_a_resolution_a_classic_members_join_asks_for_keeps_only_what_its_princi
     assert h.group.resolved["orders.*"].topics == {"orders", "orders-new"}
     assert ("User:classic", "orders-eu") in Authorizer.asked
     assert regex_records(h)[-1] == ("orders.*", (["orders", "orders-new"], 8, h.timer.now))
+
+
+# RE2J 1.8's answers (com.google.re2j.Pattern.compile, then matches()) for these regexes and topic
+# names, as its jar printed them: None where it refuses the regex with that getDescription().
+RE2J_TOPICS = ("Orders-1", "orders", "ORDERS", "a.b_c-9")
+RE2J_ANSWERS = {
+    r"\p{L}+": (False, True, True, False),
+    r"[\p{Lu}\d]+": (False, False, True, False),
+    r"\P{^L}": (False, False, False, False),
+    r"\p{Any}": (False, False, False, False),
+    r"(?i)\p{Lu}+": (False, True, True, False),
+    r"[^\p{Greek}]+": (True, True, True, True),
+    r"\p{Latin}+-\pN": (True, False, False, False),
+    r"\p{Unknown}": (False, False, False, False),
+    r"[\P{L}]": (False, False, False, False),
+    r"\p{Foo}": "invalid character class range",
+    r"\pQ": "invalid character class range",
+    r"\p{Greek": "invalid character class range",
+    "\\p": "invalid character class range",
+    "orders(?!-eu)": "invalid or unsupported Perl syntax",
+}
+
+
+def test_re2s_unicode_classes_match_topic_names_as_re2j_matches_them():
+    """``\\p{...}``: general categories, scripts, ``Any``, negations (``\\P``, ``^``), in and out
+    of brackets, under ``(?i)``; names RE2J does not know are refused with its description."""
+    from kafkawire.broker.consumer_regex import compiled, regex_error
+    for regex, expected in RE2J_ANSWERS.items():
+        if isinstance(expected, str):
+            assert regex_error(regex) == expected, regex
+        else:
+            assert regex_error(regex) is None, regex
+            assert tuple(bool(compiled(regex).fullmatch(t)) for t in RE2J_TOPICS) == expected, regex

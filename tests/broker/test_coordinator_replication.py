@@ -5,28 +5,41 @@ played by calls): Kafka's coordinators answer only once their writes reached the
 
 - OffsetCommit (the group coordinator, CoordinatorRuntime): not answered until the follower
   fetched past the commit; COORDINATOR_NOT_AVAILABLE after ``offsets.commit.timeout.ms``.
+  OffsetFetch reads the offsets at the high watermark (``require_stable``: the latest).
+- SyncGroup (GroupMetadataManager's appendFuture of the leader's assignment): no member, leader or
+  not, is answered until the follower has the assignment; every one COORDINATOR_NOT_AVAILABLE after
+  ``offsets.commit.timeout.ms``, the assignment then cleared and the group rebalancing.
 - InitProducerId / EndTxn (TransactionStateManager.appendTransactionToLog, acks=-1): not answered
   until the follower has the record; COORDINATOR_NOT_AVAILABLE after ``request.timeout.ms``, and
   at once, without an append, when the ISR is under min.insync.replicas (NOT_ENOUGH_REPLICAS).
+- A leadership lost and regained (CoordinatorRuntime's unload and load): an OffsetCommit,
+  TxnOffsetCommit or classic group whose record the new leader never had is gone when the partition
+  is loaded again; a parked JoinGroup is answered NOT_COORDINATOR when the leadership goes.
 """
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 from types import SimpleNamespace
 
 from kafkawire.broker.replica_state import LeaderReplicas
 from kafkawire.broker.replication import Replication
+from kafkawire.messages.add_offsets_to_txn_request import AddOffsetsToTxnRequest
+from kafkawire.messages.describe_groups_request import DescribeGroupsRequest
 from kafkawire.messages.end_txn_request import EndTxnRequest
 from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
 from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
+from kafkawire.messages.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
 from kafkawire.messages.offset_commit_request import (OffsetCommitRequest, OffsetCommitRequestPartition,
                                                       OffsetCommitRequestTopic)
+from kafkawire.messages.offset_fetch_request import OffsetFetchRequest, OffsetFetchRequestTopic
 from kafkawire.messages.write_txn_markers_response import (WritableTxnMarkerPartitionResult, WritableTxnMarkerResult,
                                                            WritableTxnMarkerTopicResult, WriteTxnMarkersResponse)
+from kafkawire.messages.sync_group_request import SyncGroupRequest, SyncGroupRequestAssignment
 from kafkawire.protocol.error_codes import Errors
 
-from .test_txn_state_topic import GROUP, TX, StandInBroker, add, ctx, fetched, init, until
+from .test_txn_state_topic import GROUP, TX, StandInBroker, add, ctx, fetched, init, txn_offset_commit, until
 
 FOLLOWER, FOLLOWER_EPOCH = 2, 7
 
@@ -99,6 +112,56 @@ def test_an_offset_commit_the_leader_alone_is_in_sync_for_is_answered_at_once(tm
         await broker.load()
         code = await asyncio.wait_for(offset_commit(broker, 7), 1)
         assert (code, await fetched(broker, False)) == (Errors.NONE, (Errors.NONE, 7))
+        broker.close()
+    asyncio.run(go())
+
+
+async def joined_generation(broker, member_ids) -> list:
+    """Every member (a new one for "") joins at once (JoinGroup v3, no MEMBER_ID_REQUIRED), the
+    follower fetching meanwhile (a new group's record waits for it): the members' answers."""
+    client = SimpleNamespace(api_version=3, client_id="c", peer=("127.0.0.1", 1))
+    joins = [asyncio.ensure_future(handler(broker.group_apis, 11)(client, JoinGroupRequest(
+        group_id=GROUP, session_timeout_ms=10_000, rebalance_timeout_ms=10_000, member_id=member_id,
+        protocol_type="consumer", protocols=[JoinGroupRequestProtocol(name="range", metadata=b"")])))
+        for member_id in member_ids]
+    await until(lambda: follower_fetches(broker, "__consumer_offsets") or all(j.done() for j in joins))
+    return [j.result() for j in joins]
+
+
+def sync(broker, answer, assignments=()):
+    return asyncio.ensure_future(handler(broker.group_apis, 14)(ctx(3), SyncGroupRequest(
+        group_id=GROUP, generation_id=answer.generation_id, member_id=answer.member_id,
+        assignments=[SyncGroupRequestAssignment(member_id=m, assignment=a) for m, a in assignments])))
+
+
+def test_every_member_gets_the_leaders_assignment_once_the_isr_has_it(tmp_path):
+    """The member that is not the leader is parked until the leader's SyncGroup writes the
+    assignment; Kafka completes both answers in the write's appendFuture, once it is committed."""
+    async def go():
+        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        coordinator = broker.group_apis.coordinator
+        coordinator.settings = dataclasses.replace(coordinator.settings, initial_rebalance_delay_ms=0)
+        await broker.load()
+        joined = await joined_generation(broker, ["", ""])
+        assert [j.error_code for j in joined] == [Errors.NONE, Errors.NONE]
+        leader = next(j for j in joined if j.member_id == j.leader)
+        other = next(j for j in joined if j.member_id != j.leader)
+        end = broker.partitions[("__consumer_offsets", 0)].log.log_end_offset
+        syncs = [sync(broker, other), sync(broker, leader, [(leader.member_id, b"L"), (other.member_id, b"O")])]
+        await until(lambda: broker.partitions[("__consumer_offsets", 0)].log.log_end_offset > end)
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert [s.done() for s in syncs] == [False, False], "a SyncGroup answered before the ISR had the assignment"
+        follower_fetches(broker, "__consumer_offsets")
+        answers = [await asyncio.wait_for(s, 5) for s in syncs]
+        assert [(a.error_code, a.assignment) for a in answers] == [(Errors.NONE, b"O"), (Errors.NONE, b"L")]
+
+        joined = await joined_generation(broker, [leader.member_id, other.member_id])
+        broker.config.offsets_commit_timeout_ms = 30      # the follower fetches no more
+        syncs = [sync(broker, joined[1]),
+                 sync(broker, joined[0], [(leader.member_id, b"L2"), (other.member_id, b"O2")])]
+        answers = [await asyncio.wait_for(s, 5) for s in syncs]
+        assert [a.error_code for a in answers] == [Errors.COORDINATOR_NOT_AVAILABLE] * 2
         broker.close()
     asyncio.run(go())
 
@@ -226,3 +289,183 @@ def test_a_coordinator_append_is_a_leader_append(tmp_path):
         assert partition.high_watermark() == 3 and partition.last_append_end_offset == 3
     finally:
         partition.close()
+
+
+async def answered(broker, write, *, replicated: bool):
+    """``write`` (a coroutine) appended to __consumer_offsets-0 and, with ``replicated``, fetched by
+    the follower: its answer."""
+    end = broker.partitions[("__consumer_offsets", 0)].log.log_end_offset
+    pending = asyncio.ensure_future(write)
+    await until(lambda: broker.partitions[("__consumer_offsets", 0)].log.log_end_offset > end)
+    if not replicated:
+        return pending
+    follower_fetches(broker, "__consumer_offsets")
+    await until(pending.done)
+    return pending.result()
+
+
+async def moved_away_and_back(broker, pending_answer=None):
+    """This broker stops leading __consumer_offsets-0 (Broker.on_metadata makes it a follower: out of
+    ``partitions``, its waiting answers NOT_LEADER_OR_FOLLOWER), truncates its log to what the new
+    leader held (the high watermark), and leads again: the partition is loaded again from the log."""
+    key = ("__consumer_offsets", 0)
+    partition = broker.partitions.pop(key)
+    broker.replication.acks.step_down(broker.partitions)
+    broker.group_apis.store.on_metadata()
+    if pending_answer is not None:
+        await until(pending_answer.done)
+    partition.log.truncate_to(partition.high_watermark())
+    broker.partitions[key] = partition
+    await broker.load()
+    return None if pending_answer is None else pending_answer.result()
+
+
+async def commit_both(broker, offsets):
+    """One OffsetCommit of t-0 and t-1 (``offsets``: [(partition, offset)]): the partitions' codes."""
+    request = OffsetCommitRequest(group_id=GROUP, generation_id_or_member_epoch=-1, member_id="", topics=[
+        OffsetCommitRequestTopic(name="t", partitions=[OffsetCommitRequestPartition(
+            partition_index=p, committed_offset=o, committed_metadata="") for p, o in offsets])])
+    response = await handler(broker.group_apis, 8)(ctx(8), request)
+    return [p.error_code for p in response.topics[0].partitions]
+
+
+async def fetched_both(broker):
+    r = await broker.group_apis.offset_apis.offset_fetch(ctx(7), OffsetFetchRequest(
+        group_id=GROUP, topics=[OffsetFetchRequestTopic(name="t", partition_indexes=[0, 1])]))
+    return [(p.error_code, p.committed_offset) for p in r.topics[0].partitions]
+
+
+def test_a_commit_lost_with_the_leadership_is_not_found_when_the_partition_is_led_here_again(tmp_path):
+    """Kafka's runtime unloads a coordinator partition's state when the broker stops leading it and
+    rebuilds it from the log when it leads it again: a commit answered NOT_COORDINATOR whose record
+    the new leader never had is gone, OffsetFetch shows what was there before it (42 for t-0, none
+    for t-1), and a retry writes it. Before, the reload replayed the log over the in-memory offsets:
+    t-1's lost commit stayed, which no log held."""
+    async def go():
+        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        await broker.load()
+        assert await answered(broker, commit_both(broker, [(0, 42)]), replicated=True) == [Errors.NONE]
+        lost = await answered(broker, commit_both(broker, [(0, 43), (1, 7)]), replicated=False)
+        assert await moved_away_and_back(broker, lost) == [Errors.NOT_COORDINATOR] * 2
+        assert await fetched_both(broker) == [(Errors.NONE, 42), (Errors.NONE, -1)]
+        retried = await answered(broker, commit_both(broker, [(0, 43), (1, 7)]), replicated=True)
+        assert retried == [Errors.NONE] * 2
+        assert await fetched_both(broker) == [(Errors.NONE, 43), (Errors.NONE, 7)]
+        broker.close()
+    asyncio.run(go())
+
+
+def test_a_transactional_offset_lost_with_the_leadership_is_not_pending_when_the_partition_is_led_here_again(
+        tmp_path):
+    """A TxnOffsetCommit whose batch the new leader never had is no longer pending once the
+    partition is loaded again (before, OffsetFetch with require_stable answered
+    UNSTABLE_OFFSET_COMMIT for it until the transaction ended, and its marker would have committed
+    an offset no log held)."""
+    async def go():
+        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        await broker.load()
+        assert await answered(broker, commit_both(broker, [(0, 42)]), replicated=True) == [Errors.NONE]
+        code, producer_id, epoch = await init(broker)        # the APIs unwrapped: no wait for the ISR
+        added = await broker.txn_apis.add_offsets_to_txn(ctx(3), AddOffsetsToTxnRequest(
+            transactional_id=TX, producer_id=producer_id, producer_epoch=epoch, group_id=GROUP))
+        assert (code, added.error_code) == (Errors.NONE, Errors.NONE)
+        assert await txn_offset_commit(broker, producer_id, epoch, 50) == Errors.NONE
+        assert await fetched(broker, True) == (Errors.UNSTABLE_OFFSET_COMMIT, -1)
+        await moved_away_and_back(broker)
+        assert await fetched(broker, True) == (Errors.NONE, 42)
+        broker.close()
+    asyncio.run(go())
+
+
+def test_offset_fetch_reads_the_offsets_at_the_high_watermark_and_require_stable_the_latest(tmp_path):
+    """Kafka's OffsetFetch reads the coordinator's state at the last committed offset: a commit
+    answered COORDINATOR_NOT_AVAILABLE (its wait timed out) is not read until the follower has it,
+    nor is a first commit of a partition; ``require_stable`` (a write operation in Kafka's
+    coordinator) reads the latest. Before, OffsetFetch read the timed-out commit at once."""
+    async def go():
+        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        await broker.load()
+        assert await answered(broker, commit_both(broker, [(0, 42)]), replicated=True) == [Errors.NONE]
+        broker.config.offsets_commit_timeout_ms = 30      # the follower fetches no more
+        assert await commit_both(broker, [(0, 43), (1, 7)]) == [Errors.COORDINATOR_NOT_AVAILABLE] * 2
+        assert await fetched_both(broker) == [(Errors.NONE, 42), (Errors.NONE, -1)]
+        assert await fetched(broker, True) == (Errors.NONE, 43)
+        follower_fetches(broker, "__consumer_offsets")     # the commit is replicated after all
+        assert await fetched_both(broker) == [(Errors.NONE, 43), (Errors.NONE, 7)]
+        broker.close()
+    asyncio.run(go())
+
+
+def test_a_classic_group_is_unloaded_with_its_partition_and_only_its_logged_state_comes_back(tmp_path):
+    """GroupMetadataManager.onUnloaded: when the broker stops leading the group's partition, a
+    JoinGroup parked in the rebalance is answered NOT_COORDINATOR at once (before, it waited for
+    the rebalance to end), and a group the new leader never had a record of is not found when the
+    partition is led here again (before, it stayed in memory with its member)."""
+    async def go():
+        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        coordinator = broker.group_apis.coordinator
+        coordinator.settings = dataclasses.replace(coordinator.settings, initial_rebalance_delay_ms=60_000)
+        await broker.load()
+        client = SimpleNamespace(api_version=3, client_id="c", peer=("127.0.0.1", 1))
+        join = handler(broker.group_apis, 11)(client, JoinGroupRequest(
+            group_id=GROUP, session_timeout_ms=10_000, rebalance_timeout_ms=60_000, member_id="",
+            protocol_type="consumer", protocols=[JoinGroupRequestProtocol(name="range", metadata=b"")]))
+        parked = asyncio.ensure_future(join)                 # in the initial rebalance delay: no record yet
+        await until(lambda: GROUP in coordinator.groups and coordinator.groups[GROUP].members)
+        assert (await moved_away_and_back(broker, parked)).error_code == Errors.NOT_COORDINATOR
+        described = await broker.group_apis.describe_groups(ctx(5), DescribeGroupsRequest(groups=[GROUP]))
+        assert [(g.error_code, g.group_state, g.members) for g in described.groups] == [(Errors.NONE, "Dead", [])]
+        broker.close()
+    asyncio.run(go())
+
+
+def test_a_write_whose_partition_moved_before_its_wait_is_answered_not_coordinator_at_once(tmp_path):
+    """A handler that appended, and whose partition was led elsewhere before its answer started
+    waiting (the unload above answers parked requests that way), has nothing to wait for:
+    NOT_COORDINATOR at once, not COORDINATOR_NOT_AVAILABLE after ``offsets.commit.timeout.ms``."""
+    from kafkawire.broker.coordinator_acks import replicated_handlers
+    from kafkawire.messages.heartbeat_response import HeartbeatResponse
+    from kafkawire.protocol.handler import ApiHandler
+
+    async def go():
+        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=60_000)
+        await broker.load()
+
+        async def write_then_move(ctx_, request):
+            assert broker.group_apis.store.persist(GROUP, [(b"k", b"v")]) == Errors.NONE
+            moved.append(broker.partitions.pop(("__consumer_offsets", 0)))
+            broker.replication.acks.step_down(broker.partitions)
+            return HeartbeatResponse(error_code=Errors.NONE)
+        moved = []
+        wrapped = replicated_handlers({12: ApiHandler(write_then_move)}, broker)[12].handle
+        answer = asyncio.ensure_future(wrapped(ctx(4), None))
+        await until(answer.done)
+        assert answer.result().error_code == Errors.NOT_COORDINATOR
+        broker.close()
+        moved[0].close()
+    asyncio.run(go())
+
+
+def test_an_assignment_whose_write_times_out_is_cleared_and_the_group_rebalances(tmp_path):
+    """GroupMetadataManager's SyncGroup appendFuture: an assignment record that does not reach the
+    ISR fails every member's answer and, the group having not moved on, clears the assignment and
+    rebalances (before, the group stayed Stable with an assignment no replica but the leader had)."""
+    from kafkawire.broker.group_state import PREPARING_REBALANCE
+
+    async def go():
+        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        coordinator = broker.group_apis.coordinator
+        coordinator.settings = dataclasses.replace(coordinator.settings, initial_rebalance_delay_ms=0)
+        await broker.load()
+        joined = await joined_generation(broker, ["", ""])
+        leader = next(j for j in joined if j.member_id == j.leader)
+        other = next(j for j in joined if j.member_id != j.leader)
+        broker.config.offsets_commit_timeout_ms = 30      # the follower fetches no more
+        syncs = [sync(broker, other), sync(broker, leader, [(leader.member_id, b"L"), (other.member_id, b"O")])]
+        await until(lambda: all(s.done() for s in syncs))
+        assert [s.result().error_code for s in syncs] == [Errors.COORDINATOR_NOT_AVAILABLE] * 2
+        group = coordinator.groups[GROUP]
+        assert group.state == PREPARING_REBALANCE
+        assert [m.assignment for m in group.members.values()] == [b"", b""]
+        broker.close()
+    asyncio.run(go())

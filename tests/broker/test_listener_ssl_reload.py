@@ -158,26 +158,45 @@ def test_the_inter_broker_clients_get_the_new_trust_store(stores):
     assert len(client.ssl_context.get_ca_certs()) == 2
 
 
-def test_a_controller_listener_takes_a_changed_store_of_its_subject_and_refuses_another(stores, caplog):
+class _Committed:
+    """The controller's committed image as CommittedConfigs reads it: one resource's configs, and
+    the listeners told when it moves."""
+
+    def __init__(self):
+        self.image, self.offset, self.listeners = _image({}), 0, []
+
+    def resource_configs(self, resource):
+        return self.image.configs.get(resource)
+
+    def publish(self):
+        for listener in self.listeners:
+            listener()
+
+
+@pytest.mark.parametrize("role", ["combined", "controller"])
+def test_a_controller_listener_takes_a_changed_store_of_its_subject_and_refuses_another(stores, caplog, role):
     """kafkawire.tools.server_start.watch_controller_ssl_stores: the controller listeners watched on
-    each publish of the committed image, each change checked first (no broker checked it), as
-    Kafka's controller validates a reconfigurable before it reconfigures it."""
+    each publish of the committed image (a combined node's broker's publisher, or the committed
+    image's config maps on a controller-only node), each change checked first (no broker checked
+    it), as Kafka's controller validates a reconfigurable before it reconfigures it."""
     from kafkawire.broker.metadata_publisher import MetadataPublisher
     from kafkawire.tools.server_start import watch_controller_ssl_stores
     static = _store(stores / "ks.p12")
     old, new = _certificate_in(stores / "ks.p12"), _certificate_in(stores / "ks-same.p12")
 
     async def scenario():
-        committed = SimpleNamespace(image=_image({}), offset=0)
+        committed = _Committed()
         published = MetadataPublisher(lambda: committed.image, lambda: committed.offset)
         security = resolve_listener_security(static, "EXTERNAL", "SSL")
         async with KafkaServer({}, listener_name="EXTERNAL", security=security) as server:
-            node = SimpleNamespace(servers=[server], config=SimpleNamespace(properties=tuple(static.items()), node_id=1))
-            reload = watch_controller_ssl_stores(node, published)
+            node = SimpleNamespace(servers=[server], state_machine=SimpleNamespace(committed=committed),
+                                   config=SimpleNamespace(properties=tuple(static.items()), node_id=1,
+                                                          raft_client_security=lambda: None))   # PLAINTEXT clients
+            reload = watch_controller_ssl_stores(node, published if role == "combined" else None)
             seen = []
             for store in ("ks-other-dn.p12", "ks-same.p12"):
                 committed.image, committed.offset = _image(_store(stores / store)), committed.offset + 1
-                published.publish()
+                (published if role == "combined" else committed).publish()
                 peer = await Peer.connect(server.port)
                 seen.append(peer.certificate)
                 peer.close()
@@ -189,5 +208,23 @@ def test_a_controller_listener_takes_a_changed_store_of_its_subject_and_refuses_
 
 def test_a_node_without_a_tls_controller_listener_watches_nothing():
     from kafkawire.tools.server_start import watch_controller_ssl_stores
-    node = SimpleNamespace(servers=[SimpleNamespace(ssl_context=None)], state_machine=None)
+    node = SimpleNamespace(servers=[SimpleNamespace(ssl_context=None)], state_machine=None,
+                           config=SimpleNamespace(raft_client_security=lambda: SimpleNamespace(ssl=None)))
     assert watch_controller_ssl_stores(node) is None
+
+
+def test_the_clients_towards_the_controllers_take_a_store_of_their_subject_and_refuse_another(stores, caplog):
+    """watch_controller_clients: checked whoever accepted the change (the cluster default's, or a
+    controller's, was checked by no broker), as Kafka's DynamicBrokerConfig validates the channel
+    builder before it reconfigures it; a refused store leaves every client's context as it was."""
+    prefix = "listener.name.controller."
+    static = {prefix + "ssl.keystore.type": "PKCS12", prefix + "ssl.keystore.location": str(stores / "ks.p12"),
+              prefix + "ssl.keystore.password": PASSWORD}
+    reload = ListenerSslReload(static, 1)
+    clients = [SimpleNamespace(ssl_context=None), SimpleNamespace(ssl_context=None)]
+    reload.watch_controller_clients("CONTROLLER", ssl_settings(static, "CONTROLLER"), lambda: clients)
+    reload.on_metadata(_image({prefix + "ssl.keystore.location": str(stores / "ks-other-dn.p12")}), [])
+    assert [c.ssl_context for c in clients] == [None, None] and reload.reloads == 0
+    assert "DistinguishedName does not match" in caplog.text
+    reload.on_metadata(_image({prefix + "ssl.keystore.location": str(stores / "ks-same.p12")}), [])
+    assert clients[0].ssl_context is clients[1].ssl_context is not None and reload.reloads == 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import time
 
 import pytest
 
@@ -303,4 +304,49 @@ def test_a_log_deleted_during_its_cleaning_stops_it_without_marking_anything(tmp
     assert cleaner.uncleanable == {} and ("c", 0) not in cleaner.checkpoints
     assert not [n for n in os.listdir(p.log.directory) if n.endswith(CLEANED_SUFFIX)]
     p.close()
+    broker.close()
+
+
+def test_an_io_error_cleaning_takes_the_logs_directory_offline(tmp_path, monkeypatch):
+    """LogCleaner's IOException (here: the .cleaned segment cannot be created): the log's directory
+    goes offline with Kafka's message, rather than the log being marked uncleanable; a broker
+    without directory failures marks it uncleanable as before."""
+    broker = compacted(tmp_path)
+    p = broker.open("c")
+    fill(p, "abcabcabc")
+    failed = []
+    broker.fail_log_dir = lambda path, error, *, message: failed.append((path, message))
+
+    def cannot_create(*args, **kwargs):
+        raise OSError(30, "Read-only file system")
+    monkeypatch.setattr("kafkawire.broker.cleaner_work.LogSegment", cannot_create)
+    assert round_of(broker) is True
+    assert failed == [(str(tmp_path), f"Failed to clean up log for c-0 in dir {tmp_path} due to IOException")]
+    assert broker.log_manager.cleaner.uncleanable == {}
+    del broker.fail_log_dir
+    assert round_of(broker) is True
+    assert broker.log_manager.cleaner.uncleanable == {("c", 0): p}
+    broker.close()
+
+
+def test_a_cleaner_checkpoint_that_cannot_be_written_takes_its_directory_offline(tmp_path, monkeypatch):
+    """CheckpointFileWithFailureHandler: the cleaner-offset-checkpoint's I/O error takes the log
+    directory offline ("Error while writing to checkpoint file ..."), after the cleaning round."""
+    broker = compacted(tmp_path)
+    fill(broker.open("c"), "abcabcabc")
+    failed = []
+    broker.fail_log_dir = lambda path, error, *, message: failed.append((path, message))
+
+    def cannot_write(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr("kafkawire.broker.log_cleaner.write_offset_checkpoint", cannot_write)
+
+    async def go():
+        assert await broker.log_manager.cleaner.clean_once() is True
+        deadline = time.monotonic() + 30
+        while not failed:
+            assert time.monotonic() < deadline, "the checkpoint's failure was not reported"
+            await asyncio.sleep(0.01)
+    asyncio.run(go())
+    assert failed == [(str(tmp_path), f"Error while writing to checkpoint file {tmp_path / CLEANER_CHECKPOINT}")]
     broker.close()

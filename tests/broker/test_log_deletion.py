@@ -7,6 +7,7 @@ delete-file task removes them. With a fake clock."""
 import asyncio
 import os
 import re
+import time
 from types import SimpleNamespace
 
 from kafkawire.broker.log_deletion import LogDeleter, delete_dir_name, remove_deleted
@@ -86,3 +87,36 @@ def test_a_directory_is_removed_off_the_event_loop_when_one_runs(tmp_path):
 
 def test_a_long_topic_names_delete_directory_fits_a_file_name():
     assert len(delete_dir_name("t" * 249 + "-0")) == 255
+
+
+def test_a_due_file_or_directory_that_cannot_be_removed_reports_its_log_directory(tmp_path, monkeypatch):
+    """LocalLog.deleteSegmentFiles' delete-file task ("Error while deleting segments for ...") and
+    kafka-delete-logs' UnifiedLog.delete ("Error while deleting log for ..."): the removal's I/O
+    error is handed on with the log directory (the broker takes it offline), the directory's on
+    the event loop that scheduled it."""
+    segment = tmp_path / "t-0" / "00000000000000000000.log.deleted"
+    segment.parent.mkdir()
+    segment.write_bytes(b"x")
+    deleted_log = tmp_path / "t-1.0123456789abcdef0123456789abcdef-delete"
+    deleted_log.mkdir()
+
+    def fail(*args, **kwargs):
+        raise OSError(5, "Input/output error")
+    monkeypatch.setattr("kafkawire.broker.log_deletion.os.remove", fail)
+    monkeypatch.setattr("kafkawire.broker.log_deletion.shutil.rmtree", fail)
+    failed = []
+
+    def record(log_dir, error, *, message):
+        failed.append((log_dir, error.errno, message))
+    remove_deleted(str(segment), record)
+    assert failed == [(str(tmp_path), 5, f"Error while deleting segments for t-0 in dir {tmp_path}")]
+
+    async def go():
+        remove_deleted(str(deleted_log), record)
+        deadline = time.monotonic() + 30
+        while len(failed) < 2:
+            assert time.monotonic() < deadline, "the removal's failure was not reported"
+            await asyncio.sleep(0.01)
+    asyncio.run(go())
+    assert failed[1] == (str(tmp_path), 5, f"Error while deleting log for t-1 in dir {tmp_path}")
+    assert segment.exists() and deleted_log.exists()

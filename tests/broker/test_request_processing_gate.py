@@ -188,3 +188,27 @@ def test_a_broker_whose_image_has_not_loaded_up_to_the_high_watermark_does_not_a
         finally:
             await broker.stop(graceful=False)
     asyncio.run(go())
+
+
+def test_a_broker_whose_authorizer_has_not_loaded_the_acls_opens_no_listener(tmp_path):
+    """Kafka's BrokerServer starts its broker acceptors only once its authorizer's futures are
+    complete (the ACLs loaded): before, a client could only be refused for an authorizer that is not
+    ready. The broker asks to be unfenced, and so serves, only once its authorizer says it loaded."""
+    from kafkawire.net.authorizer import AuthorizerSettings, StandardAuthorizer
+
+    async def go():
+        controller, image, loaded = StandInController(), {"now": image_before_restart()}, {"yet": False}
+        controller.caught_up = True
+        authorizer = StandardAuthorizer(AuthorizerSettings(), lambda: [], lambda: loaded["yet"])
+        broker = started_broker(tmp_path, 0, controller, image, authorizer=authorizer)
+        await broker.start()
+        try:
+            await asyncio.wait_for(controller.seen.wait(), WAIT_S)
+            assert (broker.lifecycle.state, controller.last_want_fence) == ("RECOVERY", True)
+            assert not broker.serving.is_set()
+            loaded["yet"] = True
+            await asyncio.wait_for(broker.serving.wait(), WAIT_S)
+            assert broker.lifecycle.state == "RUNNING"
+        finally:
+            await broker.stop(graceful=False)
+    asyncio.run(go())

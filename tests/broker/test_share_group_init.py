@@ -145,3 +145,55 @@ def test_a_deleted_topic_leaves_the_record_and_does_not_ask_for_new_assignments_
     written = len(classic.written)
     again = beat(groups, "m1", 3)                          # no new epoch, no record, for the topic gone
     assert again.member_epoch == 3 and len(classic.written) == written
+
+
+class HeldPersister(FakePersister):
+    """A share coordinator that answers InitializeShareGroupState only when released."""
+
+    def __init__(self, failing=()):
+        super().__init__(failing)
+        self.release = asyncio.Event()
+
+    async def initialize_many(self, group_id, keys, state_epoch, start_offset):
+        await self.release.wait()
+        return await super().initialize_many(group_id, keys, state_epoch, start_offset)
+
+
+def test_the_heartbeat_is_answered_before_the_initialization_and_its_failure_is_not_the_members():
+    """As Kafka 4.3.1's GroupCoordinatorService: the persister's call runs after the heartbeat's
+    answer (a timer task), and its error only uninitializes the request's partitions."""
+    persister = HeldPersister(failing={(T1, 0)})
+    classic = FakeClassic()
+    groups = ShareGroups(classic, topics=lambda: VIEW, timeouts=lambda g: (45_000, 5_000))
+    initializer = ShareGroupInitializer(groups, persister)
+    groups.on_initialize = initializer.start
+
+    async def scenario():
+        first = beat(groups, "m1", 0, ["orders"])          # answered while the share coordinator is silent
+        assert (first.error_code, assigned(first)) == (Errors.NONE, {}) and len(initializer.tasks) == 1
+        assert groups.groups["g"].initializing == {T1: ("orders", frozenset({0, 1}))}
+        persister.release.set()
+        await asyncio.gather(*initializer.tasks)
+        assert groups.groups["g"].initializing == {} and groups.groups["g"].initialized == {}
+        again = beat(groups, "m1", 1)                      # asks for both again
+        initializer.close()
+        return again
+    after = asyncio.run(scenario())
+    assert (after.error_code, after.member_epoch, after.assignment) == (Errors.NONE, 1, None)
+
+
+def test_a_deleted_topic_leaves_the_record_when_the_metadata_shows_it_as_kafkas_coordinator_writes_it():
+    persister = FakePersister()
+    classic, groups, initializer, asked = setup(persister)
+    beat(groups, "m1", 0, ["orders", "audit"])
+    asyncio.run(initializer.run(*asked.pop()))
+    groups.on_metadata()                                   # the first metadata seen with the group: nothing gone
+    written = len(classic.written)
+    assert set(groups.groups["g"].initialized) == {T1, T2}
+    groups.topics = lambda: TopicsView.of([("orders", T1, 2)])     # "audit" deleted, no heartbeat since
+    groups.on_metadata()
+    assert len(classic.written) == written + 1
+    assert [int.from_bytes(k[:2], "big") for k, _ in classic.written][-1] == STATE_PARTITIONS
+    assert set(groups.groups["g"].initialized) == {T1} and groups.groups["g"].initializing == {}
+    groups.on_metadata()                                   # nothing more deleted: nothing written
+    assert len(classic.written) == written + 1

@@ -4,14 +4,17 @@ timeout, and the __consumer_offsets records: written as Kafka's formats and repl
 loader's entry point, consumer_admin.replay) into the same state."""
 from __future__ import annotations
 
+import re
 import uuid
 
 from kafkawire.broker import consumer_admin
 from kafkawire.broker import share_records as records
 from kafkawire.broker.consumer_coordinator import TopicsView
+from kafkawire.broker.share_errors import message_of
 from kafkawire.broker.share_groups import ShareGroups, simple_assignment
 from kafkawire.messages.share_group_heartbeat_request import ShareGroupHeartbeatRequest
 from kafkawire.protocol.error_codes import Errors
+from kafkawire.protocol.message import uuid_to_kafka_string
 
 T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
 VIEW = TopicsView.of([("orders", T1, 2), ("audit", T2, 5)])
@@ -213,14 +216,17 @@ def test_share_auto_offset_reset_by_duration_starts_at_the_first_record_that_rec
     hours_ago = [now - h * 3_600_000 for h in (5, 4, 3, 2, 1)]          # offsets 0-4, one an hour
     log.append(build_batch([(None, b"v", (), ts) for ts in hours_ago], base_timestamp=hours_ago[0]),
                assign_offsets=True)
-    partition = SimpleNamespace(log=log, high_watermark=lambda: log.log_end_offset)
+    partition = SimpleNamespace(topic="t", log=log, high_watermark=lambda: log.log_end_offset)
     share = share_apis(group_configs={"recent": {"share.auto.offset.reset": "by_duration:PT2H30M"},
                                       "days": {"share.auto.offset.reset": "by_duration:P1D"},
                                       "now": {"share.auto.offset.reset": "by_duration:PT1M"},
                                       "earliest": {"share.auto.offset.reset": "earliest"}}, log_dir=tmp_path)
     assert share.initial_start(("recent", T1, 0), partition) == (Errors.NONE, 3)     # 2 h and 1 h ago
     assert share.initial_start(("days", T1, 0), partition) == (Errors.NONE, 0)
-    assert share.initial_start(("now", T1, 0), partition) == (Errors.OFFSET_NOT_AVAILABLE, -1)
+    code, offset = share.initial_start(("now", T1, 0), partition)
+    assert (code, offset) == (Errors.OFFSET_NOT_AVAILABLE, -1)
+    assert re.fullmatch(rf"Offset for timestamp \d+ not found for topic partition: {uuid_to_kafka_string(T1)}:t-0",
+                        message_of(code))                    # Kafka's, sent as the partition's ErrorMessage
     assert share.initial_start(("earliest", T1, 0), partition) == (Errors.NONE, 0)
     assert share.initial_start(("latest", T1, 0), partition) == (Errors.NONE, 5)
     log.close()

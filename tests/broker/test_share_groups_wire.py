@@ -217,3 +217,26 @@ def test_share_group_members_fetch_acknowledge_and_redeliver(kafkawire_broker):
     assert [r.error_code for r in deleted] == [Errors.NONE, Errors.GROUP_ID_NOT_FOUND]
     assert start_offsets() == [-1, -1]            # the state is deleted before DeleteGroups answers
     assert call(node, ShareGroupDescribeRequest(group_ids=[GROUP]), 1).groups[0].error_code == Errors.GROUP_ID_NOT_FOUND
+
+
+def test_a_share_partition_without_state_is_refused_with_the_share_coordinators_message(kafkawire_broker):
+    """A member fetching a partition the group coordinator never initialized (not assigned to it)
+    gets the share coordinator's refusal as UNKNOWN_SERVER_ERROR with its message, and acknowledging
+    there UNKNOWN_TOPIC_OR_PARTITION with its message, as Kafka's SharePartitionManager answers."""
+    node, name, member = kafkawire_broker, "share-wire-no-state", str(uuid.uuid4())
+    topic_id = create_topic(node, name, 1)
+    wait_for_coordinator(node)
+    fetched = call(node, ShareFetchRequest(
+        group_id="share-wire-no-state-group", member_id=member, share_session_epoch=0, max_wait_ms=0, min_bytes=1,
+        max_bytes=1 << 20, max_records=500, batch_size=500, forgotten_topics_data=[],
+        topics=[FetchTopic(topic_id=topic_id, partitions=[FetchPartition(partition_index=0)])]), 2)
+    partition = fetched.responses[0].partitions[0]
+    assert (fetched.error_code, partition.error_code, partition.error_message) == (
+        Errors.NONE, Errors.UNKNOWN_SERVER_ERROR, "Read operation on uninitialized share partition not allowed.")
+    acked = call(node, ShareAcknowledgeRequest(
+        group_id="share-wire-no-state-group", member_id=member, share_session_epoch=1, topics=[AcknowledgeTopic(
+            topic_id=topic_id, partitions=[AcknowledgePartition(partition_index=0, acknowledgement_batches=[
+                AckBatch(first_offset=0, last_offset=0, acknowledge_types=[ACCEPT])])])]), 2)
+    partition = acked.responses[0].partitions[0]
+    assert (partition.error_code, partition.error_message) == (
+        Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.UNKNOWN_TOPIC_OR_PARTITION.message)

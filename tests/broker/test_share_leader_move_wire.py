@@ -19,6 +19,7 @@ from kafkawire.messages.share_fetch_request import AcknowledgementBatch
 from kafkawire.protocol.error_codes import Errors
 
 from .test_replication_follower_wire import NODES, WAIT_S, three_combined_nodes
+from .test_share_group_offsets_wire import offsets
 from .test_share_groups_wire import GROUP, assigned_once_initialized, delivered, heartbeat, produce, share_fetch
 from .wire import call
 
@@ -57,9 +58,11 @@ def test_a_new_leader_on_another_broker_resumes_the_share_partition_from_the_sha
         topic_id, _ = quorum.wait_until(lambda: _metadata(first), WAIT_S, f"{TOPIC} created")
         coordinator = quorum.wait_until(lambda: _coordinator(first, 2, coordinator_key(GROUP, topic_id, 0)),
                                         WAIT_S, "the share coordinator")
-        old, new = [n for n in NODES if n != coordinator]          # both leaders away from the coordinator
+        group_id = quorum.wait_until(lambda: _coordinator(first, 0, GROUP), WAIT_S, "the group coordinator")
+        group_node = brokers[group_id]
+        # both leaders away from the share coordinator, the new one also away from the group coordinator
+        old, new = sorted((n for n in NODES if n != coordinator), key=lambda n: n != group_id)
         _lead(quorum, brokers, [old, new, coordinator])
-        group_node = brokers[quorum.wait_until(lambda: _coordinator(first, 0, GROUP), WAIT_S, "the group coordinator")]
         member = str(uuid.uuid4())
         quorum.wait_until(lambda: heartbeat(group_node, member, 0, [TOPIC]).error_code == Errors.NONE, WAIT_S,
                           "the member joined")
@@ -78,3 +81,8 @@ def test_a_new_leader_on_another_broker_resumes_the_share_partition_from_the_sha
                                                                 wait_ms=2_000)).get(0), WAIT_S, "records from the new leader")
         # 3 released (written with its delivery count), 4 acquired only (not written, as Kafka's)
         assert moved == ([b"v3", b"v4"], [(3, 3, 2), (4, 4, 1)])
+        # the group coordinator's lag comes from the leader's latest offset (ListOffsets to it, over
+        # the network: it leads elsewhere): 5 records, 3 acknowledged, whichever start offset and
+        # delivery-complete count the leader wrote last (0 and 3, or 3 and 0)
+        (start, lag, code), = offsets(group_node, {TOPIC: [0]}, group=GROUP)[TOPIC].values()
+        assert (start in (0, 3), lag, code) == (True, 2, Errors.NONE)

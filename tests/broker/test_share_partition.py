@@ -102,7 +102,7 @@ def test_bad_acknowledgements_change_nothing():
     acquire(sp)
     before = states(sp)
     assert ack(sp, 0, 9, [ACCEPT], member="m2") == Errors.INVALID_RECORD_STATE     # not m2's
-    assert ack(sp, 8, 12, [ACCEPT]) == Errors.INVALID_RECORD_STATE                # 10-12 never acquired
+    assert ack(sp, 8, 12, [ACCEPT]) == Errors.INVALID_REQUEST       # 10-12 never acquired: as Kafka's findSubMap
     assert ack(sp, 0, 2, [ACCEPT, ACCEPT]) == Errors.INVALID_REQUEST               # 2 types for 3 offsets
     assert ack(sp, 0, 0, [9]) == Errors.INVALID_REQUEST                            # no such type
     assert ack(sp, 0, 0, [RENEW]) == Errors.INVALID_REQUEST                        # RENEW only in v2
@@ -388,3 +388,57 @@ def test_a_failed_write_rolls_the_acknowledgement_back_and_a_fenced_one_drops_th
     assert asyncio.run(acknowledge(5, 9)) == Errors.UNKNOWN_SERVER_ERROR
     assert asyncio.run(acknowledge(5, 9)) == Errors.NOT_LEADER_OR_FOLLOWER       # another state epoch: read again
     assert key not in share.partitions
+
+
+class _Unread:
+    """A share coordinator with no state for the share-partition, as Kafka's refuses its read."""
+
+    def __init__(self):
+        self.asked: list = []
+
+    async def read(self, group_id, topic_id, partition, leader_epoch):
+        self.asked.append("read")
+        return Errors.INVALID_REQUEST, None
+
+    async def initialize(self, *args):
+        self.asked.append("initialize")
+        return Errors.NONE
+
+
+def test_a_share_partition_no_group_coordinator_initialized_fails_its_fetch_as_kafkas_leader_does():
+    """A share-partition the share coordinator has no state for (its group coordinator never
+    initialized it: the member fetching it was not assigned it) is not initialized by its
+    leader: the read's INVALID_REQUEST is the fetch's UNKNOWN_SERVER_ERROR (fetchPersisterError),
+    nothing is kept, and the next fetch reads again."""
+    import asyncio
+    from types import SimpleNamespace
+    from kafkawire.broker.share_state_keeper import ShareStateKeeper
+    key = ("g", TOPIC, 0)
+    share = SimpleNamespace(partitions={}, broker=SimpleNamespace(node_id=1))
+    keeper = ShareStateKeeper(share)
+    keeper.persister = _Unread()
+    partition = SimpleNamespace(leader_epoch=4)
+    settings = ShareSettings(record_lock_duration_ms=60_000, delivery_count_limit=3, max_record_locks=100)
+    assert asyncio.run(keeper.load(key, partition, settings)) == Errors.UNKNOWN_SERVER_ERROR
+    assert keeper.persister.asked == ["read"] and share.partitions == {} and keeper.needs_load(key, partition)
+
+
+def test_a_start_offset_past_the_log_end_is_kept_as_kafkas_share_partition_keeps_it():
+    """An altered start offset past the log end: the leader starts there, the records before it
+    are never delivered (Kafka's SharePartition takes the persisted start offset as it is)."""
+    import asyncio
+    from types import SimpleNamespace
+    from kafkawire.broker.share_state_keeper import ShareStateKeeper
+
+    class Altered:
+        async def read(self, group_id, topic_id, partition, leader_epoch):
+            return Errors.NONE, (2, 50, [])
+    key = ("g", TOPIC, 0)
+    share = SimpleNamespace(partitions={}, broker=SimpleNamespace(node_id=1))
+    keeper = ShareStateKeeper(share)
+    keeper.persister = Altered()
+    partition = SimpleNamespace(leader_epoch=4, log=SimpleNamespace(log_start_offset=0, log_end_offset=6))
+    settings = ShareSettings(record_lock_duration_ms=60_000, delivery_count_limit=3, max_record_locks=100)
+    assert asyncio.run(keeper.load(key, partition, settings)) == Errors.NONE
+    sp = share.partitions[key]
+    assert (sp.start_offset, sp.first_available(0, settings), keeper.state_epochs[key]) == (50, 50, 2)

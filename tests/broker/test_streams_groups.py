@@ -642,3 +642,19 @@ def test_a_dynamic_assignment_interval_applies_clamped_to_the_static_bounds(capl
     assert h.apis.group_settings(GROUP).assignment_interval_ms == 300
     h.image.configs[(GROUP_RESOURCE, GROUP)] = {"streams.assignment.interval.ms": "0"}
     assert h.apis.group_settings(GROUP).assignment_interval_ms == 0
+
+
+def test_unloading_drops_the_partitions_streams_groups_with_their_timers():
+    """GroupMetadataManager.onUnloaded (the runtime cancels the partition's timers): the streams
+    groups of a partition no longer led here go with their members' session timers, and their
+    offsets with them (GroupOffsets.unload), so no timer fences a member of the group a reload
+    brings back; another group's offsets stay."""
+    from kafkawire.broker.streams_coordinator import session_key
+    h = Harness()
+    h.join("m1")
+    assert session_key(GROUP, "m1") in h.timer.due
+    h.offsets.offsets[GROUP] = {("in", 0): None}
+    h.offsets.offsets["other"] = {("in", 0): None}
+    h.offsets.unload(lambda group_id: group_id == GROUP)
+    assert GROUP not in h.coordinator.groups and list(h.offsets.offsets) == ["other"]
+    assert [key for key in h.timer.due if GROUP in key.split("-")] == []

@@ -391,3 +391,63 @@ def test_client_metrics_subscriptions_are_validated_as_kafkas_controller_validat
     ]
     assert leader.image.configs[(sub, "s")] == {"metrics": "org.apache.kafka.producer.,a", "interval.ms": "1000",
                                                 "match": "client_id=prod-.*"}
+
+
+BROKER_LOGGER = 8
+LOGGER = "kafkawire.tests.controller_logger"
+
+
+def test_a_controller_changes_its_own_log_levels_as_kafkas_controller_apis_does():
+    """IncrementalAlterConfigs on BROKER_LOGGER <this node> sets or unsets the node's logger
+    (RuntimeLoggerManager), answered after the controller's results and writing nothing; a
+    validate-only change and a refused one change nothing; the legacy AlterConfigs refuses the type
+    (authorizeAlterResource)."""
+    import logging
+    logger = logging.getLogger(LOGGER)
+    try:
+        responses, records, _ = scenario([create("t")], [
+            (44, 1, incremental((BROKER_LOGGER, "1", [(LOGGER, SET, "DEBUG")]),
+                                (TOPIC, "t", [("retention.ms", SET, "9")]))),
+            (44, 1, incremental((BROKER_LOGGER, "1", [(LOGGER, SET, "ERROR")]), validate_only=True)),
+            (44, 1, incremental((BROKER_LOGGER, "2", [(LOGGER, SET, "ERROR")]),
+                                (BROKER_LOGGER, "1", [(LOGGER, SET, "LOUD")]),
+                                (BROKER_LOGGER, "1", [("root", DELETE, None)]))),
+            (33, 1, legacy((BROKER_LOGGER, "1", [(LOGGER, "ERROR")]))),
+        ])
+        assert logger.level == logging.DEBUG
+        assert [config_results(r) for r in responses] == [
+            [(TOPIC, "t", "NONE", None), (BROKER_LOGGER, "1", "NONE", None)],
+            [(BROKER_LOGGER, "1", "NONE", None)],
+            [(BROKER_LOGGER, "2", "INVALID_REQUEST", "Unexpected node id. Expected 1, but received 2"),
+             (BROKER_LOGGER, "1", "INVALID_CONFIG", f"Cannot set the log level of {LOGGER} to LOUD as it is not a "
+                                                    "supported log level. Valid log levels are DEBUG, ERROR, FATAL, "
+                                                    "INFO, TRACE, WARN"),
+             (BROKER_LOGGER, "1", "INVALID_REQUEST", "Removing the log level of the root logger is not allowed")],
+            [(BROKER_LOGGER, "1", "INVALID_REQUEST", "Unexpected resource type BROKER_LOGGER.")],
+        ]
+        assert config_records(records) == [("ConfigRecord", TOPIC, "t", "retention.ms", "9")]
+    finally:
+        logger.setLevel(logging.NOTSET)
+
+
+def test_a_controller_that_is_not_active_changes_its_log_levels_too():
+    """With no other resource the request needs no write (QuorumController answers an empty change
+    at once), so a standby controller applies it as well; with one, NOT_CONTROLLER for all."""
+    import logging
+    logger = logging.getLogger(LOGGER)
+    standby = add_controller(FakeQuorum(), 1)
+
+    async def go():
+        async with Running(standby):
+            alone = await standby.handlers()[44].handle(
+                Ctx(1), incremental((BROKER_LOGGER, "1", [(LOGGER, SET, "WARN")])))
+            both = await standby.handlers()[44].handle(Ctx(1), incremental(
+                (TOPIC, "t", [("retention.ms", SET, "9")]), (BROKER_LOGGER, "1", [(LOGGER, SET, "DEBUG")])))
+            return alone, both
+    try:
+        alone, both = run(go())
+        assert config_results(alone) == [(BROKER_LOGGER, "1", "NONE", None)]
+        assert [r[2] for r in config_results(both)] == ["NOT_CONTROLLER", "NOT_CONTROLLER"]
+        assert logger.level == logging.DEBUG      # applied before the write, as ControllerApis does
+    finally:
+        logger.setLevel(logging.NOTSET)

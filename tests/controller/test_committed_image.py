@@ -204,3 +204,36 @@ def test_a_controller_registration_applied_ahead_does_not_count_until_it_commits
             return ahead
 
     assert run(go()) == (True, False)
+
+
+def test_a_brokers_configs_are_read_without_a_view_once_committed_and_each_record_replaces_their_map():
+    """CommittedImage.resource_configs (what a controller-only node's watch of its TLS stores reads
+    on each commit, kafkawire.tools.server_start.CommittedConfigs): a broker config applied ahead
+    is not there until its batch commits; a record setting the value it had replaces the map
+    (KAFKA-14136: the record is what makes a node reread its key stores); no view is made."""
+    from kafkawire.messages.incremental_alter_configs_request import (AlterableConfig, AlterConfigsResource,
+                                                                      IncrementalAlterConfigsRequest)
+    quorum, leader = held_leader()
+    alter = IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(resource_type=4, resource_name="1", configs=[
+        AlterableConfig(name="log.retention.ms", config_operation=0, value="1000")])])
+
+    async def committed_alter():
+        quorum.holding = True
+        call = asyncio.ensure_future(leader.handlers()[44].handle(Ctx(7), alter))
+        await until(lambda: len(quorum.held) == 1, "the change applied ahead and appended")
+        ahead = leader.committed.resource_configs((4, "1"))
+        quorum.release()
+        assert (await call).responses[0].error_code == 0
+        return ahead, leader.committed.resource_configs((4, "1"))
+
+    async def go():
+        async with Running(leader):
+            await lead_with_a_broker(quorum, leader)
+            first_ahead, first = await committed_alter()
+            second_ahead, second = await committed_alter()
+            return first_ahead, first, second_ahead, second, leader.committed._view
+
+    first_ahead, first, second_ahead, second, view = run(go())
+    assert first_ahead is None and first == {"log.retention.ms": "1000"}
+    assert second_ahead is first and second == first and second is not first
+    assert view is None

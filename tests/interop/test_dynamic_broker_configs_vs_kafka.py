@@ -64,8 +64,13 @@ def _reconfiguration_sweep() -> list[dict]:
     advertising = {**node, "static": {**node["static"], "advertised.listeners": "PLAINTEXT://localhost:9092,"
                                                                                 "CONTROLLER://localhost:9093"}}
     listener_changes = [c for c in changes if "listeners" in c]
+    # a broker that added a listener dynamically (advertised.listeners unset: it is advertised too)
+    added = {**node, "per_broker": {"listeners": "PLAINTEXT://localhost:9092,EXTRA://localhost:9095,"
+                                                 "CONTROLLER://localhost:9093",
+                                    "listener.security.protocol.map": f"{protocols},EXTRA:PLAINTEXT"}}
     return [{"props": {**broker["per_broker"], **props}, "per_broker": True, "broker": broker}
-            for broker, broker_changes in ((node, changes), (own, changes), (advertising, listener_changes))
+            for broker, broker_changes in ((node, changes), (own, changes), (advertising, listener_changes),
+                                           (added, listener_changes + [{"num.io.threads": "9"}]))
             for props in broker_changes]
 
 

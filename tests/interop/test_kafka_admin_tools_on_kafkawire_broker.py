@@ -115,6 +115,7 @@ def state(broker):
     yield {"member": member.memberid()}
     member.close()
     open_producer.abort_transaction(WAIT_S)       # before the node goes, so that it does not retry for ever
+    open_producer.close()
 
 
 def groups(broker, *args) -> str:

@@ -221,6 +221,8 @@ class SteadyProducer:
             self._stop.set()
             self._thread.join(10)
             remaining = self.producer.flush(flush_s)
+            if remaining:
+                self.producer.purge()     # close() would wait until they time out (message.timeout.ms)
             self.producer.close()         # librdkafka's threads would go on reconnecting after the test
             assert remaining == 0, f"{remaining} records still unacknowledged after {flush_s} s"
 

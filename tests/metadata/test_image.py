@@ -342,3 +342,13 @@ def test_unknown_record_name_is_refused():
     from kafkawire import messages
     with pytest.raises(ImageError, match="not a record the image knows"):
         MetadataImage().apply(messages.by_name("SnapshotHeaderRecord")())
+
+
+def test_each_record_of_a_broker_replaces_its_config_map_even_when_it_sets_the_value_it_had():
+    """Even with no frozen view sharing it (a controller-only node's follower): a reader notices a
+    record of the broker by the map's identity (KAFKA-14136: it makes the node reread its stores)."""
+    image = MetadataImage()
+    image.apply(record("ConfigRecord", resource_type=4, resource_name="1", name="log.retention.ms", value="1"))
+    first = image.configs[(4, "1")]
+    image.apply(record("ConfigRecord", resource_type=4, resource_name="1", name="log.retention.ms", value="1"))
+    assert image.configs[(4, "1")] == first and image.configs[(4, "1")] is not first

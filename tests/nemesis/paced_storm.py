@@ -31,7 +31,8 @@ By hand, at 100k partitions (exits 1 if a check of ``problems`` fails):
     python -m tests.nemesis.paced_storm [--brokers 100] [--partitions 100000] [--seconds 20] [--fence fence|shutdown]
 
 ``--fence``: the first broker leaves the storm a quarter of the way into it and asks to be fenced
-(or to shut down); printed: when that was answered and when its partitions had all moved
+(or to shut down); printed: when that was answered, when its leaderships were committed (the
+leader's log line) with each voter's CPU meanwhile, and when its partitions had all moved
 (Fencing). With 10 brokers each leads a tenth of the partitions (issue 28: "fencing a broker
 that leads 10% of 1M partitions").
 
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime
 import json
 import os
 import statistics
@@ -274,7 +276,13 @@ class Fencing:
     ``done_s``: when its partitions had all moved, as the broker sees it: for a fence, the first
     heartbeat every FENCE_POLL_S without WantFence that unfences it (a fenced broker whose
     partitions are still moving stays fenced); for a shutdown, the first heartbeat told to shut
-    down (it leads nothing). Both from the asking heartbeat's sending."""
+    down (it leads nothing). Both from the asking heartbeat's sending.
+
+    With ``log_path`` (the active controller's log) and ``pids`` (every node's process), also
+    issue 28's figure end to end: ``committed_s``, from the asking heartbeat's sending to the
+    time stamp of the leader's line saying the broker's leaderships moved and committed (the
+    quorum's high watermark past them), and each node's CPU (``cpu_s``, utime + stime) from the
+    sending until that line was seen: whether the three voters' replay, not waiting, set the time."""
     how: str
     broker: int
     at_s: float = float("nan")
@@ -282,22 +290,55 @@ class Fencing:
     done_s: float = float("nan")
     answers: Counter = field(default_factory=Counter)
     leaderships: str = "not logged"     # the active controller's log: its leaderships moved and committed
+    log_path: str | None = None
+    pids: dict = field(default_factory=dict)          # node id -> pid
+    sent_at: float = float("nan")                     # the asking heartbeat's sending, time.time()
+    committed_s: float = float("nan")
+    cpu_s: dict = field(default_factory=dict)         # node id -> CPU s from the sending to the line
 
     def line(self) -> str:
+        end_to_end = ""
+        if self.log_path is not None:
+            cpu = ", ".join(f"node {n} {s:.2f} s" for n, s in sorted(self.cpu_s.items())) or "not read"
+            end_to_end = (f"; its leaderships committed {self.committed_s:.2f} s after the asking heartbeat was "
+                          f"sent (the leader's log line's time), the nodes' CPU meanwhile: {cpu}")
         return (f"  {self.how} of broker {self.broker} at {self.at_s:.1f} s into the window: answered after "
                 f"{self.answered_s:.2f} s, its partitions moved after {self.done_s:.2f} s; its answers "
-                f"{dict(self.answers)}; the leader's log: {self.leaderships}")
+                f"{dict(self.answers)}; the leader's log: {self.leaderships}{end_to_end}")
 
-    def read_leaderships(self, log_path: str) -> None:
+    def read_leaderships(self, log_path: str) -> bool:
         """The active controller's line for a fence in steps (fencing.py): the broker's leaderships
-        moved and committed, in ms from its job's start (the fence's event)."""
+        moved and committed, in ms from its job's start (the fence's event); whether it is there."""
         wanted = f"broker {self.broker} leads no partition: "
         with open(log_path, errors="replace") as f:
             for line in f:
                 if wanted in line:
                     self.leaderships = line.split(wanted, 1)[1].split(" (kafkawire", 1)[0].strip()
+                    self.committed_s = _logged_at(line) - self.sent_at
+                    return True
+        return False
+
+    def node_cpu(self) -> dict:
+        return {node: cpu_seconds(pid) for node, pid in self.pids.items()}
+
+    async def watch_leaderships(self, cpu_before: dict) -> None:
+        """Until the leader logs the broker's leaderships committed (at most FENCE_BOUND_S): then
+        the nodes' CPU since ``cpu_before``."""
+        while time.time() - self.sent_at < FENCE_BOUND_S:
+            await asyncio.sleep(LOG_POLL_S)
+            if self.read_leaderships(self.log_path):
+                after = self.node_cpu()
+                self.cpu_s = {node: after[node] - cpu_before[node] for node in after}
+                return
 
 
+def _logged_at(line: str) -> float:
+    """The time stamp of a node's log line (logging's asctime, local time) as time.time()."""
+    stamp = line[1:line.index("]")]
+    return datetime.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
+LOG_POLL_S = 0.02
 FENCE_AT, FENCE_POLL_S, FENCE_BOUND_S = 0.25, 0.1, 300
 
 
@@ -305,10 +346,21 @@ async def fence_one(fakes: FakeBrokers, fencing: Fencing, seconds: float) -> Non
     await asyncio.sleep(seconds * FENCE_AT)
     fencing.at_s = seconds * FENCE_AT
     b, shutdown = fencing.broker, fencing.how == "shutdown"
-    started = time.perf_counter()
+    cpu_before = fencing.node_cpu()
+    started, fencing.sent_at = time.perf_counter(), time.time()
     reply = await fakes._beat(b, want_fence=not shutdown, want_shut_down=shutdown)
     fencing.answers[Errors.for_code(reply.error_code).name] += 1
     fencing.answered_s = time.perf_counter() - started
+    watch = asyncio.ensure_future(fencing.watch_leaderships(cpu_before)) if fencing.log_path else None
+    try:
+        await _until_moved(fakes, fencing, started, shutdown)
+    finally:
+        if watch is not None:
+            await watch
+
+
+async def _until_moved(fakes: FakeBrokers, fencing: Fencing, started: float, shutdown: bool) -> None:
+    b = fencing.broker
     while time.perf_counter() - started < FENCE_BOUND_S:
         await asyncio.sleep(FENCE_POLL_S)
         reply = await fakes._beat(b, want_shut_down=shutdown)
@@ -477,14 +529,15 @@ def commit_latency(metrics_file: str | None) -> dict:
 async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, partitions: int, seconds: float,
                          idle: bool = True, metrics_file: str | None = None, fence: str | None = None,
                          around_storm=None, metrics_url: str | None = None,
-                         scrape_every_s: float | None = None) -> StormReport:
+                         scrape_every_s: float | None = None, fence_watch: tuple | None = None) -> StormReport:
     """The run against the active controller at ``address`` (its process ``pid``, its raft
     metrics in ``metrics_file`` if given, its Prometheus endpoint at ``metrics_url`` if given:
     its request metrics scraped around the storm, and every ``scrape_every_s`` in it if given);
     ``idle`` False leaves the idle window out; ``fence``
     ("fence" or "shutdown") fences or shuts down the first broker during the storm (Fencing);
     ``around_storm``, a pair of callables (a profiler's start and stop), is called at the storm
-    window's start and end."""
+    window's start and end; ``fence_watch``, (the active controller's log, {node id: pid}), adds
+    the fence's end-to-end figure (Fencing)."""
     load = os.getloadavg()[0]
     view = await describe_quorum(address)
     fakes = FakeBrokers(address, cluster_id, brokers)
@@ -501,6 +554,8 @@ async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, parti
         # before the storm's tasks exist (gather starts them)
         scraped = [] if metrics_url is None else [await asyncio.to_thread(heartbeat_metrics, metrics_url)]
         fencing = Fencing(fence, fakes.ids[0]) if fence else None
+        if fencing is not None and fence_watch is not None:
+            fencing.log_path, fencing.pids = fence_watch
         both = asyncio.gather(fakes.storm(seconds, skip={fencing.broker} if fencing else ()),
                               probe_creates(address, seconds, "storm"),
                               *([scrape_during(metrics_url, seconds, scrape_every_s)]
@@ -556,7 +611,9 @@ def run(base_dir: str, brokers: int, partitions: int, seconds: float, properties
         report = asyncio.run(storm_at_scale(quorum.address(leader), quorum.cluster_id, process.pid,
                                             brokers, partitions, seconds, metrics_file=metrics, fence=fence,
                                             around_storm=around, metrics_url=f"http://127.0.0.1:{metrics_ports[leader]}",
-                                            scrape_every_s=scrape_every_s))
+                                            scrape_every_s=scrape_every_s,
+                                            fence_watch=(quorum.log_path(leader),
+                                                         {n: p.pid for n, p in quorum.processes.items()})))
         if report.fencing is not None:
             report.fencing.read_leaderships(quorum.log_path(leader))
         return report

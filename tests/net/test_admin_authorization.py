@@ -61,6 +61,32 @@ def test_alter_configs_needs_alter_configs_on_the_topic_or_the_cluster_for_broke
     assert seen == [[(2, "mine"), (2, "theirs"), (4, "1")]]
 
 
+def test_a_broker_logger_change_needs_cluster_action_and_is_answered_last():
+    """ControllerApis.handleIncrementalAlterConfigs checks CLUSTER_ACTION on the cluster for each
+    BROKER_LOGGER resource (ALTER_CONFIGS is not enough) and adds those answers after the rest."""
+    seen = []
+
+    async def controller(ctx, request):
+        seen.append([(r.resource_type, r.resource_name) for r in request.resources])
+        return IncrementalAlterConfigsResponse(responses=[AlterConfigsResourceResponse(
+            resource_type=r.resource_type, resource_name=r.resource_name, error_message=None)
+            for r in request.resources])
+
+    request = IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(resource_type=8, resource_name="1"),
+                                                        AlterConfigsResource(resource_type=8, resource_name="1"),
+                                                        AlterConfigsResource(resource_type=4, resource_name="1")])
+    alter_only = Grants((Op.ALTER_CONFIGS, RESOURCE_CLUSTER, "kafka-cluster"))
+    response = run(authorizing_alter_configs(ApiHandler(controller), alter_only, AlterConfigsResourceResponse)
+                   .handle(ALICE, request))
+    assert seen == [[(4, "1")]]
+    assert [(r.resource_type, r.error_code, r.error_message) for r in response.responses] == [
+        (4, 0, None), (8, 31, "Cluster authorization failed."), (8, 31, "Cluster authorization failed.")]
+    seen.clear()
+    acting = Grants((Op.CLUSTER_ACTION, RESOURCE_CLUSTER, "kafka-cluster"))
+    run(authorizing_alter_configs(ApiHandler(controller), acting, AlterConfigsResourceResponse).handle(ALICE, request))
+    assert seen == [[(8, "1"), (8, "1")]]
+
+
 def test_create_partitions_needs_alter_on_each_topic():
     async def controller(ctx, request):
         return CreatePartitionsResponse(results=[CreatePartitionsTopicResult(name=t.name) for t in request.topics])

@@ -61,6 +61,15 @@ def _pem_cert(cert) -> bytes:
     return cert.public_bytes(serialization.Encoding.PEM)
 
 
+def java_truststore(certificates, encryption) -> bytes:
+    """A PKCS12 trust store Java trusts as well as Python: each certificate's bag carries Oracle's
+    trusted-key-usage attribute, without which Java's PKCS12 KeyStore lists no trusted entry (a
+    Kafka broker given the store starts with no CA). tests/interop/test_trust_stores_vs_keytool.py
+    asks keytool."""
+    return pkcs12.serialize_java_truststore(
+        [pkcs12.PKCS12Certificate(c, f"ca{i}".encode()) for i, c in enumerate(certificates)], encryption)
+
+
 def make_pki(directory: Path) -> Pki:
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -80,7 +89,7 @@ def make_pki(directory: Path) -> Pki:
     enc = serialization.BestAvailableEncryption(PASSWORD.encode())
     files = {
         "ca_pem": _pem_cert(ca),
-        "ca_p12": pkcs12.serialize_key_and_certificates(None, None, None, [ca], enc),
+        "ca_p12": java_truststore([ca], enc),
         "server_pem": _pem_key(server_key) + _pem_cert(server) + _pem_cert(ca),
         "server_key_pem": _pem_key(server_key),
         "server_cert_pem": _pem_cert(server) + _pem_cert(ca),

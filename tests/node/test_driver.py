@@ -6,6 +6,7 @@ from kafkawire.raft.config import RaftConfig
 from kafkawire.raft.node.disk_store import DiskLogStore
 from kafkawire.raft.node.driver import RaftDriver
 from kafkawire.raft.contract import NotLeader
+from kafkawire.raft.io import OutboundRequest, Ready
 from kafkawire.raft.types import Endpoints
 from kafkawire.raft.voters import VoterSet
 
@@ -279,3 +280,50 @@ def test_an_election_is_written_on_the_disk_thread_and_its_effects_wait_until_it
     assert during == []                                     # held while the write was not durable
     assert leaders == [(1, election.epoch)] and election.leader_id == 1
     assert threads and threading.get_ident() not in threads  # not the loop's thread
+
+
+def test_a_followers_commits_are_applied_after_its_next_fetch_has_left(tmp_path):
+    """A follower's Ready carries its next Fetch and the high watermark the last answer gave: the
+    Fetch leaves first (it tells the leader this node's log end, which the leader's commits wait
+    for), each commit is applied after its own Fetch, in order, and one that a commit not
+    deferred already covered is not applied again (driver_load._commit_after_send)."""
+    two_voters = Endpoints((("CONTROLLER", "127.0.0.1", 1),))
+    follower_config = RaftConfig(node_id=1, cluster_id="c", endpoints=two_voters, election_timeout_ms=60_000,
+                                 static_voters=VoterSet.static({1: two_voters, 2: two_voters}))
+
+    async def run():
+        driver = RaftDriver(follower_config, DiskLogStore(tmp_path / "p"), client=None, seed=1)
+        driver.start()
+        order = []
+
+        async def send(request):
+            if request.body == "fetch":
+                order.append(("fetch sent", request.correlation_id))
+
+        def commit_through(through):
+            order.append(("applied through", through))
+            driver.metrics.set_high_watermark(through)
+        driver._send, driver._commit_through = send, commit_through
+        fetch = lambda n: OutboundRequest(n, 2, None, "fetch")     # noqa: E731
+        try:
+            assert not driver.is_leader()
+            driver._apply_effects(Ready(send=(fetch(1),), committed_through=5))
+            driver._apply_effects(Ready(send=(fetch(2),), committed_through=7))
+            before_the_loop_turned = list(order)
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+            deferred = list(order)
+            driver._apply_effects(Ready(send=(fetch(3),), committed_through=9))
+            driver._apply_effects(Ready(committed_through=10))      # no Fetch in it: applied at once
+            at_once = list(order)
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+            return before_the_loop_turned, deferred, at_once, list(order)
+        finally:
+            await driver.close()
+
+    before_the_loop_turned, deferred, at_once, last = asyncio.run(run())
+    assert before_the_loop_turned == []
+    assert deferred == [("fetch sent", 1), ("applied through", 5), ("fetch sent", 2), ("applied through", 7)]
+    assert at_once == deferred + [("applied through", 10)]
+    assert last == at_once + [("fetch sent", 3)]                     # 9 not applied after 10

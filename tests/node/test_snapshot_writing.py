@@ -2,11 +2,13 @@
 thread, never re-entering the core from inside _apply; a crash while a snapshot is written
 leaves the log whole and no partial snapshot behind."""
 import asyncio
+import gc
 import os
 import threading
 
 from kafkawire.raft.config import RaftConfig
 from kafkawire.raft.node import driver_snapshots as driver_module
+from kafkawire.raft.node import gc_pauses
 from kafkawire.raft.node.disk_store import DiskLogStore
 from kafkawire.raft.node.driver import RaftDriver
 from kafkawire.raft.node.snapshot_writer import freeze_image, write_image
@@ -155,3 +157,35 @@ def test_the_worker_writes_the_records_as_they_are_produced_and_keeps_none(tmp_p
     path = write_image(str(tmp_path), image)
     assert image.count == 1201 and image._values is None and image._produce is None
     assert [bytes(r.value) for r in SnapshotReader(path).records()] == [f"v{i}".encode() for i in range(1201)]
+
+
+def test_what_a_written_snapshot_holds_is_frozen_out_of_the_collections(tmp_path):
+    """Once a snapshot is written, the state machine's image it holds is long-lived: the node
+    freezes what survives (gc_pauses.freeze_after_load), so that full collections walk only
+    what is made after it (a fencing at 1M partitions right after the build had a full
+    collection of 0.5-0.8 s on each voter, walking what the build left unfrozen)."""
+    gc.unfreeze()
+    token = gc_pauses.log_long_pauses(500)       # a node's default kafkawire.gc.freeze.after.ms
+    threshold = gc.get_threshold()
+
+    async def run():
+        machine = Machine()
+        driver = _driver(tmp_path / "p", machine, 1)
+        driver.start()
+        try:
+            await _until(driver.is_leader, "leadership")
+            for i in range(10):
+                await driver.append([f"v{i}".encode()])
+            kept = [["made before the snapshot"]]       # a container, as the image's objects are
+            freezes = gc_pauses.freezes[0]
+            await _until(lambda: gc_pauses.freezes[0] > freezes, "a freeze after the snapshot's write")
+            assert driver.store.snapshot_ids(), "frozen before any snapshot was written"
+            return kept
+        finally:
+            await driver.close()
+    try:
+        kept = asyncio.run(run())
+        assert not any(o is kept[0] for o in gc.get_objects()), "an object older than the snapshot was not frozen"
+    finally:
+        gc_pauses.stop_logging_long_pauses(token)      # the last watcher: unfreezes what the policy froze
+        gc.set_threshold(*threshold)

@@ -183,6 +183,7 @@ class ControllerNode:
         self.driver: RaftDriver | None = None
         self.servers: list[KafkaServer] = []
         self.controller_ssl_reload = None      # the controller listeners' stores watched (kafkawire.tools.server_start)
+        self.metric_reporters_reload = None    # metric.reporters changed dynamically (kafkawire.tools.metric_reporters)
         self.state_machine: StateMachine | None = None
         self.topic: MetadataTopic | None = None
         self._tasks: list[asyncio.Task] = []
@@ -278,17 +279,31 @@ class ControllerNode:
 
     async def _start_metrics_endpoint(self) -> None:
         """The Prometheus endpoint, when metric.reporters names kafkawire.metrics.PrometheusReporter."""
-        c = self.config
-        listener = c.prometheus_listener
-        if listener is None:
+        if self.config.prometheus_listener is None:
             return
-        families = node_families(self._started(self.driver), self.state_machine, c, self.extra_metric_families,
-                                 requests=self.request_metrics)
         try:
-            self.metrics_endpoint = endpoint = await start_metrics_endpoint(listener, families)
+            await self.open_metrics_endpoint()
         except EndpointStartError as exc:
             raise NodeStartError(str(exc)) from None
+
+    async def open_metrics_endpoint(self) -> None:
+        """Start the Prometheus endpoint on kafkawire.metrics.prometheus.listener (at start, or when
+        a dynamic metric.reporters adds the reporter); EndpointStartError when it cannot."""
+        c = self.config
+        if self.metrics_endpoint is not None:
+            return
+        listener = c.kafkawire_metrics_prometheus_listener
+        families = node_families(self._started(self.driver), self.state_machine, c, self.extra_metric_families,
+                                 requests=self.request_metrics)
+        self.metrics_endpoint = endpoint = await start_metrics_endpoint(listener, families)
         log.info("node %d: metrics on http://%s:%d/metrics", c.node_id, listener[0] or "0.0.0.0", endpoint.port)
+
+    async def close_metrics_endpoint(self) -> None:
+        """Stop the Prometheus endpoint (a dynamic metric.reporters removed the reporter)."""
+        endpoint, self.metrics_endpoint = self.metrics_endpoint, None
+        if endpoint is not None:
+            await endpoint.close()
+            log.info("node %d: metrics endpoint closed", self.config.node_id)
 
     def _admission_limits(self) -> AdmissionLimits:
         c = self.config
@@ -470,8 +485,7 @@ class ControllerNode:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         for server in self.servers:
             await server.close(timeout_ms=1000)
-        if self.metrics_endpoint is not None:
-            await self.metrics_endpoint.close()
+        await self.close_metrics_endpoint()
         if driver is not None:
             await driver.client.close()
             await driver.close()

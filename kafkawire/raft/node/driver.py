@@ -71,6 +71,8 @@ its MetadataLoader's thread and publishes the image when done). Its rules:
   after its snapshot) is applied by the same steps, with the same holds, as a load with no
   snapshot (``_catch_up_in_steps``), except on a leader already caught up (its own commits,
   applied ahead by the controller); a new leader is caught up once it is done.
+* A follower's commits are applied on the loop turn after the Ready that carries them, once its
+  next Fetch (which tells the leader its log end) has left (driver_load._commit_after_send).
 
 RaftDriver is split in parts, mixins of one class: driver_disk (the disk thread's work and the
 held Readys), driver_snapshots (when a snapshot is due, writing it, cleaning behind it) and
@@ -358,7 +360,7 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing, SnapshotLoads):
                 loading.commit_through = max(loading.commit_through or 0, ready.committed_through)
             loading.appends_committed += ready.appends_committed
         elif ready.committed_through is not None:
-            self._commit_through(ready.committed_through)
+            self._commit_after_send(ready)          # a follower's after its next Fetch (driver_load)
         for token, offset in ready.appends_committed if loading is None else ():
             self._complete_appends(self._settled(token), offset, now)
         for token, error in ready.appends_failed:
@@ -563,6 +565,12 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing, SnapshotLoads):
         """The high watermark as far as the driver has exposed it (the last committed_through
         applied): the core's may be ahead while its fsync runs."""
         return max(self.metrics.high_watermark, 0)
+
+    def controller_clients(self) -> list[NetworkClient]:
+        """The clients this node has towards the controllers: the raft client and, once made,
+        the channel to the active controller (send_to_leader), which takes the raft client's
+        TLS context when it is made (a store changed dynamically reaches both)."""
+        return [self.client] + ([] if self._control_client is None else [self._control_client])
 
     async def send_to_leader(self, request, timeout_ms: int = 5000):
         leader = self.leader()

@@ -7,9 +7,10 @@
 // "static" server.properties and holding the "default" and "per_broker" dynamic configs: the
 // KafkaConfig rebuilt with the change, then the validateReconfiguration of the reconfigurables a
 // KRaft broker registers that its own checks (not plugins kafkawire does not run), in the broker's
-// order: the SocketServer's (each data-plane listener's connection quota, DataPlaneAcceptor and
+// order: the channel to the controllers' client channel builder (NodeToControllerChannelManager),
+// the SocketServer's (each data-plane listener's connection quota, DataPlaneAcceptor and
 // processors' channel builders, an SSL or SASL_SSL one checking a changed key or trust store),
-// BrokerDynamicThreadPool, DynamicLogConfig, DynamicListenerConfig, the SocketServer itself,
+// DynamicMetricsReporters (each class of metric.reporters loads), BrokerDynamicThreadPool, DynamicLogConfig, DynamicListenerConfig, the SocketServer itself,
 // DynamicProducerStateManagerConfig, DynamicRemoteLogConfig and the LogCleaner (when
 // log.cleaner.enable).
 // The broker's KafkaBroker is a proxy answering only config(), all these read of it.
@@ -21,6 +22,7 @@ import java.lang.reflect.Proxy;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -30,13 +32,21 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import kafka.network.SocketServer;
 import kafka.server.BrokerDynamicThreadPool;
 import kafka.server.DynamicListenerConfig;
+import kafka.server.DynamicMetricsReporters;
 import kafka.server.DynamicLogConfig;
 import kafka.server.DynamicRemoteLogConfig;
 import kafka.server.KafkaBroker;
 import kafka.server.KafkaConfig;
 import org.apache.kafka.common.security.token.delegation.internals.DelegationTokenCache;
 import org.apache.kafka.common.message.ApiMessageType;
+import org.apache.kafka.common.Reconfigurable;
 import org.apache.kafka.common.metrics.Metrics;
+import org.apache.kafka.common.network.ChannelBuilder;
+import org.apache.kafka.common.network.ChannelBuilders;
+import org.apache.kafka.common.network.ListenerName;
+import org.apache.kafka.common.security.JaasContext;
+import org.apache.kafka.common.security.auth.SecurityProtocol;
+import org.apache.kafka.common.utils.LogContext;
 import org.apache.kafka.server.network.ConnectionDisconnectListener;
 import org.apache.kafka.security.CredentialProvider;
 import org.apache.kafka.server.ServerSocketFactory;
@@ -111,6 +121,19 @@ public class DynamicBrokerConfigCheck {
                 if (method.getName().equals("config")) return config;
                 throw new UnsupportedOperationException(method.getName());
             });
+        // NodeToControllerChannelManagerImpl, which BrokerServer makes before its SocketServer:
+        // its client channel builder on the first controller listener (an SSL or SASL_SSL one
+        // checks a changed key or trust store), registered as a Reconfigurable
+        ListenerName controllerListener = new ListenerName(config.controllerListenerNames().get(0));
+        SecurityProtocol controllerProtocol = Optional.ofNullable(
+            config.effectiveListenerSecurityProtocolMap().get(controllerListener))
+            .orElseGet(() -> SecurityProtocol.forName(controllerListener.value()));
+        ChannelBuilder controllerChannel = ChannelBuilders.clientChannelBuilder(controllerProtocol,
+            JaasContext.Type.SERVER, config, controllerListener,
+            config.saslMechanismControllerProtocol(), Time.SYSTEM, new LogContext());
+        if (controllerChannel instanceof Reconfigurable reconfigurable) {
+            dynamic.addReconfigurable(reconfigurable);
+        }
         // The broker's SocketServer: for each data-plane listener (none is bound: the cases name
         // fixed ports, and an acceptor binds only a port 0 before it starts) its ConnectionQuotas,
         // its DataPlaneAcceptor (num.network.threads) and its processors' channel builders (an SSL
@@ -121,7 +144,10 @@ public class DynamicBrokerConfigCheck {
             new SimpleApiVersionManager(ApiMessageType.ListenerType.BROKER, false, () -> null),
             ServerSocketFactory.INSTANCE, scala.jdk.javaapi.CollectionConverters.asScala(
                 List.<ConnectionDisconnectListener>of()).toSeq());
-        // DynamicBrokerConfig.addReconfigurables(broker), in its order
+        // DynamicBrokerConfig.addReconfigurables(broker), in its order: the Reconfigurables (no
+        // authorizer here; KafkaYammerMetrics watches only the JMX include and exclude patterns),
+        // then the BrokerReconfigurables
+        dynamic.addReconfigurable(new DynamicMetricsReporters(config.brokerId(), config, new Metrics(), "cluster"));
         dynamic.addBrokerReconfigurable(new BrokerDynamicThreadPool(server));
         dynamic.addBrokerReconfigurable(new DynamicLogConfig(null, null));
         dynamic.addBrokerReconfigurable(new DynamicListenerConfig(server));
