@@ -31,6 +31,7 @@ from .replication_workload import Consumer, IdempotentProducer, OffsetCommitter,
 TOPIC = "replicated"
 PARTITIONS = 2
 IN_SYNC_BOUND_S = 60            # every replica back in the ISR within this after a heal
+TXN_THREAD_END_BOUND_S = 120    # its longest calls: InitProducerId (60 s), a commit and an abort (30 s each)
 KINDS = ["kill leader", "kill follower", "kill controller", "kill leader after an ack", "torn tail", "pause"]
 
 
@@ -198,6 +199,8 @@ def run(base_dir: str, duration_s: float, seed: int, log=print, transactions: bo
             txn.abandon.set()    # a failed run: its thread (and librdkafka's) ends, not retrying for 60 s
         stop.set()
         stop_reading.set()
+        if txn is not None:      # it closes its producer as it ends: while the brokers still run
+            txn.join(TXN_THREAD_END_BOUND_S)
         cluster.stop()
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from collections import defaultdict
 
 import confluent_kafka
@@ -65,6 +66,29 @@ class IdempotentProducer(threading.Thread):
         self.producer = None
 
 
+def close_producer(producer) -> None:
+    """Close ``producer`` (None: nothing) at once: its queued records purged (close would otherwise
+    wait for them), a fenced or failed one's errors ignored (its close tries to abort the open
+    transaction, and warns when that fails). Returns None, for ``producer = close_producer(producer)``.
+    Never call it (nor any other call of a transactional producer that may raise) inside an
+    ``except`` block: confluent-kafka 2.16 then keeps a reference to the exception being handled,
+    for good, and with it its traceback's frames and their producers."""
+    if producer is None:
+        return None
+    try:
+        producer.purge()
+        producer.flush(0)
+    except (confluent_kafka.KafkaException, RuntimeError):
+        pass                                 # a fatal error re-raised, or already closed
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            producer.close()
+        except (confluent_kafka.KafkaException, RuntimeError):
+            pass
+    return None
+
+
 class TransactionalProducer(threading.Thread):
     """Transactions of a few values each, committed or aborted at random until ``stop``.
     ``committed``: the values of transactions whose commit was acknowledged; ``aborted``: of those
@@ -79,48 +103,78 @@ class TransactionalProducer(threading.Thread):
         self.aborted: set[str] = set()
         self.errors: defaultdict[str, int] = defaultdict(int)
         self.n = 0
+        self.producer = None                 # the current one (only this thread uses it)
 
     def _new_producer(self):
         producer = confluent_kafka.Producer({
             "bootstrap.servers": self.bootstrap, "transactional.id": "nemesis-txn", "acks": "all",
             "transaction.timeout.ms": 10_000, "message.timeout.ms": 9_000, "linger.ms": 5, **QUIET})
-        producer.init_transactions(60)
-        return producer
+        try:
+            producer.init_transactions(60)
+            return producer
+        except confluent_kafka.KafkaException as exc:
+            failure = exc.args[0]
+        close_producer(producer)             # out of the handler (see close_producer)
+        raise confluent_kafka.KafkaException(failure)
 
     def run(self) -> None:
-        producer, current = None, []
-        while not self.stop.is_set():
-            try:
-                if producer is None:
-                    producer = self._new_producer()
-                current = [f"txn-{self.n + i}" for i in range(4)]
-                self.n += len(current)
-                self._one_transaction(producer, current, commit=self.rng.random() < 0.5)
-            except confluent_kafka.KafkaException as exc:
-                error = exc.args[0]
-                self.errors[f"{error.name()}: {error.str()[:90]}"] += 1
-                if error.txn_requires_abort():
-                    try:
-                        producer.abort_transaction(30)
-                        self.aborted.update(current)
-                    except confluent_kafka.KafkaException:
-                        producer = None
-                else:                        # the transaction's outcome unknown: a new producer
-                    producer = None          # (its InitProducerId completes or aborts it)
-                time.sleep(0.1)
-        if producer is None and not self.abandon.is_set():  # the last transaction's outcome unknown:
+        try:
+            self._transactions_until_stopped()
+            outcome_unknown = self.producer is None
+        finally:                             # whatever ended it, before the run stops the brokers
+            self.producer = close_producer(self.producer)  # (the run joins this thread first)
+        if outcome_unknown and not self.abandon.is_set():  # the last transaction's outcome unknown:
             self._fence_the_last()           # end it (the LSO must reach the high watermark at the end)
+
+    def _transactions_until_stopped(self) -> None:
+        """Transactions until ``stop`` through ``self.producer``, left None when the last one's
+        outcome is unknown. Each producer replaced is closed here: left to the collector, one
+        outlived its test, dialling the stopped brokers (a reference confluent-kafka keeps, see
+        close_producer)."""
+        while not self.stop.is_set():
+            error, values = self._try_a_transaction()
+            if error is None:
+                continue
+            self.errors[f"{error.name()}: {error.str()[:90]}"] += 1
+            if not (error.txn_requires_abort() and self._abort(values)):
+                # the outcome unknown (or the producer fenced): a new one's InitProducerId ends it
+                self.producer = close_producer(self.producer)
+            time.sleep(0.1)
+
+    def _try_a_transaction(self):
+        """(None, values) once a transaction of ``values`` ended as meant, else the KafkaError
+        that ended it: returned, so that the caller acts on it outside the ``except`` block."""
+        values = []
+        try:
+            if self.producer is None:
+                self.producer = self._new_producer()
+            values = [f"txn-{self.n + i}" for i in range(4)]
+            self.n += len(values)
+            self._one_transaction(self.producer, values, commit=self.rng.random() < 0.5)
+            return None, values
+        except confluent_kafka.KafkaException as exc:
+            return exc.args[0], values
+
+    def _abort(self, values: list[str]) -> bool:
+        try:
+            self.producer.abort_transaction(30)
+        except confluent_kafka.KafkaException:
+            return False
+        self.aborted.update(values)
+        return True
 
     def _fence_the_last(self) -> None:
         """InitProducerId until it succeeds (bounded): the coordinator aborts the open transaction."""
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not self.abandon.is_set():
             try:
-                self._new_producer()
-                return
+                fencer = self._new_producer()
             except confluent_kafka.KafkaException as exc:
                 self.errors[exc.args[0].name()] += 1
                 time.sleep(0.5)
+                continue
+            close_producer(fencer)
+            return
 
     def _one_transaction(self, producer, values: list[str], *, commit: bool) -> None:
         producer.begin_transaction()

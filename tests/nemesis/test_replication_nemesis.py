@@ -54,3 +54,56 @@ def test_the_checks_catch_a_lost_misplaced_duplicated_or_aborted_record(tmp_path
     check_reads({"a": [(0, 0), (0, 0)], "x": [(0, 5)]}, {"a": (0, 0, 0.0)}, {"y"}, {"x"}, verdict)
     assert verdict.read_twice == [("a", [(0, 0), (0, 0)])] and verdict.not_read == ["y"]
     assert verdict.aborted_read == ["x"] and not verdict.ok
+
+
+def test_the_transactional_workload_closes_every_producer_it_makes_whatever_ends_it():
+    """No brokers: producers whose commit times out and whose abort then fails fatally (the path
+    that once left one dialling the stopped brokers after the module), each replaced by a new one,
+    then the fencing producer of the end: every one of them closed by the time the thread ends."""
+    import random
+    import threading
+
+    from tests.nemesis.replication_workload import TransactionalProducer
+
+    timed_out = confluent_kafka.KafkaError(confluent_kafka.KafkaError._TIMED_OUT, "2 message(s) timed out",
+                                           txn_requires_abort=True)
+    fenced = confluent_kafka.KafkaError(confluent_kafka.KafkaError.INVALID_TXN_STATE, "fatal", fatal=True)
+
+    class FailingProducer:
+        def __init__(self):
+            self.closed = False
+
+        def begin_transaction(self):
+            pass
+
+        def produce(self, *args, **kwargs):
+            pass
+
+        def commit_transaction(self, timeout):
+            raise confluent_kafka.KafkaException(timed_out)
+
+        def abort_transaction(self, timeout):
+            raise confluent_kafka.KafkaException(fenced)
+
+        def purge(self):
+            pass
+
+        def flush(self, timeout):
+            raise confluent_kafka.KafkaException(fenced)
+
+        def close(self):
+            self.closed = True
+
+    stop, made = threading.Event(), []
+
+    def new_producer():
+        made.append(FailingProducer())
+        if len(made) == 3:
+            stop.set()                      # the third one's transaction fails too: the loop ends
+        return made[-1]
+    txn = TransactionalProducer("unused:1", "t", 2, stop, random.Random(1))
+    txn._new_producer = new_producer
+    txn.run()
+    assert len(made) == 4                   # three that failed, and the one that fenced the last
+    assert [p.closed for p in made] == [True] * 4
+    assert txn.producer is None and txn.committed == set() and sum(txn.errors.values()) == 3
