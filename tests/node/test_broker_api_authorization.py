@@ -9,14 +9,10 @@ refused. Before the fix the node refused to start with authorizer.class.name set
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import io
-import threading
 import uuid
 
 import pytest
 
-from kafkawire.controller.factory import controller_factory
 from kafkawire.messages.add_offsets_to_txn_request import AddOffsetsToTxnRequest
 from kafkawire.messages.add_partitions_to_txn_request import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
 from kafkawire.messages.consumer_group_describe_request import ConsumerGroupDescribeRequest
@@ -59,7 +55,6 @@ from kafkawire.messages.alter_client_quotas_request import AlterClientQuotasRequ
 from kafkawire.messages.alter_user_scram_credentials_request import (AlterUserScramCredentialsRequest,
                                                                       ScramCredentialUpsertion)
 from kafkawire.messages.describe_client_quotas_request import DescribeClientQuotasRequest
-from kafkawire.messages.describe_cluster_request import DescribeClusterRequest
 from kafkawire.messages.describe_topic_partitions_request import DescribeTopicPartitionsRequest
 from kafkawire.messages.describe_topic_partitions_request import TopicRequest as DescribedTopic
 from kafkawire.messages.describe_user_scram_credentials_request import DescribeUserScramCredentialsRequest
@@ -106,15 +101,13 @@ from kafkawire.net.client import NetworkClient
 from kafkawire.net.config import parse_server_config
 from kafkawire.net.sasl import SaslClient
 from kafkawire.protocol.error_codes import Errors
-from kafkawire.raft.node.controller_node import ControllerNode
 from kafkawire.records.builder import build_batch
-from kafkawire.tools.server_start import start_broker
-from kafkawire.tools.storage import format_storage
 
 from tests.responses import error_codes
 from tests.broker.test_client_telemetry import PAYLOAD
 
-from .test_authorizer_node import CLUSTER_ID, creation, free_port, wait_for
+from .test_authorizer_node import creation, wait_for
+from .threaded_combined_node import ThreadedCombinedNode, started
 
 TOPIC, GROUP, CLUSTER, TXN = 2, 3, 4, 5
 IDEMPOTENT_WRITE = 12
@@ -459,35 +452,11 @@ share.coordinator.state.topic.min.isr=1
 """)
 
 
-class CombinedNode:
-    """The node on an event loop of its own thread; ``call`` runs a coroutine there."""
+class CombinedNode(ThreadedCombinedNode):
+    """The node on an event loop of its own thread, with the SASL client these tests send with."""
 
     def __init__(self, tmp_path):
-        self.controller_port, self.broker_port = free_port(), free_port()
-        self.config = config_for(tmp_path, self.controller_port, self.broker_port)
-        format_storage(self.config, CLUSTER_ID, mode=None, out=io.StringIO())
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.node = self.broker = None
-
-    def call(self, coroutine, timeout=60):
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
-
-    async def start(self):
-        self.node = ControllerNode(self.config, state_machine_factory=controller_factory, fsync=False)
-        await self.node.start()
-        controller = self.node.state_machine
-        await wait_for(lambda: controller.is_active() and controller.registration.registered(), "activation", 30)
-        self.broker = await start_broker(self.node)
-        assert self.broker is not None, "the broker did not start"
-        await wait_for(lambda: self.broker.serving.is_set(), "the broker to be unfenced and serving", 30)
-
-    async def stop(self):
-        if self.broker is not None:
-            await self.broker.stop(graceful=False)
-        if self.node is not None:
-            await self.node.stop()
+        super().__init__(lambda controller_port, broker_port: config_for(tmp_path, controller_port, broker_port))
 
     async def send(self, user, password, request, version, port=None):
         async with NetworkClient(request_timeout_ms=15_000,
@@ -510,18 +479,9 @@ def _for_user(value, user: str):
     return request
 
 
-@contextlib.contextmanager
 def started_node(tmp_path, setup):
     """A CombinedNode started, ``setup(node)`` run on its loop; stopped when the block ends."""
-    combined = CombinedNode(tmp_path)
-    try:
-        combined.call(combined.start())
-        combined.call(setup(combined))
-        yield combined
-    finally:
-        combined.call(combined.stop())
-        combined.loop.call_soon_threadsafe(combined.loop.stop)
-        combined.thread.join(10)
+    return started(CombinedNode(tmp_path), setup)
 
 
 @pytest.fixture(scope="module")

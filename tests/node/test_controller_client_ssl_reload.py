@@ -13,7 +13,6 @@ The stores: tests/broker/dynamic_ssl_stores.py. About 3 s and 5 s."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
 import threading
 from pathlib import Path
@@ -27,13 +26,13 @@ from kafkawire.net.client import NetworkClient
 from kafkawire.net.config import parse_server_config
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.raft.node.controller_node import ControllerNode
-from kafkawire.tools.server_start import start_broker
 from kafkawire.tools.storage import format_storage
 
 from tests.broker.dynamic_ssl_stores import PASSWORD, write_stores
 from tests.broker.test_listener_ssl_reload import _certificate_in
 
 from .test_authorizer_node import CLUSTER_ID, free_port, wait_for
+from .threaded_combined_node import ThreadedCombinedNode, started as started_node
 
 pytest.importorskip("cryptography")
 
@@ -61,36 +60,8 @@ broker.heartbeat.interval.ms=200
 """)
 
 
-class Node:
-    """The combined node on an event loop of its own thread; ``call`` runs a coroutine there."""
-
-    def __init__(self, make_config):
-        """``make_config(controller_port, broker_port)``: the node's ServerConfig."""
-        self.controller_port, self.broker_port = free_port(), free_port()
-        self.config = make_config(self.controller_port, self.broker_port)
-        format_storage(self.config, CLUSTER_ID, mode=None, out=io.StringIO())
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.node = self.broker = None
-
-    def call(self, coroutine, timeout=60):
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
-
-    async def start(self):
-        self.node = ControllerNode(self.config, state_machine_factory=controller_factory, fsync=False)
-        await self.node.start()
-        controller = self.node.state_machine
-        await wait_for(lambda: controller.is_active() and controller.registration.registered(), "activation", 30)
-        self.broker = await start_broker(self.node)
-        assert self.broker is not None, "the broker did not start"
-        await wait_for(lambda: self.broker.serving.is_set(), "the broker to be unfenced and serving", 30)
-
-    async def stop(self):
-        if self.broker is not None:
-            await self.broker.stop(graceful=False)
-        if self.node is not None:
-            await self.node.stop()
+class Node(ThreadedCombinedNode):
+    """The combined node on its own thread, with the calls these tests make."""
 
     async def alter(self, name: str, value: str | None):
         """IncrementalAlterConfigs of broker 1 sent to the broker: SET ``value``, or DELETE for None."""
@@ -114,17 +85,9 @@ def node(tmp_path_factory):
         yield combined
 
 
-@contextlib.contextmanager
 def started(make_config):
     """A Node started on its own loop's thread, stopped (and the thread ended) when the block ends."""
-    combined = Node(make_config)
-    try:
-        combined.call(combined.start())
-        yield combined
-    finally:
-        combined.call(combined.stop())
-        combined.loop.call_soon_threadsafe(combined.loop.stop)
-        combined.thread.join(10)
+    return started_node(Node(make_config))
 
 
 def test_the_channel_to_the_controller_presents_the_rotated_certificate_on_its_next_connection(node):
