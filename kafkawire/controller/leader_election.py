@@ -24,42 +24,22 @@ from kafkawire.protocol.error_codes import Errors
 from .bounded import BoundedList
 from .errors import ApiError
 from .partition_change import build_change, change_record
-from .replication import _OnlineDirectories, effective_min_isr, is_active
+from .image_lookups import ImageLookups
 from .state import ControllerState
-from .topics import _default_dir
-from .versions import elr_enabled
 
 PREFERRED, UNCLEAN = 0, 1
 
 
-class _Election:
-    """One ElectLeaders walk's lookups, made once against the image of its moment (the write's
-    generate, so the image does not change under it): each broker's acceptability, the
-    directories online, the metadata version and ELR, each topic's min ISR and the refusals'
-    errors. Kafka's electLeader makes them per partition; per partition here they were most of
-    the walk's CPU (issue 28: 10,000 refusals at 100k partitions)."""
+class _Election(ImageLookups):
+    """One ElectLeaders walk's lookups (ImageLookups), made once against the image of its moment
+    (the write's generate, so the image does not change under it), and the refusals' errors."""
 
     def __init__(self, state: ControllerState, election: int, static_min_isr: int):
-        image = self.image = state.image
-        self.election, self.static_min_isr = election, static_min_isr
-        self.mv = image.metadata_version or 0
-        self.elr = elr_enabled(image.metadata_version, image.finalized_features)
-        self.active = {b: is_active(image, b) for b in image.brokers}.get     # an unknown id: None
-        self.has_online_dir = _OnlineDirectories(image).has_online_dir
-        self._min_isr: dict = {}
+        super().__init__(state.image, static_min_isr)
+        self.election = election
         self.not_needed = ApiError(Errors.ELECTION_NOT_NEEDED, Errors.ELECTION_NOT_NEEDED.message)
         error = Errors.PREFERRED_LEADER_NOT_AVAILABLE if election == PREFERRED else Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE
         self.not_available = ApiError(error, error.message)
-
-    def min_isr(self, topic) -> int:
-        if topic.id not in self._min_isr:
-            self._min_isr[topic.id] = effective_min_isr(self.image, topic, self.static_min_isr)
-        return self._min_isr[topic.id]
-
-    def acceptable(self, partition):
-        """leader_acceptor(image, partition, is_active) over the lookups."""
-        active, online = self.active, self.has_online_dir
-        return lambda r: bool(active(r)) and online(r, partition)
 
     def elect(self, topic, partition_id: int, partition, records) -> ApiError | None:
         """The election of one partition that may need one: its record appended to ``records``,
@@ -68,7 +48,7 @@ class _Election:
             return self.not_available
         change = build_change(partition, target_isr=list(partition.isr), acceptable_leader=self.acceptable(partition),
                               min_isr=self.min_isr(topic), elr_enabled=self.elr, unclean=self.election == UNCLEAN,
-                              metadata_version=self.mv, default_dir=lambda r: _default_dir(self.image, r),
+                              metadata_version=self.mv, default_dir=self.default_dir,
                               preferred=self.election == PREFERRED)
         if change is None:
             return self.not_available

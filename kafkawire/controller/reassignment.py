@@ -27,10 +27,9 @@ from .bounded import BoundedList, BoundedListTooLong
 from .errors import ApiError
 from .partition_change import build_change, change_record
 from .partition_creation import check_assignment
-from .replication import _OnlineDirectories, effective_min_isr, is_active, unclean_election_enabled
+from .image_lookups import ImageLookups
+from .replication import unclean_election_enabled
 from .state import ControllerState
-from .topics import _default_dir
-from .versions import elr_enabled
 
 
 def in_progress(partition) -> bool:
@@ -68,30 +67,7 @@ def _revert(name: str, partition_id: int, partition):
     return replicas, [replicas[0]], True
 
 
-class _Lookups:
-    """One request's lookups, made once against the image it is generated from: each broker's
-    acceptability, the directories online, ELR, the metadata version and each topic's min ISR
-    (made per partition they cost 5-10% of a cancel's CPU in process at 100k partitions; issue 28)."""
-
-    def __init__(self, image, static_min_isr: int):
-        self.image, self.static_min_isr = image, static_min_isr
-        self.mv = image.metadata_version or 0
-        self.elr = elr_enabled(image.metadata_version, image.finalized_features)
-        self.active = {b: is_active(image, b) for b in image.brokers}.get      # an unknown id: None
-        self.has_online_dir = _OnlineDirectories(image).has_online_dir
-        self._min_isr: dict = {}
-
-    def build_arguments(self, topic, partition) -> dict:
-        """build_change's arguments that come from the image (leader_acceptor with is_active)."""
-        if topic.id not in self._min_isr:
-            self._min_isr[topic.id] = effective_min_isr(self.image, topic, self.static_min_isr)
-        active, online, image = self.active, self.has_online_dir, self.image
-        return dict(acceptable_leader=lambda r: bool(active(r)) and online(r, partition),
-                    min_isr=self._min_isr[topic.id], elr_enabled=self.elr, metadata_version=self.mv,
-                    default_dir=lambda r: _default_dir(image, r))
-
-
-def _change(state: ControllerState, topic, partition_id: int, target, allow_rf_change: bool, lookups: _Lookups):
+def _change(state: ControllerState, topic, partition_id: int, target, allow_rf_change: bool, lookups: ImageLookups):
     image = state.image
     partition = topic.partitions.get(partition_id)
     if partition is None:
@@ -123,7 +99,7 @@ def alter_partition_reassignments(state: ControllerState, request, static_min_is
     """(records, AlterPartitionReassignmentsResponse)."""
     allow_rf_change = getattr(request, "allow_replication_factor_change", True)
     records, responses = BoundedList(), []
-    lookups = _Lookups(state.image, static_min_isr)
+    lookups = ImageLookups(state.image, static_min_isr)
     for topic_request in request.topics:
         results = []
         for target in topic_request.partitions:
