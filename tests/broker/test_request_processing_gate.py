@@ -169,14 +169,14 @@ def test_a_fixed_port_already_in_use_stops_the_broker_when_it_would_serve(tmp_pa
     asyncio.run(go())
 
 
-def test_a_broker_whose_image_has_not_loaded_up_to_the_high_watermark_does_not_ask_to_be_unfenced(tmp_path):
-    """Kafka's broker waits for its loader's first publish (the log read up to the high
-    watermark) before it asks to be unfenced, even when the controller already said it caught
-    up; a broker-only node passes its loader's catch-up as ``metadata_loaded``."""
+def _asks_to_be_unfenced_only_once_loaded(tmp_path, gate):
+    """A broker whose ``gate(loaded)`` (keyword arguments of started_broker reading
+    ``loaded["yet"]``) is not loaded stays fenced in RECOVERY and does not serve; once it is, it is
+    unfenced and serves."""
     async def go():
         controller, image, loaded = StandInController(), {"now": image_before_restart()}, {"yet": False}
         controller.caught_up = True
-        broker = started_broker(tmp_path, 0, controller, image, metadata_loaded=lambda: loaded["yet"])
+        broker = started_broker(tmp_path, 0, controller, image, **gate(loaded))
         await broker.start()
         try:
             await asyncio.wait_for(controller.seen.wait(), WAIT_S)
@@ -188,6 +188,13 @@ def test_a_broker_whose_image_has_not_loaded_up_to_the_high_watermark_does_not_a
         finally:
             await broker.stop(graceful=False)
     asyncio.run(go())
+
+
+def test_a_broker_whose_image_has_not_loaded_up_to_the_high_watermark_does_not_ask_to_be_unfenced(tmp_path):
+    """Kafka's broker waits for its loader's first publish (the log read up to the high
+    watermark) before it asks to be unfenced, even when the controller already said it caught
+    up; a broker-only node passes its loader's catch-up as ``metadata_loaded``."""
+    _asks_to_be_unfenced_only_once_loaded(tmp_path, lambda loaded: {"metadata_loaded": lambda: loaded["yet"]})
 
 
 def test_a_broker_whose_authorizer_has_not_loaded_the_acls_opens_no_listener(tmp_path):
@@ -195,20 +202,5 @@ def test_a_broker_whose_authorizer_has_not_loaded_the_acls_opens_no_listener(tmp
     complete (the ACLs loaded): before, a client could only be refused for an authorizer that is not
     ready. The broker asks to be unfenced, and so serves, only once its authorizer says it loaded."""
     from kafkawire.net.authorizer import AuthorizerSettings, StandardAuthorizer
-
-    async def go():
-        controller, image, loaded = StandInController(), {"now": image_before_restart()}, {"yet": False}
-        controller.caught_up = True
-        authorizer = StandardAuthorizer(AuthorizerSettings(), lambda: [], lambda: loaded["yet"])
-        broker = started_broker(tmp_path, 0, controller, image, authorizer=authorizer)
-        await broker.start()
-        try:
-            await asyncio.wait_for(controller.seen.wait(), WAIT_S)
-            assert (broker.lifecycle.state, controller.last_want_fence) == ("RECOVERY", True)
-            assert not broker.serving.is_set()
-            loaded["yet"] = True
-            await asyncio.wait_for(broker.serving.wait(), WAIT_S)
-            assert broker.lifecycle.state == "RUNNING"
-        finally:
-            await broker.stop(graceful=False)
-    asyncio.run(go())
+    _asks_to_be_unfenced_only_once_loaded(tmp_path, lambda loaded: {
+        "authorizer": StandardAuthorizer(AuthorizerSettings(), lambda: [], lambda: loaded["yet"])})
