@@ -37,13 +37,13 @@ def run(args: argparse.Namespace) -> int:
     from kafkawire.net.loop import run as run_loop
     from kafkawire.raft.node.load_generator import LoadGenerator
 
-    setup_logging(args.log_level)
     if args.throughput <= 0 or args.record_size <= 0:
         print("test-raft-server: --throughput and --record-size must be positive", file=sys.stderr)
         return 1
     if args.latency_window is not None and args.latency_window <= 0:
         print(f"test-raft-server: --latency-window must be positive, not {args.latency_window}", file=sys.stderr)
         return 1
+    setup_logging(args.log_level)      # after the arguments' checks: a refusal configures nothing
     try:
         config = load_config(args.config, args.override)
     except ConfigError as exc:
