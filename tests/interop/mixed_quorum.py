@@ -223,6 +223,33 @@ class MixedQuorum:
         raise QuorumError(f"node {node_id} did not fetch up to the high watermark within {timeout_s} s\n"
                           f"{self.log_tails()}")
 
+    def wait_for_describe_cluster(self, node_id: int, timeout_s: float = 60) -> None:
+        """Until ``node_id`` answers a controller's DescribeCluster without an error: Kafka's
+        controller refuses it (UNSUPPORTED_VERSION, "Direct-to-controller communication is not
+        supported with the current MetadataVersion") until it has published a metadata version,
+        which it may not have done when every voter's log has caught up (right after an election,
+        before its bootstrap records commit); Kafka's admin tools ask it first."""
+        from kafkawire.messages.describe_cluster_request import DescribeClusterRequest
+        from kafkawire.net.client import NetworkClient
+
+        async def ask():
+            async with NetworkClient(request_timeout_ms=5_000) as client:
+                answer = await client.send(("127.0.0.1", self.ours.ports[node_id]),
+                                           DescribeClusterRequest(endpoint_type=2), api_version=1)
+            return answer.error_code
+
+        deadline, last = time.monotonic() + timeout_s, None
+        while time.monotonic() < deadline:
+            try:
+                last = asyncio.run(ask())
+            except (TransportError, OSError, asyncio.TimeoutError) as exc:
+                last = exc
+            if last == 0:
+                return
+            time.sleep(0.2)
+        raise QuorumError(f"node {node_id} did not answer DescribeCluster within {timeout_s} s (last: {last!r})\n"
+                          f"{self.log_tails()}")
+
     def wait_for_catch_up(self, timeout_s: float = 60) -> LeaderView:
         """Every voter's log end offset at or past the leader's high watermark."""
         deadline = time.monotonic() + timeout_s

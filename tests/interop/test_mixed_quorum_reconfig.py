@@ -59,6 +59,7 @@ def test_kafkas_feature_command_upgrades_kraft_version_of_a_mixed_static_quorum(
     q.format_static()
     q.start_all()
     view = q.wait_for_catch_up(90)
+    q.wait_for_describe_cluster(view.leader_id, 60)       # the tools' first request
     before = describe_status(kafka_tool, q.address(view.leader_id))
     assert set(voter_directory_ids(before).values()) <= {None, ZERO_UUID}, before
 
