@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import statistics
 import sys
@@ -65,6 +66,7 @@ class Cluster:
         self.running = Running(self.controller)
         self.brokers = brokers
         self.epochs: dict[int, int] = {}
+        self._last_beats = time.monotonic()
 
     async def start(self, partitions: int) -> None:
         await self.running.__aenter__()
@@ -75,12 +77,9 @@ class Cluster:
             self.epochs[b] = reply.broker_epoch
             await self.beat(b)
         topics = partitions // PARTITIONS_PER_TOPIC
-        last_beats = time.monotonic()
+        self._last_beats = time.monotonic()
         for first in range(0, topics, 10):
-            if time.monotonic() - last_beats > 1:       # a long build must not let the sessions expire
-                for b in self.epochs:
-                    await self.beat(b)
-                last_beats = time.monotonic()
+            await self.keep_sessions()
             request = CreateTopicsRequest(topics=[_topic(f"t{i}", PARTITIONS_PER_TOPIC)
                                                   for i in range(first, min(first + 10, topics))], timeout_ms=600_000)
             response = await self.handlers[CREATE_TOPICS].handle(Ctx(5), request)
@@ -90,8 +89,67 @@ class Cluster:
         request = heartbeat(broker_id, self.epochs[broker_id], self.quorum.end_offset)
         return await self.handlers[HEARTBEAT].handle(Ctx(0), request)
 
+    async def keep_sessions(self) -> None:
+        """Every broker heartbeats once a second has passed since they last all did: a long build,
+        or a long run of timed rounds (which call this outside their timing), must not let the
+        brokers' sessions expire."""
+        if time.monotonic() - self._last_beats > 1:
+            for b in self.epochs:
+                await self.beat(b)
+            self._last_beats = time.monotonic()
+
     async def stop(self) -> None:
         await self.running.__aexit__(None, None, None)
+
+
+async def frozen_cluster(partitions: int, brokers: int) -> tuple[Cluster, float]:
+    """A started cluster of ``partitions`` and the seconds its build took; the built image is
+    frozen (gc.freeze), so that the collections of the rounds timed after it do not walk it.
+    The caller unfreezes once done (each_size does)."""
+    cluster = Cluster(brokers)
+    start = time.monotonic()
+    await cluster.start(partitions)
+    built_s = time.monotonic() - start
+    gc.collect()
+    gc.freeze()
+    return cluster, built_s
+
+
+def cpu_summary(samples_us: list[float]) -> dict:
+    """p50, p90 and mean of per-round CPU samples, in microseconds."""
+    samples = sorted(samples_us)
+    return {"p50 us": statistics.median(samples), "p90 us": samples[int(len(samples) * 0.9)],
+            "mean us": statistics.fmean(samples)}
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(p) for p in text.split(",")]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < PARTITIONS_PER_TOPIC:
+        raise argparse.ArgumentTypeError(f"{text!r}: partition counts of at least {PARTITIONS_PER_TOPIC} "
+                                         "(topics of that many partitions), comma-separated")
+    return sizes
+
+
+def write_cost_arguments(doc: str) -> argparse.ArgumentParser:
+    """The arguments of the benchmarks that time --rounds writes one after the other on a cluster
+    of --brokers built at each of --partitions (a list of ints once parsed)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--partitions", type=_sizes, default="100000,1000000", help="cluster sizes, comma-separated")
+    parser.add_argument("--brokers", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=300)
+    return parser
+
+
+def each_size(sizes: list[int]):
+    """The sizes one after the other; after each, what its cluster froze (frozen_cluster) is
+    unfrozen and collected, so that the next size's build does not start with it."""
+    for size in sizes:
+        yield size
+        gc.unfreeze()
+        gc.collect()
 
 
 async def heartbeat_cpu_us(cluster: Cluster, rounds: int = 2000) -> float:

@@ -23,17 +23,15 @@ same cluster, in the order given.
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
-import gc
 import os
-import statistics
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.controller_scale import CREATE_TOPICS, Cluster, _topic  # noqa: E402
+from benchmarks.controller_scale import (CREATE_TOPICS, _topic, cpu_summary, each_size, frozen_cluster,  # noqa: E402
+                                         write_cost_arguments)
 from kafkawire.broker.listener_ssl_reload import ListenerSslReload  # noqa: E402
 from kafkawire.messages.create_topics_request import CreateTopicsRequest  # noqa: E402
 from kafkawire.messages.incremental_alter_configs_request import (AlterableConfig, AlterConfigsResource,  # noqa: E402
@@ -43,6 +41,7 @@ from tests.controller.harness import Ctx  # noqa: E402
 
 INCREMENTAL_ALTER_CONFIGS = 44
 NODE = 1
+WATCHERS = ("none", "view", "configs")
 
 
 def watch(controller, how: str):
@@ -77,20 +76,12 @@ def _ok(response) -> bool:
 
 
 async def measure(partitions: int, brokers: int, rounds: int, watchers: list[str]) -> list[dict]:
-    cluster = Cluster(brokers)
-    start = time.monotonic()
-    await cluster.start(partitions)
-    built_s = time.monotonic() - start
-    gc.collect()
-    gc.freeze()                     # the built image out of the collections timed below
-    rows, last_beats = [], time.monotonic()
+    cluster, built_s = await frozen_cluster(partitions, brokers)
+    rows = []
     for how in watchers:
         unwatch, samples = watch(cluster.controller, how), []
         for i in range(rounds):
-            if time.monotonic() - last_beats > 1:       # untimed: the brokers' sessions must not expire
-                for b in cluster.epochs:
-                    await cluster.beat(b)
-                last_beats = time.monotonic()
+            await cluster.keep_sessions()               # untimed
             api, request = _request(len(rows) * rounds + i)
             cpu = time.thread_time()
             response = await cluster.handlers[api].handle(Ctx(5), request)
@@ -98,9 +89,7 @@ async def measure(partitions: int, brokers: int, rounds: int, watchers: list[str
             samples.append((time.thread_time() - cpu) * 1e6)
             assert _ok(response), response
         unwatch()
-        samples.sort()
-        rows.append({"watch": how, "p50 us": statistics.median(samples), "p90 us": samples[int(len(samples) * 0.9)],
-                     "mean us": statistics.fmean(samples)})
+        rows.append({"watch": how, **cpu_summary(samples)})
     await cluster.stop()
     for row in rows:
         row.update({"partitions": partitions, "built s": built_s})
@@ -108,19 +97,18 @@ async def measure(partitions: int, brokers: int, rounds: int, watchers: list[str
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--partitions", default="100000,1000000", help="cluster sizes, comma-separated")
-    parser.add_argument("--brokers", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=300)
+    parser = write_cost_arguments(__doc__)
     parser.add_argument("--watch", default="none,view,configs", help="watchers to compare, comma-separated")
     args = parser.parse_args()
-    for partitions in (int(p) for p in args.partitions.split(",")):
-        for row in asyncio.run(measure(partitions, args.brokers, args.rounds, args.watch.split(","))):
+    watchers = args.watch.split(",")
+    if not set(watchers) <= set(WATCHERS):
+        parser.error(f"--watch {args.watch!r}: comma-separated names among {', '.join(WATCHERS)}")
+    for partitions in each_size(args.partitions):
+        for row in asyncio.run(measure(partitions, args.brokers, args.rounds, watchers)):
             print(f"{row['partitions']:>8} partitions (built in {row['built s']:.0f} s), watch {row['watch']:>7}: CPU "
                   f"per write p50 {row['p50 us']:.0f} us, p90 {row['p90 us']:.0f} us, mean {row['mean us']:.0f} us "
                   f"({args.rounds} rounds, 1 in 10 a broker config)", flush=True)
-        gc.unfreeze()
-        gc.collect()
+
 
 if __name__ == "__main__":
     main()
