@@ -198,41 +198,43 @@ class ListenerSslReload:
 
     def _reload_clients(self, props: dict, clients) -> None:
         listener, built = self._client
-        settings = _with_reconfigured(built.settings, props, listener)
-        if not built.stale(settings):
-            return
-        try:
-            context = client_ssl_context(settings)
-        except (ConfigError, ssl.SSLError) as exc:
-            log.error("the connections to other brokers on listener %s keep the current key and trust stores: %s",
-                      listener, exc)
-            return
-        self._client = (listener, _Built(settings))
-        self.client_context = context
-        for client in clients:
-            client.ssl_context = context          # its next connection; the open ones stay
-        self.reloads += 1
+        rebuilt = self._rebuilt_client_context(built, props, listener, "other brokers", check_first=False)
+        if rebuilt is not None:
+            self._client, self.client_context = (listener, rebuilt[0]), rebuilt[1]
+            for client in clients:
+                client.ssl_context = rebuilt[1]   # its next connection; the open ones stay
 
     def _reload_controller_clients(self, props: dict) -> None:
         listener, built, clients = self._controller
+        rebuilt = self._rebuilt_client_context(built, props, listener, "the controllers", check_first=True)
+        if rebuilt is not None:
+            self._controller = (listener, rebuilt[0], clients)
+            for client in clients():
+                client.ssl_context = rebuilt[1]   # its next connection; the open ones stay
+
+    def _rebuilt_client_context(self, built: _Built, props: dict, listener: str, towards: str,
+                                *, check_first: bool) -> tuple[_Built, ssl.SSLContext] | None:
+        """The client context of the connections to ``towards`` on ``listener`` rebuilt, when
+        ``props`` made what it was ``built`` from stale, and what it is now built from (counted
+        in ``reloads``; the caller hands it to the clients). None when nothing changed, or when
+        the change is refused (checked first when ``check_first``) or cannot be built: that is
+        logged, and the clients keep their current context."""
         settings = _with_reconfigured(built.settings, props, listener)
         if not built.stale(settings):
-            return
-        refusal = _refusal(built.settings, settings, props, listener)
+            return None
+        refusal = _refusal(built.settings, settings, props, listener) if check_first else None
         if refusal is not None:
-            log.error("the connections to the controllers on listener %s keep the current key and trust stores: "
-                      "the changed ones are refused: %s", listener, refusal)
-            return
+            log.error("the connections to %s on listener %s keep the current key and trust stores: "
+                      "the changed ones are refused: %s", towards, listener, refusal)
+            return None
         try:
             context = client_ssl_context(settings)
         except (ConfigError, ssl.SSLError) as exc:
-            log.error("the connections to the controllers on listener %s keep the current key and trust stores: %s",
-                      listener, exc)
-            return
-        self._controller = (listener, _Built(settings), clients)
-        for client in clients():
-            client.ssl_context = context          # its next connection; the open ones stay
+            log.error("the connections to %s on listener %s keep the current key and trust stores: %s",
+                      towards, listener, exc)
+            return None
         self.reloads += 1
-        log.info("the next connections to the controllers on listener %s use the changed key store %s and "
-                 "trust store %s", listener, settings.get("ssl.keystore.location") or "(PEM or none)",
+        log.info("the next connections to %s on listener %s use the changed key store %s and trust store %s",
+                 towards, listener, settings.get("ssl.keystore.location") or "(PEM or none)",
                  settings.get("ssl.truststore.location") or "(PEM or default)")
+        return _Built(settings), context
