@@ -134,18 +134,26 @@ def sync(broker, answer, assignments=()):
         assignments=[SyncGroupRequestAssignment(member_id=m, assignment=a) for m, a in assignments])))
 
 
+async def two_members_joined(tmp_path):
+    """A loaded replicated broker (its commit timeout 10 s) whose group coordinator rebalances
+    with no initial delay, and two new members joined in one generation, the follower fetching
+    meanwhile: the broker, the leader's JoinGroup answer and the other member's."""
+    broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+    coordinator = broker.group_apis.coordinator
+    coordinator.settings = dataclasses.replace(coordinator.settings, initial_rebalance_delay_ms=0)
+    await broker.load()
+    joined = await joined_generation(broker, ["", ""])
+    assert [j.error_code for j in joined] == [Errors.NONE, Errors.NONE]
+    leader = next(j for j in joined if j.member_id == j.leader)
+    other = next(j for j in joined if j.member_id != j.leader)
+    return broker, leader, other
+
+
 def test_every_member_gets_the_leaders_assignment_once_the_isr_has_it(tmp_path):
     """The member that is not the leader is parked until the leader's SyncGroup writes the
     assignment; Kafka completes both answers in the write's appendFuture, once it is committed."""
     async def go():
-        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
-        coordinator = broker.group_apis.coordinator
-        coordinator.settings = dataclasses.replace(coordinator.settings, initial_rebalance_delay_ms=0)
-        await broker.load()
-        joined = await joined_generation(broker, ["", ""])
-        assert [j.error_code for j in joined] == [Errors.NONE, Errors.NONE]
-        leader = next(j for j in joined if j.member_id == j.leader)
-        other = next(j for j in joined if j.member_id != j.leader)
+        broker, leader, other = await two_members_joined(tmp_path)
         end = broker.partitions[("__consumer_offsets", 0)].log.log_end_offset
         syncs = [sync(broker, other), sync(broker, leader, [(leader.member_id, b"L"), (other.member_id, b"O")])]
         await until(lambda: broker.partitions[("__consumer_offsets", 0)].log.log_end_offset > end)
@@ -453,18 +461,12 @@ def test_an_assignment_whose_write_times_out_is_cleared_and_the_group_rebalances
     from kafkawire.broker.group_state import PREPARING_REBALANCE
 
     async def go():
-        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
-        coordinator = broker.group_apis.coordinator
-        coordinator.settings = dataclasses.replace(coordinator.settings, initial_rebalance_delay_ms=0)
-        await broker.load()
-        joined = await joined_generation(broker, ["", ""])
-        leader = next(j for j in joined if j.member_id == j.leader)
-        other = next(j for j in joined if j.member_id != j.leader)
+        broker, leader, other = await two_members_joined(tmp_path)
         broker.config.offsets_commit_timeout_ms = 30      # the follower fetches no more
         syncs = [sync(broker, other), sync(broker, leader, [(leader.member_id, b"L"), (other.member_id, b"O")])]
         await until(lambda: all(s.done() for s in syncs))
         assert [s.result().error_code for s in syncs] == [Errors.COORDINATOR_NOT_AVAILABLE] * 2
-        group = coordinator.groups[GROUP]
+        group = broker.group_apis.coordinator.groups[GROUP]
         assert group.state == PREPARING_REBALANCE
         assert [m.assignment for m in group.members.values()] == [b"", b""]
         broker.close()

@@ -34,57 +34,60 @@ def run(coro):
     return asyncio.run(coro)
 
 
-def test_alter_configs_needs_alter_configs_on_the_topic_or_the_cluster_for_brokers():
-    seen = []
+def alter_configs_request(*resources) -> IncrementalAlterConfigsRequest:
+    """IncrementalAlterConfigs of the (resource type, name) given, in that order, no config in them."""
+    return IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(resource_type=resource_type,
+                                                                          resource_name=name)
+                                                     for resource_type, name in resources])
 
-    async def controller(ctx, request):
-        seen.append([(r.resource_type, r.resource_name) for r in request.resources])
+
+class AlterConfigsController:
+    """A controller that accepts every resource of an IncrementalAlterConfigs and records, in
+    ``seen``, the (type, name) of the resources of each request that reached it."""
+    def __init__(self):
+        self.seen = []
+
+    async def handle(self, ctx, request):
+        self.seen.append([(r.resource_type, r.resource_name) for r in request.resources])
         return IncrementalAlterConfigsResponse(responses=[AlterConfigsResourceResponse(
             resource_type=r.resource_type, resource_name=r.resource_name, error_message=None)
             for r in request.resources])
 
-    request = IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(resource_type=2, resource_name="mine"),
-                                                        AlterConfigsResource(resource_type=2, resource_name="theirs"),
-                                                        AlterConfigsResource(resource_type=4, resource_name="1")])
-    handler = authorizing_alter_configs(ApiHandler(controller), Grants((Op.ALTER_CONFIGS, RESOURCE_TOPIC, "mine")),
-                                        AlterConfigsResourceResponse)
-    response = run(handler.handle(ALICE, request))
-    assert seen == [[(2, "mine")]]
+    def behind(self, grants: Grants) -> ApiHandler:
+        """authorizing_alter_configs in front of this controller, allowing ``grants``."""
+        return authorizing_alter_configs(ApiHandler(self.handle), grants, AlterConfigsResourceResponse)
+
+
+def test_alter_configs_needs_alter_configs_on_the_topic_or_the_cluster_for_brokers():
+    controller = AlterConfigsController()
+    request = alter_configs_request((2, "mine"), (2, "theirs"), (4, "1"))
+    response = run(controller.behind(Grants((Op.ALTER_CONFIGS, RESOURCE_TOPIC, "mine"))).handle(ALICE, request))
+    assert controller.seen == [[(2, "mine")]]
     assert [(r.resource_type, r.resource_name, r.error_code, r.error_message) for r in response.responses] == [
         (2, "theirs", 29, "Topic authorization failed."),
         (4, "1", 31, "Cluster authorization failed."),
         (2, "mine", 0, None)]
     everything = Grants((Op.ALTER_CONFIGS, RESOURCE_TOPIC, "mine"), (Op.ALTER_CONFIGS, RESOURCE_TOPIC, "theirs"),
                         (Op.ALTER_CONFIGS, RESOURCE_CLUSTER, "kafka-cluster"))
-    seen.clear()
-    run(authorizing_alter_configs(ApiHandler(controller), everything, AlterConfigsResourceResponse).handle(ALICE, request))
-    assert seen == [[(2, "mine"), (2, "theirs"), (4, "1")]]
+    controller.seen.clear()
+    run(controller.behind(everything).handle(ALICE, request))
+    assert controller.seen == [[(2, "mine"), (2, "theirs"), (4, "1")]]
 
 
 def test_a_broker_logger_change_needs_cluster_action_and_is_answered_last():
     """ControllerApis.handleIncrementalAlterConfigs checks CLUSTER_ACTION on the cluster for each
     BROKER_LOGGER resource (ALTER_CONFIGS is not enough) and adds those answers after the rest."""
-    seen = []
-
-    async def controller(ctx, request):
-        seen.append([(r.resource_type, r.resource_name) for r in request.resources])
-        return IncrementalAlterConfigsResponse(responses=[AlterConfigsResourceResponse(
-            resource_type=r.resource_type, resource_name=r.resource_name, error_message=None)
-            for r in request.resources])
-
-    request = IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(resource_type=8, resource_name="1"),
-                                                        AlterConfigsResource(resource_type=8, resource_name="1"),
-                                                        AlterConfigsResource(resource_type=4, resource_name="1")])
+    controller = AlterConfigsController()
+    request = alter_configs_request((8, "1"), (8, "1"), (4, "1"))
     alter_only = Grants((Op.ALTER_CONFIGS, RESOURCE_CLUSTER, "kafka-cluster"))
-    response = run(authorizing_alter_configs(ApiHandler(controller), alter_only, AlterConfigsResourceResponse)
-                   .handle(ALICE, request))
-    assert seen == [[(4, "1")]]
+    response = run(controller.behind(alter_only).handle(ALICE, request))
+    assert controller.seen == [[(4, "1")]]
     assert [(r.resource_type, r.error_code, r.error_message) for r in response.responses] == [
         (4, 0, None), (8, 31, "Cluster authorization failed."), (8, 31, "Cluster authorization failed.")]
-    seen.clear()
+    controller.seen.clear()
     acting = Grants((Op.CLUSTER_ACTION, RESOURCE_CLUSTER, "kafka-cluster"))
-    run(authorizing_alter_configs(ApiHandler(controller), acting, AlterConfigsResourceResponse).handle(ALICE, request))
-    assert seen == [[(8, "1"), (8, "1")]]
+    run(controller.behind(acting).handle(ALICE, request))
+    assert controller.seen == [[(8, "1"), (8, "1")]]
 
 
 def test_create_partitions_needs_alter_on_each_topic():
