@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from kafkawire import _native
 from kafkawire.storage.state_files import uuid_to_kafka
 from kafkawire.tools.storage import LATEST_PRODUCTION, metadata_version
 
@@ -60,7 +61,7 @@ def _show(args: list[str], check: bool = True) -> str:
     """Run a kafkawire command as a user would, echoing it and its output."""
     print("$ kafkawire " + " ".join(shlex.quote(a) for a in args), flush=True)
     result = subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", *args], capture_output=True, text=True, timeout=120,
-                            cwd=_repo_root())
+                            cwd=_repo_root(), env=_child_env())
     out = result.stdout.rstrip()
     if out:
         print(out, flush=True)
@@ -69,6 +70,15 @@ def _show(args: list[str], check: bool = True) -> str:
     if check and result.returncode != 0:
         raise RuntimeError(f"kafkawire {' '.join(args)} exited with {result.returncode}")
     return out
+
+
+def _child_env() -> dict[str, str]:
+    """The commands' environment: where this process already runs the pure path (and has said
+    why), the children are told to, so the job's output says it once, not once per command."""
+    env = dict(os.environ)
+    if _native.records is None:
+        env["KAFKAWIRE_PURE"] = "1"
+    return env
 
 
 def _repo_root() -> str:
