@@ -219,10 +219,9 @@ class OffsetsTopic:
         and rebuilds it from the log when it leads it again. kafkawire drops, then and again
         before a load (a load cut short leaves part of the state), what the replay rebuilds: the
         committed and pending offsets of the partition's groups, its classic groups (their parked
-        JoinGroup and SyncGroup answered NOT_COORDINATOR), its consumer and streams groups. So a
-        write the new leader never had (answered NOT_COORDINATOR, its record truncated here) is not
-        found when the partition comes back. The share groups are replayed over what memory holds
-        (docs/differences.md, Replication)."""
+        JoinGroup and SyncGroup answered NOT_COORDINATOR), its consumer, share and streams groups
+        with their timers. So a write the new leader never had (answered NOT_COORDINATOR, its
+        record truncated here) is not found when the partition comes back."""
         count = self.partitions(self.broker.image())
         in_partition = functools.partial(_in_partition, count=count, index=index)
         self.offsets.unload(in_partition)
