@@ -7,6 +7,7 @@ truncated here when the broker follows) is gone when the partition comes back, a
 meanwhile are answered NOT_COORDINATOR.
 
 - Share groups (their records in ``__consumer_offsets``) with their members' session timers.
+- ``__transaction_state``'s transactions, with the markers they are sending.
 """
 from __future__ import annotations
 
@@ -14,15 +15,19 @@ import asyncio
 from types import SimpleNamespace
 
 from kafkawire.broker.share_groups import session_key
+from kafkawire.messages.describe_transactions_request import DescribeTransactionsRequest
+from kafkawire.messages.end_txn_request import EndTxnRequest
+from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
 from kafkawire.messages.share_group_describe_request import ShareGroupDescribeRequest
 from kafkawire.messages.share_group_heartbeat_request import ShareGroupHeartbeatRequest
 from kafkawire.protocol.error_codes import Errors
 
 from .test_coordinator_replication import FOLLOWER, answered, follower_fetches, handler, replicated_broker
-from .test_txn_state_topic import GROUP, until
+from .test_txn_state_topic import GROUP, TX, add, ctx, until
 
 OFFSETS, TXN_STATE = "__consumer_offsets", "__transaction_state"
 SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE = 76, 77
+INIT_PRODUCER_ID, END_TXN = 22, 26
 CLIENT = SimpleNamespace(api_version=1, client_id="c", peer=("127.0.0.1", 1))
 
 
@@ -91,3 +96,64 @@ def test_a_share_group_is_unloaded_with_its_partition_and_only_its_logged_member
         follower_fetches(broker, OFFSETS)
         broker.close()
     asyncio.run(go())
+
+
+async def replicated(broker, topic: str, write):
+    """``write`` (a coroutine whose append to ``topic``-0 waits for the ISR) once the follower
+    fetched its record: its answer."""
+    end = broker.partitions[(topic, 0)].log.log_end_offset
+    pending = asyncio.ensure_future(write)
+    await until(lambda: broker.partitions[(topic, 0)].log.log_end_offset > end)
+    follower_fetches(broker, topic)
+    await until(pending.done)
+    return pending.result()
+
+
+def init_producer_id(broker, transactional_id: str, *, wait_for_isr: bool = True):
+    init = handler(broker.txn_apis, INIT_PRODUCER_ID) if wait_for_isr else broker.txn_apis.init_producer_id
+    return init(ctx(4), InitProducerIdRequest(transactional_id=transactional_id, transaction_timeout_ms=60000,
+                                              producer_id=-1, producer_epoch=-1))
+
+
+async def described(broker, transactional_id: str) -> tuple[int, str]:
+    answer = await broker.txn_apis.describe_transactions(ctx(0), DescribeTransactionsRequest(
+        transactional_ids=[transactional_id]))
+    state, = answer.transaction_states
+    return state.error_code, state.transaction_state
+
+
+def test_transactions_are_unloaded_with_their_partition_and_only_their_logged_state_comes_back(tmp_path):
+    """removeTransactionsForTxnTopicPartition and removeMarkersForTxnTopicPartition: when the
+    broker stops leading the partition its transactions go and their markers are no longer sent
+    (before, the markers of a PrepareCommit kept being retried by a broker no longer its
+    coordinator), requests are answered NOT_COORDINATOR, and a transactional id whose every
+    record was lost with the leadership is not found when the partition is led here again
+    (before, it stayed in memory, Empty with its producer id); the PrepareCommit the log holds is
+    completed by the reload."""
+    async def go():
+        broker = replicated_broker(tmp_path, request_timeout_ms=10_000)
+        await broker.load()
+        initialized = await replicated(broker, TXN_STATE, init_producer_id(broker, TX))
+        producer_id = initialized.producer_id
+        added = await replicated(broker, TXN_STATE, add(broker, producer_id, 0, (0, 1)))
+        assert added == {0: Errors.NONE, 1: Errors.NONE}
+        broker.txn_markers.failing = True                   # the markers are retried until the partition goes
+        ended = await replicated(broker, TXN_STATE, handler(broker.txn_apis, END_TXN)(ctx(4), EndTxnRequest(
+            transactional_id=TX, producer_id=producer_id, producer_epoch=0, committed=True)))
+        assert ended.error_code == Errors.NONE and broker.txn_apis.markers.tasks
+        lost = await init_producer_id(broker, "lost", wait_for_isr=False)
+        assert lost.error_code == Errors.NONE                 # appended, never fetched by the follower
+
+        partition = lose_leadership(broker, TXN_STATE)
+        assert broker.txn_apis.markers.tasks == {}
+        assert await described(broker, TX) == (Errors.NOT_COORDINATOR, "")
+        assert (await init_producer_id(broker, TX, wait_for_isr=False)).error_code == Errors.NOT_COORDINATOR
+
+        broker.txn_markers.failing = False
+        await lead_again(broker, TXN_STATE, partition)
+        assert await described(broker, "lost") == (Errors.TRANSACTIONAL_ID_NOT_FOUND, "")
+        await until(lambda: broker.txn_apis.coordinator.txns[TX].state == "CompleteCommit")
+        assert sorted(broker.txn_markers.written) == [("t", 0, producer_id, 0, True), ("t", 1, producer_id, 0, True)]
+        broker.close()
+    asyncio.run(go())
+
