@@ -222,11 +222,15 @@ class OffsetsTopic:
         JoinGroup and SyncGroup answered NOT_COORDINATOR), its consumer, share and streams groups
         with their timers. So a write the new leader never had (answered NOT_COORDINATOR, its
         record truncated here) is not found when the partition comes back."""
-        count = self.partitions(self.broker.image())
-        in_partition = functools.partial(_in_partition, count=count, index=index)
+        in_partition = self.keys_of(index)
         self.offsets.unload(in_partition)
         if self.txn_offsets is not None:
             self.txn_offsets.unload(in_partition)
+
+    def keys_of(self, index: int):
+        """Whether a key (a group id, transactional id or share-partition's coordinator key) is in
+        partition ``index``, for an unload: every key when the topic is gone."""
+        return functools.partial(_in_partition, count=self.partitions(self.broker.image()), index=index)
 
     def _replay(self, index: int, data: bytes, offset: int) -> tuple[int, int, int]:
         """Replay the records of ``data`` from ``offset`` on: (next offset, records, skipped)."""

@@ -50,11 +50,7 @@ class TransactionStateTopic(OffsetsTopic):
         pending markers no longer sent) when this broker stops leading it, and before it is
         loaded again (records staged by a load cut short included), so a write the new leader
         never had is not found when the partition comes back (OffsetsTopic.unload)."""
-        count = self.partitions(self.broker.image())
-
-        def here(transactional_id: str) -> bool:            # the topic gone: every transaction goes
-            return count == 0 or partition_for(transactional_id, count) == index
-        self.offsets.unload(here)
+        self.offsets.unload(self.keys_of(index))
 
     def append(self, transactional_id: str, records: list) -> int:
         """appendTransactionToLog (acks=-1): refused before the append when the partition's ISR is

@@ -8,22 +8,33 @@ meanwhile are answered NOT_COORDINATOR.
 
 - Share groups (their records in ``__consumer_offsets``) with their members' session timers.
 - ``__transaction_state``'s transactions, with the markers they are sending.
+- The share coordinator's state of a ``__share_group_state`` partition, and the records a load cut
+  short by the leadership's loss had staged.
 """
 from __future__ import annotations
 
 import asyncio
+import itertools
+import uuid
 from types import SimpleNamespace
+
+from kafkawire.broker import group_log
+from kafkawire.broker.partition import LeaderPartition
+from kafkawire.broker.share_coordinator_apis import ShareCoordinatorApis
+from kafkawire.broker.share_state_records import SHARE_STATE_TOPIC
 
 from kafkawire.broker.share_groups import session_key
 from kafkawire.messages.describe_transactions_request import DescribeTransactionsRequest
 from kafkawire.messages.end_txn_request import EndTxnRequest
 from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
+from kafkawire.messages.read_share_group_state_request import (PartitionData, ReadShareGroupStateRequest,
+                                                               ReadStateData)
 from kafkawire.messages.share_group_describe_request import ShareGroupDescribeRequest
 from kafkawire.messages.share_group_heartbeat_request import ShareGroupHeartbeatRequest
 from kafkawire.protocol.error_codes import Errors
 
 from .test_coordinator_replication import FOLLOWER, answered, follower_fetches, handler, replicated_broker
-from .test_txn_state_topic import GROUP, TX, add, ctx, until
+from .test_txn_state_topic import GROUP, IDS, TX, StandInBroker, add, ctx, until
 
 OFFSETS, TXN_STATE = "__consumer_offsets", "__transaction_state"
 SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE = 76, 77
@@ -157,3 +168,80 @@ def test_transactions_are_unloaded_with_their_partition_and_only_their_logged_st
         broker.close()
     asyncio.run(go())
 
+
+
+def share_state_broker(tmp_path):
+    """The stand-in broker with a __share_group_state of one partition led here, and its share
+    coordinator (no follower: a write's high watermark is its log end)."""
+    broker = StandInBroker(tmp_path, itertools.count(1000))
+    topic_id = uuid.UUID(int=99)
+    topic = SimpleNamespace(name=SHARE_STATE_TOPIC, id=topic_id, partitions={
+        0: SimpleNamespace(leader=broker.node_id, leader_epoch=0)})
+    broker.image().topics_by_name[SHARE_STATE_TOPIC] = broker.image().topics_by_id[topic_id] = topic
+    broker.partitions[(SHARE_STATE_TOPIC, 0)] = LeaderPartition.open(broker.log_dir, SHARE_STATE_TOPIC, 0, topic_id,
+                                                                    leader_epoch=0)
+    return broker, ShareCoordinatorApis(broker)
+
+
+def set_share_state_leader(broker, apis, leader: int, partition=None) -> None:
+    """The image names ``leader`` leader of __share_group_state-0; led here, ``partition`` is it."""
+    broker.image().topics_by_name[SHARE_STATE_TOPIC].partitions[0].leader = leader
+    if partition is None:
+        broker.partitions.pop((SHARE_STATE_TOPIC, 0), None)
+    else:
+        broker.partitions[(SHARE_STATE_TOPIC, 0)] = partition
+    apis.store.on_metadata()
+
+
+async def read_codes(apis, group_id: str, partitions) -> list:
+    """ReadShareGroupState of the share-partitions ``partitions`` of topic t: their error codes."""
+    answer = await apis.read_state(ctx(0), ReadShareGroupStateRequest(group_id=group_id, topics=[ReadStateData(
+        topic_id=IDS["t"], partitions=[PartitionData(partition=p, leader_epoch=-1) for p in partitions])]))
+    return [p.error_code for p in answer.results[0].partitions]
+
+
+def test_the_share_coordinators_state_is_unloaded_with_its_partition_and_a_cut_short_load_brings_nothing_back(
+        tmp_path, monkeypatch):
+    """The runtime drops the share coordinator's shard when the broker stops leading its
+    __share_group_state partition (before, its share-partitions' state stayed in memory, not
+    served, until a reload), and a load cut short by the leadership's loss leaves nothing behind
+    (before, the records it had staged were replayed by the next load: a share-partition whose
+    every record was then truncated came back)."""
+    async def go():
+        broker, apis = share_state_broker(tmp_path)
+        partition = broker.partitions[(SHARE_STATE_TOPIC, 0)]
+        apis.store.on_metadata()
+        await until(lambda: apis.store.loaded)
+        t = IDS["t"]
+        assert apis.coordinator.initialize(GROUP, t, 0, 0, 0)[0] == Errors.NONE
+        held_elsewhere = partition.log.log_end_offset     # what the other replica has when it leads
+        assert apis.coordinator.initialize(GROUP, t, 1, 0, 0)[0] == Errors.NONE
+        assert apis.coordinator.initialize("other", t, 0, 0, 0)[0] == Errors.NONE
+
+        set_share_state_leader(broker, apis, FOLLOWER)
+        assert apis.coordinator.states == {}
+        assert await read_codes(apis, GROUP, [0]) == [Errors.NOT_COORDINATOR]
+
+        monkeypatch.setattr(group_log, "LOAD_READ_BYTES", 1)      # a batch at a time
+        loader, staged = apis.store.offsets, []
+
+        def lost_while_loading(key, value):
+            type(loader).replay(loader, key, value)
+            staged.append(key)
+            if len(staged) == 2:                        # GROUP's t-1 staged: the leadership goes
+                broker.partitions.pop((SHARE_STATE_TOPIC, 0))
+        loader.replay = lost_while_loading
+        set_share_state_leader(broker, apis, broker.node_id, partition)
+        await until(lambda: not apis.store.loading)
+        assert len(staged) == 2 and not apis.store.loaded
+        set_share_state_leader(broker, apis, FOLLOWER)
+
+        del loader.replay
+        partition.log.truncate_to(held_elsewhere)
+        set_share_state_leader(broker, apis, broker.node_id, partition)
+        await until(lambda: apis.store.loaded)
+        assert await read_codes(apis, GROUP, [0, 1]) == [Errors.NONE, Errors.INVALID_REQUEST]
+        assert await read_codes(apis, "other", [0]) == [Errors.INVALID_REQUEST]
+        apis.close()
+        broker.close()
+    asyncio.run(go())
