@@ -176,15 +176,23 @@ class OffsetsTopic:
 
     def on_metadata(self) -> None:
         """Start loading the partitions this broker has started leading; unload those it no
-        longer leads (``unload``)."""
+        longer leads (``unload``), a load under way cancelled first (as Kafka's runtime and
+        removeLoadingPartitionWithEpoch cancel it: what it replayed so far goes too)."""
         led = {index for (topic, index) in self.broker.partitions if topic == self.TOPIC}
+        for index in sorted(set(self.loading) - led):
+            self.loading.pop(index).cancel()
+            self.unload(index)
         for index in sorted(led - self.loaded - set(self.loading)):
             task = asyncio.ensure_future(self._load(index, self.broker.partitions[(self.TOPIC, index)]))
             self.loading[index] = task
-            task.add_done_callback(lambda _, index=index: self.loading.pop(index, None))
+            task.add_done_callback(functools.partial(self._load_ended, index))
         for index in self.loaded - led:
             self.unload(index)
         self.loaded &= led
+
+    def _load_ended(self, index: int, task: asyncio.Task) -> None:
+        if self.loading.get(index) is task:      # not a load cancelled and started again since
+            del self.loading[index]
 
     async def _load(self, index: int, partition) -> None:
         """Replay the partition's records up to its log end, as Kafka's loaders do
@@ -198,7 +206,8 @@ class OffsetsTopic:
         try:
             while offset < partition.log.log_end_offset:
                 if self.broker.partitions.get((self.TOPIC, index)) is not partition:
-                    return                                  # closed meanwhile
+                    self.unload(index)                      # closed meanwhile: what was replayed goes
+                    return
                 data = partition.log.read(offset, LOAD_READ_BYTES, min_one_batch=True).data
                 if not data:
                     break

@@ -10,6 +10,7 @@ meanwhile are answered NOT_COORDINATOR.
 - ``__transaction_state``'s transactions, with the markers they are sending.
 - The share coordinator's state of a ``__share_group_state`` partition, and the records a load cut
   short by the leadership's loss had staged.
+- A load under way when the leadership goes: cancelled, what it replayed so far dropped.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from kafkawire.broker.share_groups import session_key
 from kafkawire.messages.describe_transactions_request import DescribeTransactionsRequest
 from kafkawire.messages.end_txn_request import EndTxnRequest
 from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
+from kafkawire.messages.list_groups_request import ListGroupsRequest
 from kafkawire.messages.read_share_group_state_request import (PartitionData, ReadShareGroupStateRequest,
                                                                ReadStateData)
 from kafkawire.messages.share_group_describe_request import ShareGroupDescribeRequest
@@ -37,7 +39,7 @@ from .test_coordinator_replication import FOLLOWER, answered, follower_fetches, 
 from .test_txn_state_topic import GROUP, IDS, TX, StandInBroker, add, ctx, until
 
 OFFSETS, TXN_STATE = "__consumer_offsets", "__transaction_state"
-SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE = 76, 77
+SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE, LIST_GROUPS = 76, 77, 16
 INIT_PRODUCER_ID, END_TXN = 22, 26
 CLIENT = SimpleNamespace(api_version=1, client_id="c", peer=("127.0.0.1", 1))
 
@@ -66,9 +68,21 @@ async def lead_again(broker, topic: str, partition) -> None:
     await broker.load()
 
 
-def share_heartbeat(broker, member_id: str):
+def share_heartbeat(broker, member_id: str, group_id: str = GROUP):
     return handler(broker.group_apis, SHARE_GROUP_HEARTBEAT)(CLIENT, ShareGroupHeartbeatRequest(
-        group_id=GROUP, member_id=member_id, member_epoch=0, subscribed_topic_names=["t"]))
+        group_id=group_id, member_id=member_id, member_epoch=0, subscribed_topic_names=["t"]))
+
+
+def share_broker(tmp_path, **config):
+    """replicated_broker with share groups enabled (share.version 1) and the image parts their
+    heartbeats read."""
+    broker = replicated_broker(tmp_path, **config)
+    image = broker.image()
+    image.finalized_features["share.version"] = 1
+    image.provenance, image.configs = SimpleNamespace(offset=0), {}
+    for registration in image.topics_by_name["t"].partitions.values():
+        registration.replicas = [broker.node_id]
+    return broker
 
 
 async def share_members(broker) -> tuple[int, list]:
@@ -85,12 +99,7 @@ def test_a_share_group_is_unloaded_with_its_partition_and_only_its_logged_member
     running while the partition was led elsewhere); meanwhile the group's requests are answered
     NOT_COORDINATOR."""
     async def go():
-        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
-        image = broker.image()
-        image.finalized_features["share.version"] = 1
-        image.provenance, image.configs = SimpleNamespace(offset=0), {}
-        for registration in image.topics_by_name["t"].partitions.values():
-            registration.replicas = [broker.node_id]
+        broker = share_broker(tmp_path, offsets_commit_timeout_ms=10_000)
         await broker.load()
         timers = broker.group_apis.coordinator.timer
         kept = await answered(broker, share_heartbeat(broker, "kept"), replicated=True)
@@ -243,5 +252,41 @@ def test_the_share_coordinators_state_is_unloaded_with_its_partition_and_a_cut_s
         assert await read_codes(apis, GROUP, [0, 1]) == [Errors.NONE, Errors.INVALID_REQUEST]
         assert await read_codes(apis, "other", [0]) == [Errors.INVALID_REQUEST]
         apis.close()
+        broker.close()
+    asyncio.run(go())
+
+
+async def listed(broker) -> tuple[int, list]:
+    answer = await handler(broker.group_apis, LIST_GROUPS)(ctx(4), ListGroupsRequest(states_filter=[]))
+    return answer.error_code, sorted(g.group_id for g in answer.groups)
+
+
+def test_a_partition_lost_while_it_is_loading_has_its_load_cancelled_and_what_it_replayed_dropped(
+        tmp_path, monkeypatch):
+    """CoordinatorRuntime's unload (and removeLoadingPartitionWithEpoch) cancels a load under way:
+    a group the load had replayed before the leadership went is not listed by this broker (before,
+    the load stopped at its next read and left that group in memory, listed by ListGroups until
+    the partition was loaded again); led again, the partition is loaded in full."""
+    async def go():
+        broker = share_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        await broker.load()
+        for group_id in ("first", "second"):
+            answer = await answered(broker, share_heartbeat(broker, "m", group_id), replicated=True)
+            assert answer.error_code == Errors.NONE
+        partition = lose_leadership(broker, OFFSETS)
+        assert await listed(broker) == (Errors.NONE, [])
+
+        monkeypatch.setattr(group_log, "LOAD_READ_BYTES", 1)      # a batch (one group's heartbeat) at a time
+        store = broker.group_apis.store
+        broker.image().topics_by_name[OFFSETS].partitions[0].leader = broker.node_id
+        broker.partitions[(OFFSETS, 0)] = partition
+        store.on_metadata()
+        await asyncio.sleep(0)                          # the load replays its first batch, then yields
+        assert 0 in store.loading and list(broker.group_apis.coordinator.share_groups) == ["first"]
+        lose_leadership(broker, OFFSETS)
+        assert store.loading == {} and await listed(broker) == (Errors.NONE, [])
+
+        await lead_again(broker, OFFSETS, partition)
+        assert await listed(broker) == (Errors.NONE, ["first", "second"])
         broker.close()
     asyncio.run(go())
