@@ -176,15 +176,23 @@ class OffsetsTopic:
 
     def on_metadata(self) -> None:
         """Start loading the partitions this broker has started leading; unload those it no
-        longer leads (``unload``)."""
+        longer leads (``unload``), a load under way cancelled first (as Kafka's runtime and
+        removeLoadingPartitionWithEpoch cancel it: what it replayed so far goes too)."""
         led = {index for (topic, index) in self.broker.partitions if topic == self.TOPIC}
+        for index in sorted(set(self.loading) - led):
+            self.loading.pop(index).cancel()
+            self.unload(index)
         for index in sorted(led - self.loaded - set(self.loading)):
             task = asyncio.ensure_future(self._load(index, self.broker.partitions[(self.TOPIC, index)]))
             self.loading[index] = task
-            task.add_done_callback(lambda _, index=index: self.loading.pop(index, None))
+            task.add_done_callback(functools.partial(self._load_ended, index))
         for index in self.loaded - led:
             self.unload(index)
         self.loaded &= led
+
+    def _load_ended(self, index: int, task: asyncio.Task) -> None:
+        if self.loading.get(index) is task:      # not a load cancelled and started again since
+            del self.loading[index]
 
     async def _load(self, index: int, partition) -> None:
         """Replay the partition's records up to its log end, as Kafka's loaders do
@@ -198,7 +206,8 @@ class OffsetsTopic:
         try:
             while offset < partition.log.log_end_offset:
                 if self.broker.partitions.get((self.TOPIC, index)) is not partition:
-                    return                                  # closed meanwhile
+                    self.unload(index)                      # closed meanwhile: what was replayed goes
+                    return
                 data = partition.log.read(offset, LOAD_READ_BYTES, min_one_batch=True).data
                 if not data:
                     break
@@ -219,15 +228,18 @@ class OffsetsTopic:
         and rebuilds it from the log when it leads it again. kafkawire drops, then and again
         before a load (a load cut short leaves part of the state), what the replay rebuilds: the
         committed and pending offsets of the partition's groups, its classic groups (their parked
-        JoinGroup and SyncGroup answered NOT_COORDINATOR), its consumer and streams groups. So a
-        write the new leader never had (answered NOT_COORDINATOR, its record truncated here) is not
-        found when the partition comes back. The share groups are replayed over what memory holds
-        (docs/differences.md, Replication)."""
-        count = self.partitions(self.broker.image())
-        in_partition = functools.partial(_in_partition, count=count, index=index)
+        JoinGroup and SyncGroup answered NOT_COORDINATOR), its consumer, share and streams groups
+        with their timers. So a write the new leader never had (answered NOT_COORDINATOR, its
+        record truncated here) is not found when the partition comes back."""
+        in_partition = self.keys_of(index)
         self.offsets.unload(in_partition)
         if self.txn_offsets is not None:
             self.txn_offsets.unload(in_partition)
+
+    def keys_of(self, index: int):
+        """Whether a key (a group id, transactional id or share-partition's coordinator key) is in
+        partition ``index``, for an unload: every key when the topic is gone."""
+        return functools.partial(_in_partition, count=self.partitions(self.broker.image()), index=index)
 
     def _replay(self, index: int, data: bytes, offset: int) -> tuple[int, int, int]:
         """Replay the records of ``data`` from ``offset`` on: (next offset, records, skipped)."""

@@ -134,9 +134,9 @@ class GroupOffsets:
         return codes
 
     def unload(self, here) -> None:
-        """Drop the committed offsets, classic, consumer and streams groups of the ids ``here(group
-        id)`` names: their partition is no longer led here, or is about to be loaded again from the
-        log (the runtime's unload, see OffsetsTopic.unload)."""
+        """Drop the committed offsets, classic, consumer, share and streams groups of the ids
+        ``here(group id)`` names: their partition is no longer led here, or is about to be loaded
+        again from the log (the runtime's unload, see OffsetsTopic.unload)."""
         for group_id in [g for g in self.offsets if here(g)]:
             del self.offsets[group_id]
             self.uncommitted.forget(group_id)
@@ -146,6 +146,8 @@ class GroupOffsets:
             consumer_admin.unload(c.consumer, here)
         if c.streams is not None:
             c.streams.unload(here)
+        if c.share is not None:
+            c.share.unload(here)
 
     # -- OffsetFetch --
 

@@ -270,7 +270,7 @@ class ShareCoordinator:
 
     def forget(self, owned) -> None:
         """Drop the share-partitions ``owned(key)`` says were in a partition no longer led here."""
-        for key in [k for k in self.states if owned(k)]:
+        for key in {k for table in self._tables() for k in table if owned(k)}:
             for table in self._tables():
                 table.pop(key, None)
 

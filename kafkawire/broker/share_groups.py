@@ -307,6 +307,18 @@ class ShareGroups:
                 for member_id in group.members:
                     self.schedule_session(group.group_id, member_id)
 
+    def unload(self, here) -> None:
+        """GroupMetadataManager.onUnloaded for the share groups ``here(group id)`` names (their
+        partition no longer led here, or about to be loaded again): dropped with their members'
+        session timers; a load rebuilds them from the log. Their members are not fenced (no record
+        is written) and keep what they acquired: the share-partitions' leaders hold that, and a
+        background initialization finds no group to record its outcome in."""
+        for group_id in [g for g in self.groups if here(g)]:
+            group = self.groups.pop(group_id)
+            log.info("[GroupId=%s] Unloaded group metadata for group epoch %d.", group_id, group.group_epoch)
+            for member_id in group.members:
+                self.classic.timer.cancel(session_key(group_id, member_id))
+
     # -- DeleteGroups --
 
     def start_delete(self, group_id: str) -> tuple[int, list]:

@@ -41,8 +41,11 @@ class ShareStateTopic(OffsetsTopic):
         return code
 
     def unload(self, index: int) -> None:
-        """The share-partitions' earlier state is dropped by ShareStateLoader.after_load, once the
-        partition's records are staged."""
+        """The runtime's unload of the share coordinator's shard: the state of the partition's
+        share-partitions (and records staged by a load cut short) dropped when this broker stops
+        leading it, and again before it is loaded (OffsetsTopic.unload), so a write the new leader
+        never had is not found when the partition comes back."""
+        self.offsets.unload(self.keys_of(index))
 
     def partition_of(self, key: str) -> int:
         return partition_for(key, self.partitions(self.broker.image()))
@@ -62,7 +65,8 @@ class ShareStateLoader:
     """What OffsetsTopic's loading calls (``replay``, ``after_load``) for the share coordinator:
     the records are staged in log order and replayed, in that order, when their partition is
     loaded (an update merges into the snapshot before it); the partition's earlier state (from a
-    time this broker led it before) is dropped first."""
+    time this broker led it before) is dropped by ``unload`` when it stops leading it and before
+    the load."""
 
     def __init__(self, coordinator):
         self.coordinator = coordinator
@@ -74,10 +78,15 @@ class ShareStateLoader:
         if decoded is not None:
             self.staged.append((*decoded, None if self.store is None else self.store.replay_offset))
 
+    def unload(self, here) -> None:
+        """Drop the state and the staged records of the share-partitions whose coordinator key
+        ``here(key)`` names."""
+        self.staged = [staged for staged in self.staged if not here(coordinator_key(*staged[1]))]
+        self.coordinator.forget(lambda share_key: here(coordinator_key(*share_key)))
+
     def after_load(self, loaded_here) -> None:
         def here(share_key) -> bool:
             return loaded_here(coordinator_key(*share_key))
-        self.coordinator.forget(here)
         kept = []
         for record_type, share_key, state, offset in self.staged:
             if here(share_key):

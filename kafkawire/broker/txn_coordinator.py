@@ -325,6 +325,15 @@ class TransactionCoordinator:
             complete = metadata.prepare_complete(self.now_ms())
             self.markers.send(metadata, coordinator_epoch, metadata.state == PREPARE_COMMIT, complete)
 
+    def unload(self, here) -> None:
+        """removeTransactionsForTxnTopicPartition and removeMarkersForTxnTopicPartition for the
+        transactional ids ``here(id)`` names (their partition no longer led here, or about to be
+        loaded again): their state dropped and their pending markers no longer sent; a load
+        rebuilds the state from the log and completes a PrepareX found there."""
+        for transactional_id in [t for t in self.txns if here(t)]:
+            self.markers.cancel(transactional_id)
+            del self.txns[transactional_id]
+
     # -- the markers are written --
 
     def complete(self, metadata: TransactionMetadata, coordinator_epoch: int, complete) -> int:

@@ -68,6 +68,15 @@ class MarkerSender:
         self.tasks[metadata.transactional_id] = task
         task.add_done_callback(lambda t, key=metadata.transactional_id: self._done(key, t))
 
+    def cancel(self, transactional_id: str) -> None:
+        """removeMarkersForTxn: the transaction's markers are no longer sent (its coordinator
+        partition unloaded); it is not completed here, the new coordinator completes it."""
+        task = self.tasks.pop(transactional_id, None)
+        if task is not None:
+            log.info("Removing the pending markers of %s: its coordinator partition is no longer led here",
+                     transactional_id)
+            task.cancel()
+
     def _done(self, key: str, task: asyncio.Task) -> None:
         if self.tasks.get(key) is task:
             del self.tasks[key]

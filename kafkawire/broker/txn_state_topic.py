@@ -46,8 +46,11 @@ class TransactionStateTopic(OffsetsTopic):
                 CreatableTopicConfig(name="segment.bytes", value=str(c.transaction_state_log_segment_bytes))])
 
     def unload(self, index: int) -> None:
-        """The transactions' state is not dropped before a reload: each transactional id's last
-        record in the log replaces what memory holds (docs/differences.md, Replication)."""
+        """TransactionCoordinator.onResignation: the partition's transactions are dropped (their
+        pending markers no longer sent) when this broker stops leading it, and before it is
+        loaded again (records staged by a load cut short included), so a write the new leader
+        never had is not found when the partition comes back (OffsetsTopic.unload)."""
+        self.offsets.unload(self.keys_of(index))
 
     def append(self, transactional_id: str, records: list) -> int:
         """appendTransactionToLog (acks=-1): refused before the append when the partition's ISR is
@@ -78,6 +81,11 @@ class TxnLoader:
             return
         transactional_id, metadata = decoded
         self.staged[transactional_id] = metadata          # None: a tombstone (the id expired)
+
+    def unload(self, here) -> None:
+        """Drop the staged records and the transactions of the ids ``here(id)`` names."""
+        self.staged = {t: m for t, m in self.staged.items() if not here(t)}
+        self.coordinator.unload(here)
 
     def after_load(self, loaded_here) -> None:
         ids = [t for t in self.staged if loaded_here(t)]

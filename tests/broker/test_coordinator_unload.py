@@ -1,0 +1,292 @@
+"""A coordinator partition's leadership lost and regained, without a node (the stand-in broker of
+test_coordinator_replication, real logs, one follower played by calls): Kafka's runtime unloads
+the partition's state when the broker stops leading it (GroupMetadataManager.onUnloaded, the share
+coordinator's shard dropped, TransactionStateManager.removeTransactionsForTxnTopicPartition) and
+rebuilds it from the log when it leads it again. A write the new leader never had (its record
+truncated here when the broker follows) is gone when the partition comes back, and requests
+meanwhile are answered NOT_COORDINATOR.
+
+- Share groups (their records in ``__consumer_offsets``) with their members' session timers.
+- ``__transaction_state``'s transactions, with the markers they are sending.
+- The share coordinator's state of a ``__share_group_state`` partition, and the records a load cut
+  short by the leadership's loss had staged.
+- A load under way when the leadership goes: cancelled, what it replayed so far dropped.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import uuid
+from types import SimpleNamespace
+
+from kafkawire.broker import group_log
+from kafkawire.broker.partition import LeaderPartition
+from kafkawire.broker.share_coordinator_apis import ShareCoordinatorApis
+from kafkawire.broker.share_state_records import SHARE_STATE_TOPIC
+
+from kafkawire.broker.share_groups import session_key
+from kafkawire.messages.describe_transactions_request import DescribeTransactionsRequest
+from kafkawire.messages.end_txn_request import EndTxnRequest
+from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
+from kafkawire.messages.list_groups_request import ListGroupsRequest
+from kafkawire.messages.read_share_group_state_request import (PartitionData, ReadShareGroupStateRequest,
+                                                               ReadStateData)
+from kafkawire.messages.share_group_describe_request import ShareGroupDescribeRequest
+from kafkawire.messages.share_group_heartbeat_request import ShareGroupHeartbeatRequest
+from kafkawire.protocol.error_codes import Errors
+
+from .test_coordinator_replication import FOLLOWER, answered, follower_fetches, handler, replicated_broker
+from .test_txn_state_topic import GROUP, IDS, TX, StandInBroker, add, ctx, until
+
+OFFSETS, TXN_STATE = "__consumer_offsets", "__transaction_state"
+SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE, LIST_GROUPS = 76, 77, 16
+INIT_PRODUCER_ID, END_TXN = 22, 26
+CLIENT = SimpleNamespace(api_version=1, client_id="c", peer=("127.0.0.1", 1))
+
+
+def stores(broker) -> list:
+    return [broker.group_apis.store, broker.txn_apis.store]
+
+
+def lose_leadership(broker, topic: str):
+    """The image names the follower leader of ``topic``-0 and this broker follows it (out of
+    ``partitions``: its waiting answers NOT_LEADER_OR_FOLLOWER): the partition, for lead_again."""
+    partition = broker.partitions.pop((topic, 0))
+    broker.image().topics_by_name[topic].partitions[0].leader = FOLLOWER
+    broker.replication.acks.step_down(broker.partitions)
+    for store in stores(broker):
+        store.on_metadata()
+    return partition
+
+
+async def lead_again(broker, topic: str, partition) -> None:
+    """The follower's log is truncated to what the other leader held (the high watermark), and this
+    broker leads the partition again: it is loaded from the log."""
+    partition.log.truncate_to(partition.high_watermark())
+    broker.image().topics_by_name[topic].partitions[0].leader = broker.node_id
+    broker.partitions[(topic, 0)] = partition
+    await broker.load()
+
+
+def share_heartbeat(broker, member_id: str, group_id: str = GROUP):
+    return handler(broker.group_apis, SHARE_GROUP_HEARTBEAT)(CLIENT, ShareGroupHeartbeatRequest(
+        group_id=group_id, member_id=member_id, member_epoch=0, subscribed_topic_names=["t"]))
+
+
+def share_broker(tmp_path, **config):
+    """replicated_broker with share groups enabled (share.version 1) and the image parts their
+    heartbeats read."""
+    broker = replicated_broker(tmp_path, **config)
+    image = broker.image()
+    image.finalized_features["share.version"] = 1
+    image.provenance, image.configs = SimpleNamespace(offset=0), {}
+    for registration in image.topics_by_name["t"].partitions.values():
+        registration.replicas = [broker.node_id]
+    return broker
+
+
+async def share_members(broker) -> tuple[int, list]:
+    described = await handler(broker.group_apis, SHARE_GROUP_DESCRIBE)(CLIENT, ShareGroupDescribeRequest(
+        group_ids=[GROUP]))
+    group, = described.groups
+    return group.error_code, sorted(m.member_id for m in group.members)
+
+
+def test_a_share_group_is_unloaded_with_its_partition_and_only_its_logged_members_come_back(tmp_path):
+    """A member whose joining records the new leader never had is not in the share group when the
+    partition is led here again, and its session timer is gone with the unload (before, the group
+    stayed in memory, the reload replayed the log over it and the lost member stayed, its timer
+    running while the partition was led elsewhere); meanwhile the group's requests are answered
+    NOT_COORDINATOR."""
+    async def go():
+        broker = share_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        await broker.load()
+        timers = broker.group_apis.coordinator.timer
+        kept = await answered(broker, share_heartbeat(broker, "kept"), replicated=True)
+        assert kept.error_code == Errors.NONE
+        lost = await answered(broker, share_heartbeat(broker, "lost"), replicated=False)
+        partition = lose_leadership(broker, OFFSETS)
+        await until(lost.done)
+        assert lost.result().error_code == Errors.NOT_COORDINATOR
+        assert session_key(GROUP, "lost") not in timers._handles
+        assert (await share_members(broker))[0] == Errors.NOT_COORDINATOR
+        await lead_again(broker, OFFSETS, partition)
+        assert await share_members(broker) == (Errors.NONE, ["kept"])
+        assert session_key(GROUP, "kept") in timers._handles and session_key(GROUP, "lost") not in timers._handles
+        follower_fetches(broker, OFFSETS)
+        broker.close()
+    asyncio.run(go())
+
+
+async def replicated(broker, topic: str, write):
+    """``write`` (a coroutine whose append to ``topic``-0 waits for the ISR) once the follower
+    fetched its record: its answer."""
+    end = broker.partitions[(topic, 0)].log.log_end_offset
+    pending = asyncio.ensure_future(write)
+    await until(lambda: broker.partitions[(topic, 0)].log.log_end_offset > end)
+    follower_fetches(broker, topic)
+    await until(pending.done)
+    return pending.result()
+
+
+def init_producer_id(broker, transactional_id: str, *, wait_for_isr: bool = True):
+    init = handler(broker.txn_apis, INIT_PRODUCER_ID) if wait_for_isr else broker.txn_apis.init_producer_id
+    return init(ctx(4), InitProducerIdRequest(transactional_id=transactional_id, transaction_timeout_ms=60000,
+                                              producer_id=-1, producer_epoch=-1))
+
+
+async def described(broker, transactional_id: str) -> tuple[int, str]:
+    answer = await broker.txn_apis.describe_transactions(ctx(0), DescribeTransactionsRequest(
+        transactional_ids=[transactional_id]))
+    state, = answer.transaction_states
+    return state.error_code, state.transaction_state
+
+
+def test_transactions_are_unloaded_with_their_partition_and_only_their_logged_state_comes_back(tmp_path):
+    """removeTransactionsForTxnTopicPartition and removeMarkersForTxnTopicPartition: when the
+    broker stops leading the partition its transactions go and their markers are no longer sent
+    (before, the markers of a PrepareCommit kept being retried by a broker no longer its
+    coordinator), requests are answered NOT_COORDINATOR, and a transactional id whose every
+    record was lost with the leadership is not found when the partition is led here again
+    (before, it stayed in memory, Empty with its producer id); the PrepareCommit the log holds is
+    completed by the reload."""
+    async def go():
+        broker = replicated_broker(tmp_path, request_timeout_ms=10_000)
+        await broker.load()
+        initialized = await replicated(broker, TXN_STATE, init_producer_id(broker, TX))
+        producer_id = initialized.producer_id
+        added = await replicated(broker, TXN_STATE, add(broker, producer_id, 0, (0, 1)))
+        assert added == {0: Errors.NONE, 1: Errors.NONE}
+        broker.txn_markers.failing = True                   # the markers are retried until the partition goes
+        ended = await replicated(broker, TXN_STATE, handler(broker.txn_apis, END_TXN)(ctx(4), EndTxnRequest(
+            transactional_id=TX, producer_id=producer_id, producer_epoch=0, committed=True)))
+        assert ended.error_code == Errors.NONE and broker.txn_apis.markers.tasks
+        lost = await init_producer_id(broker, "lost", wait_for_isr=False)
+        assert lost.error_code == Errors.NONE                 # appended, never fetched by the follower
+
+        partition = lose_leadership(broker, TXN_STATE)
+        assert broker.txn_apis.markers.tasks == {}
+        assert await described(broker, TX) == (Errors.NOT_COORDINATOR, "")
+        assert (await init_producer_id(broker, TX, wait_for_isr=False)).error_code == Errors.NOT_COORDINATOR
+
+        broker.txn_markers.failing = False
+        await lead_again(broker, TXN_STATE, partition)
+        assert await described(broker, "lost") == (Errors.TRANSACTIONAL_ID_NOT_FOUND, "")
+        await until(lambda: broker.txn_apis.coordinator.txns[TX].state == "CompleteCommit")
+        assert sorted(broker.txn_markers.written) == [("t", 0, producer_id, 0, True), ("t", 1, producer_id, 0, True)]
+        broker.close()
+    asyncio.run(go())
+
+
+
+def share_state_broker(tmp_path):
+    """The stand-in broker with a __share_group_state of one partition led here, and its share
+    coordinator (no follower: a write's high watermark is its log end)."""
+    broker = StandInBroker(tmp_path, itertools.count(1000))
+    topic_id = uuid.UUID(int=99)
+    topic = SimpleNamespace(name=SHARE_STATE_TOPIC, id=topic_id, partitions={
+        0: SimpleNamespace(leader=broker.node_id, leader_epoch=0)})
+    broker.image().topics_by_name[SHARE_STATE_TOPIC] = broker.image().topics_by_id[topic_id] = topic
+    broker.partitions[(SHARE_STATE_TOPIC, 0)] = LeaderPartition.open(broker.log_dir, SHARE_STATE_TOPIC, 0, topic_id,
+                                                                    leader_epoch=0)
+    return broker, ShareCoordinatorApis(broker)
+
+
+def set_share_state_leader(broker, apis, leader: int, partition=None) -> None:
+    """The image names ``leader`` leader of __share_group_state-0; led here, ``partition`` is it."""
+    broker.image().topics_by_name[SHARE_STATE_TOPIC].partitions[0].leader = leader
+    if partition is None:
+        broker.partitions.pop((SHARE_STATE_TOPIC, 0), None)
+    else:
+        broker.partitions[(SHARE_STATE_TOPIC, 0)] = partition
+    apis.store.on_metadata()
+
+
+async def read_codes(apis, group_id: str, partitions) -> list:
+    """ReadShareGroupState of the share-partitions ``partitions`` of topic t: their error codes."""
+    answer = await apis.read_state(ctx(0), ReadShareGroupStateRequest(group_id=group_id, topics=[ReadStateData(
+        topic_id=IDS["t"], partitions=[PartitionData(partition=p, leader_epoch=-1) for p in partitions])]))
+    return [p.error_code for p in answer.results[0].partitions]
+
+
+def test_the_share_coordinators_state_is_unloaded_with_its_partition_and_a_cut_short_load_brings_nothing_back(
+        tmp_path, monkeypatch):
+    """The runtime drops the share coordinator's shard when the broker stops leading its
+    __share_group_state partition (before, its share-partitions' state stayed in memory, not
+    served, until a reload), and a load cut short by the leadership's loss leaves nothing behind
+    (before, the records it had staged were replayed by the next load: a share-partition whose
+    every record was then truncated came back)."""
+    async def go():
+        broker, apis = share_state_broker(tmp_path)
+        partition = broker.partitions[(SHARE_STATE_TOPIC, 0)]
+        apis.store.on_metadata()
+        await until(lambda: apis.store.loaded)
+        t = IDS["t"]
+        assert apis.coordinator.initialize(GROUP, t, 0, 0, 0)[0] == Errors.NONE
+        held_elsewhere = partition.log.log_end_offset     # what the other replica has when it leads
+        assert apis.coordinator.initialize(GROUP, t, 1, 0, 0)[0] == Errors.NONE
+        assert apis.coordinator.initialize("other", t, 0, 0, 0)[0] == Errors.NONE
+
+        set_share_state_leader(broker, apis, FOLLOWER)
+        assert apis.coordinator.states == {}
+        assert await read_codes(apis, GROUP, [0]) == [Errors.NOT_COORDINATOR]
+
+        monkeypatch.setattr(group_log, "LOAD_READ_BYTES", 1)      # a batch at a time
+        loader, staged = apis.store.offsets, []
+
+        def lost_while_loading(key, value):
+            type(loader).replay(loader, key, value)
+            staged.append(key)
+            if len(staged) == 2:                        # GROUP's t-1 staged: the leadership goes
+                broker.partitions.pop((SHARE_STATE_TOPIC, 0))
+        loader.replay = lost_while_loading
+        set_share_state_leader(broker, apis, broker.node_id, partition)
+        await until(lambda: not apis.store.loading)
+        assert len(staged) == 2 and not apis.store.loaded
+        set_share_state_leader(broker, apis, FOLLOWER)
+
+        del loader.replay
+        partition.log.truncate_to(held_elsewhere)
+        set_share_state_leader(broker, apis, broker.node_id, partition)
+        await until(lambda: apis.store.loaded)
+        assert await read_codes(apis, GROUP, [0, 1]) == [Errors.NONE, Errors.INVALID_REQUEST]
+        assert await read_codes(apis, "other", [0]) == [Errors.INVALID_REQUEST]
+        apis.close()
+        broker.close()
+    asyncio.run(go())
+
+
+async def listed(broker) -> tuple[int, list]:
+    answer = await handler(broker.group_apis, LIST_GROUPS)(ctx(4), ListGroupsRequest(states_filter=[]))
+    return answer.error_code, sorted(g.group_id for g in answer.groups)
+
+
+def test_a_partition_lost_while_it_is_loading_has_its_load_cancelled_and_what_it_replayed_dropped(
+        tmp_path, monkeypatch):
+    """CoordinatorRuntime's unload (and removeLoadingPartitionWithEpoch) cancels a load under way:
+    a group the load had replayed before the leadership went is not listed by this broker (before,
+    the load stopped at its next read and left that group in memory, listed by ListGroups until
+    the partition was loaded again); led again, the partition is loaded in full."""
+    async def go():
+        broker = share_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        await broker.load()
+        for group_id in ("first", "second"):
+            answer = await answered(broker, share_heartbeat(broker, "m", group_id), replicated=True)
+            assert answer.error_code == Errors.NONE
+        partition = lose_leadership(broker, OFFSETS)
+        assert await listed(broker) == (Errors.NONE, [])
+
+        monkeypatch.setattr(group_log, "LOAD_READ_BYTES", 1)      # a batch (one group's heartbeat) at a time
+        store = broker.group_apis.store
+        broker.image().topics_by_name[OFFSETS].partitions[0].leader = broker.node_id
+        broker.partitions[(OFFSETS, 0)] = partition
+        store.on_metadata()
+        await asyncio.sleep(0)                          # the load replays its first batch, then yields
+        assert 0 in store.loading and list(broker.group_apis.coordinator.share_groups) == ["first"]
+        lose_leadership(broker, OFFSETS)
+        assert store.loading == {} and await listed(broker) == (Errors.NONE, [])
+
+        await lead_again(broker, OFFSETS, partition)
+        assert await listed(broker) == (Errors.NONE, ["first", "second"])
+        broker.close()
+    asyncio.run(go())
