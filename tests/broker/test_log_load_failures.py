@@ -1,7 +1,8 @@
 """A log that cannot be loaded when it opens (in process, on a stand-in metadata image), as Kafka
 4.3.1's LogManager.loadLogs and LogLoader: its directory goes offline ("Error while loading log
 dir"), its replica is answered KAFKA_STORAGE_ERROR and not opened elsewhere, the other
-directories serve on.
+directories serve on; ``.deleted`` files left over from before a restart are removed at the open,
+and one that cannot be removed fails the load the same way.
 """
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.records.builder import build_batch
 
 from .test_log_dirs import image_of, make_broker, parent
+
+STRAY = "00000000000000000000.log.deleted"
+
 
 def two_replicas_written(dirs):
     """Partitions 0 and 1 of t, each in a directory of its own (dirs[1], dirs[2]) with a record,
@@ -72,3 +76,25 @@ def test_a_log_that_cannot_be_opened_at_start_takes_its_directory_offline(tmp_pa
     assert offline == ({str(dirs[1])}, {("t", 0)}, 1)
     assert segment.is_dir() and not (dirs[2] / "t-0").exists()         # left as it is, not made elsewhere
 
+
+def test_deleted_files_left_from_before_a_restart_are_removed_when_the_log_opens(tmp_path, caplog, monkeypatch):
+    """LogLoader.removeTempFilesAndCollectSwapFiles: a ``.deleted`` file is removed before the log
+    loads (debug: "Deleting stray temporary file"); one that cannot be removed fails the load:
+    the directory goes offline ("Error while loading log dir") and the file stays."""
+    dirs = [tmp_path / "meta", tmp_path / "a", tmp_path / "b"]
+    image = two_replicas_written(dirs)
+    for i in (0, 1):
+        (dirs[i + 1] / f"t-{i}" / STRAY).write_bytes(b"x")
+    removed = os.remove
+
+    def remove_but_in_a(path, *args, **kwargs):
+        if str(path).startswith(str(dirs[1])) and str(path).endswith(".deleted"):
+            raise OSError(5, "Input/output error")
+        return removed(path, *args, **kwargs)
+    monkeypatch.setattr(os, "remove", remove_but_in_a)
+    codes, offline = restarted(dirs, image, caplog)
+    assert f"Error while loading log dir {dirs[1]}" in caplog.text
+    assert (f"[LogLoader partition=t-1, dir={dirs[2]}] Deleting stray temporary file {dirs[2] / 't-1' / STRAY}"
+            in caplog.text)
+    assert codes == [Errors.KAFKA_STORAGE_ERROR, Errors.NONE] and offline == ({str(dirs[1])}, {("t", 0)}, 1)
+    assert (dirs[1] / "t-0" / STRAY).exists() and not (dirs[2] / "t-1" / STRAY).exists()
