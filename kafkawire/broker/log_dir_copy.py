@@ -259,12 +259,13 @@ class FutureLogs:
         marks the partition failed; a flush fails outside the fetcher, in Kafka's flusher): the
         future log's directory goes offline with UnifiedLog's message and the future log is closed
         there, not renamed; the replica stays where it is, as the metadata still says (the
-        controller is told of a move only after the swap)."""
+        controller is told of a move only after the swap). The swap's rename of the current log
+        (LogManager.replaceCurrentWithFutureLog, the future log renamed in place already): the
+        current log's directory goes offline, its replica with it, and the new log is closed."""
         broker, name = self.broker, "%s-%d" % key
-        if failure.source:
-            log.error(_THREAD + " Error for partition %s at offset %d: %s", name,
-                      failure.offset, failure.error)
-            current = broker.log_manager.replica(key)
+        current = broker.log_manager.replica(key)
+        if failure.step == "read":
+            log.error(_THREAD + " Error for partition %s at offset %d: %s", name, failure.offset, failure.error)
             if current is not None:
                 storage_failure(broker, current, "read", failure.error)
             return
@@ -278,15 +279,22 @@ class FutureLogs:
                       failure.offset, failure.error)
         if failure.step not in ("flush", "metadata"):
             log.warning(_THREAD + " Partition %s marked as failed", name)
-        if failure.step == "metadata":
+        if failure.source:
+            self._close_future(key)
+            if current is not None:
+                storage_failure(broker, current, failure.step, failure.error)
+        elif failure.step == "metadata":
             broker.fail_log_dir(future.destination, failure.error,
                                 message=f"Error while writing partition metadata file {failure.path}")
         else:       # the directory's failure closes the future log (on_log_dir_failure)
             storage_failure(broker, future.partition, failure.step, failure.error, future=True)
         if self.futures.get(key) is future:          # the directory had failed already
-            del self.futures[key]
-            self._resume_cleaning(key)
-            broker.close_partition(future.partition)
+            self._close_future(key)
+
+    def _close_future(self, key) -> None:
+        future = self.futures.pop(key)
+        self._resume_cleaning(key)
+        self.broker.close_partition(future.partition)
 
     def on_log_dir_failure(self, path: str) -> list:
         """ReplicaManager.handleLogDirFailure's part for moves, ``path`` failed: a future log there
@@ -298,9 +306,7 @@ class FutureLogs:
         for key, future in list(self.futures.items()):
             current = manager.replica(key)
             if future.destination == path:
-                del self.futures[key]
-                self._resume_cleaning(key)
-                self.broker.close_partition(future.partition)
+                self._close_future(key)
                 closed.append(key)
             elif current is not None and os.path.dirname(os.path.abspath(current.log.directory)) == path:
                 del self.futures[key]
@@ -493,10 +499,14 @@ class FutureLogs:
         # renames are on disk, a crash finds the future log again and resumes the copy
         try:
             new_log.rename_dir(os.path.join(future.destination, name))
-            os.rename(source, aside)
-        except BaseException:
+        except OSError as exc:
             _close_fds(sync)
-            raise
+            raise CopyStepError(exc, "rename", new_log.log_end_offset) from exc
+        try:
+            os.rename(source, aside)
+        except OSError as exc:       # UnifiedLog.renameDir of the current log: its directory goes offline
+            _close_fds(sync)
+            raise CopyStepError(exc, "rename", new_log.log_end_offset, source=True) from exc
         del self.futures[key]
         old_log = current.log
         current.log = new_log

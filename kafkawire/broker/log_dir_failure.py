@@ -39,6 +39,7 @@ _MESSAGES = {
     "truncate": "Error while truncating log to offset {offset} for {name} in dir {dir}",
     "truncate_fully": "Error while truncating the entire log for {name} in dir {dir}",
     "delete": "Error while deleting segments for {name} in dir {dir}",
+    "rename": "Error while renaming dir for {name} in log dir {dir}",
 }
 
 

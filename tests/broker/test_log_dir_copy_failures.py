@@ -151,3 +151,40 @@ def test_an_io_error_reading_the_current_log_takes_its_directory_offline_and_lea
         await broker.stop(graceful=False)
     asyncio.run(go())
 
+
+
+@pytest.mark.parametrize("renamed", ["future", "current"])
+def test_an_io_error_of_the_swaps_renames_takes_that_logs_directory_offline(renamed, tmp_path, caplog, monkeypatch):
+    """LogManager.replaceCurrentWithFutureLog: the future log's rename to the partition's name
+    fails: its directory goes offline, the future log closed there, the replica serving on in its
+    own; the current log's rename to ``-delete`` fails (the future log renamed in place already):
+    the current log's directory goes offline with its replica, the new log closed where it is."""
+    async def go():
+        broker, state, dirs, current = moving(tmp_path)
+        sent = []
+        broker.dir_assignments.submit = lambda *args: sent.append(args)
+        source = current.log.directory
+        assert await altered(broker, dirs[2], 0) == {("t", 0): Errors.NONE}
+        future = broker.alter_log_dirs.futures.futures[("t", 0)]
+        name = os.path.basename(future.log.directory)
+        if renamed == "future":
+            future.log.rename_dir = failing()
+        else:
+            rename = os.rename
+            monkeypatch.setattr(os, "rename", lambda src, dst, *args, **kwargs: (
+                failing()() if os.fspath(src) == source else rename(src, dst, *args, **kwargs)))
+        failed = dirs[2] if renamed == "future" else dirs[1]
+        await until_offline(broker, failed)
+        assert f"Error while renaming dir for t-0 in log dir {failed}" in caplog.text
+        assert "[ReplicaAlterLogDirsThread-0]: Partition t-0 marked as failed" in caplog.text
+        futures = broker.alter_log_dirs.futures
+        assert not futures.futures and not futures.stalled and sent == []
+        assert broker.log_dirs.offline == {str(failed)} and os.path.isdir(source)
+        if renamed == "future":
+            assert broker.partitions[("t", 0)] is current and parent(current) == str(dirs[1])
+            assert future_dirs(dirs[2]) == [name]
+        else:
+            assert ("t", 0) not in broker.partitions and future_dirs(dirs[2]) == []
+            assert (dirs[2] / "t-0").is_dir() and future.log.directory == str(dirs[2] / "t-0")
+        await broker.stop(graceful=False)
+    asyncio.run(go())
