@@ -105,7 +105,10 @@ def state_file_failure(broker, directory: str, job, error: OSError) -> None:
     if file and os.path.basename(file) == LEADER_EPOCH_CHECKPOINT:
         message = f"Error while writing to checkpoint file {file}"
     else:
-        message = f"Error while rolling log segment for {os.path.basename(directory)} in dir {path}"
+        name = os.path.basename(directory)
+        if name.endswith("-future"):          # an AlterReplicaLogDirs future log: named by its partition
+            name = name.rpartition(".")[0]
+        message = f"Error while rolling log segment for {name} in dir {path}"
     fail_log_dir(broker, path, error, message=message)
 
 

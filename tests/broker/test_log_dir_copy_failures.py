@@ -56,11 +56,14 @@ def break_future(step: str, future, monkeypatch) -> None:
         future.log.prepare_flush = lambda: failing()    # the fsyncs, off the loop, before the swap
     elif step == "metadata":
         monkeypatch.setattr(log_dir_copy, "_fsync_file", failing())
+    elif step == "snapshot":                             # the producer snapshot of the roll
+        monkeypatch.setattr("kafkawire.broker.partition.atomic_write", failing())
+        future.log.segment_bytes = 100
     else:
         monkeypatch.setattr("kafkawire.storage.leader_epoch_cache.write_leader_epoch_checkpoint", failing())
 
 
-@pytest.mark.parametrize("step", ["append", "roll", "flush", "metadata", "checkpoint"])
+@pytest.mark.parametrize("step", ["append", "roll", "flush", "metadata", "checkpoint", "snapshot"])
 def test_an_io_error_writing_the_future_log_takes_its_directory_offline(step, tmp_path, caplog, monkeypatch):
     """The future log's write fails: its directory goes offline with UnifiedLog's (or the
     checkpoint file's) message, the fetcher marks the partition failed (not for a flush, Kafka's
@@ -78,6 +81,7 @@ def test_an_io_error_writing_the_future_log_takes_its_directory_offline(step, tm
         name = os.path.basename(future.log.directory)
         expected = {"append": f"Error while appending records to t-0 in dir {dirs[2]}",
                     "roll": f"Error while rolling log segment for t-0 in dir {dirs[2]}",
+                    "snapshot": f"Error while rolling log segment for t-0 in dir {dirs[2]}",
                     "flush": f"Error while flushing log for t-0 in dir {dirs[2]}",
                     "metadata": f"Error while writing partition metadata file {dirs[2] / name / 'partition.metadata'}",
                     "checkpoint": f"Error while writing to checkpoint file "
