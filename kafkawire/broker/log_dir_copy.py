@@ -35,7 +35,8 @@ checkpoint, so nothing is appended to the new log before its name is on disk), a
 the controller told (AssignReplicasToDirs, through Broker.on_metadata). A crash before those
 fsyncs finds either the renames (two equal logs, the first in ``log.dirs`` order opening, or the
 new one alone) or the future log again, whose copy resumes. An fsync that fails takes the
-destination directory offline (Broker.fail_log_dir). Kafka's controller-first promotion (its
+destination directory offline (Broker.fail_log_dir); so does any I/O error of a step, on the
+directory Kafka names (``_step_failed``, ``on_log_dir_failure``). Kafka's controller-first promotion (its
 DirectoryEventHandler waits for the controller to accept the assignment before the swap) is not
 done: see docs/differences.md. While a replica is moved its log is not cleaned (the log cleaner
 paused, LogCleanerManager.abortAndPauseCleaning); retention runs on its future log as on the
@@ -359,10 +360,12 @@ class FutureLogs:
         if topic_id != current.topic_id or os.path.dirname(path) == os.path.dirname(current.log.directory):
             self._discard(path, "it is not a future log of the replica hosted here")
             return
+        parent = os.path.dirname(os.path.abspath(path))
         try:
+            self.broker.log_manager.remove_stray_files(path, current.name)
             future = self._open(current, path)
-        except OSError as exc:
-            log.error("broker %d: cannot open the future log %s: %s", self.broker.node_id, path, exc)
+        except OSError as exc:      # LogManager.loadLogs: the directory goes offline
+            self.broker.fail_log_dir(parent, exc, message=f"Error while loading log dir {parent}")
             return
         log.info("broker %d: resuming the copy of %s to %s from offset %d", self.broker.node_id, current.name,
                  future.destination, future.log.log_end_offset)

@@ -2,7 +2,7 @@
 4.3.1's LogManager.loadLogs and LogLoader: its directory goes offline ("Error while loading log
 dir"), its replica is answered KAFKA_STORAGE_ERROR and not opened elsewhere, the other
 directories serve on; ``.deleted`` files left over from before a restart are removed at the open,
-and one that cannot be removed fails the load the same way.
+and one that cannot be removed fails the load the same way, a future log's as a log's.
 """
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ import os
 import time
 from types import SimpleNamespace
 
+from kafkawire.broker.log_dir_copy import find_future_logs
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.records.builder import build_batch
 
-from .test_log_dirs import image_of, make_broker, parent
+from .test_log_dir_copy_failures import moving
+from .test_log_dirs import altered, image_of, make_broker, parent
 
 STRAY = "00000000000000000000.log.deleted"
 
@@ -98,3 +100,40 @@ def test_deleted_files_left_from_before_a_restart_are_removed_when_the_log_opens
             in caplog.text)
     assert codes == [Errors.KAFKA_STORAGE_ERROR, Errors.NONE] and offline == ({str(dirs[1])}, {("t", 0)}, 1)
     assert (dirs[1] / "t-0" / STRAY).exists() and not (dirs[2] / "t-1" / STRAY).exists()
+
+
+def test_a_future_log_that_cannot_be_loaded_at_a_restart_takes_its_directory_offline(tmp_path, caplog, monkeypatch):
+    """A future log of AlterReplicaLogDirs found at start loads as any log (LogManager.loadLogs):
+    its ``.deleted`` file that cannot be removed takes its directory offline ("Error while
+    loading log dir"); the replica serves on from its own directory, the copy not resumed."""
+    async def cut_short():
+        broker, state, dirs, current = moving(tmp_path)
+        assert await altered(broker, dirs[2], 0) == {("t", 0): Errors.NONE}
+        futures = broker.alter_log_dirs.futures
+        futures._task.cancel()                          # the copy cut short before its first step
+        future_dir = futures.futures[("t", 0)].log.directory
+        await broker.stop(graceful=False)
+        return state["image"], dirs, future_dir
+    image, dirs, future_dir = asyncio.run(cut_short())
+    with open(os.path.join(future_dir, STRAY), "wb") as f:
+        f.write(b"x")
+    removed = os.remove
+
+    def remove_but_stray(path, *args, **kwargs):
+        if str(path).endswith(".deleted"):
+            raise OSError(5, "Input/output error")
+        return removed(path, *args, **kwargs)
+    monkeypatch.setattr(os, "remove", remove_but_stray)
+
+    async def restart():
+        broker, _ = make_broker(dirs, image)
+        broker.dir_assignments.submit = lambda *args: None
+        broker.lifecycle.heartbeat_soon = lambda: None
+        broker.alter_log_dirs.futures.resumable.update(find_future_logs([str(d) for d in dirs]))
+        broker.on_metadata()
+        assert broker.log_dirs.offline == {str(dirs[2])} and not broker.alter_log_dirs.futures.futures
+        assert parent(broker.partitions[("t", 0)]) == str(dirs[1])
+        await broker.stop(graceful=False)
+    asyncio.run(restart())
+    assert f"Error while loading log dir {dirs[2]}" in caplog.text
+    assert os.path.exists(os.path.join(future_dir, STRAY))
