@@ -452,6 +452,10 @@ class FutureLogs:
         if future.unflushed > SWAP_FLUSH_BYTES or not future.metadata_synced:
             await self._flush(future)            # most of it on disk before the swap, off the loop
             return True
+        for directory in (current.log.directory, future.log.directory):      # before the swap renames them
+            self.broker.state_writes.settle(directory)     # a state file failed: its directory goes offline
+        if self.futures.get(key) is not future or self.broker.log_manager.replica(key) is not current:
+            return True
         failed = self.swap(key, future, current)
         await self.broker.state_writes.appends_allowed()    # the swap durable (produce waits for it too) ...
         if failed:
@@ -489,9 +493,7 @@ class FutureLogs:
         until it is; the list that error goes into if it fails."""
         broker = self.broker
         writes = broker.state_writes
-        source = current.log.directory
-        writes.wait(source)
-        writes.wait(future.log.directory)
+        source = current.log.directory        # its and the future's state files written (step)
         new_log = future.log
         new_log.log_start_offset = max(new_log.log_start_offset, current.log.log_start_offset)
         sync = new_log.prepare_flush()
@@ -591,8 +593,7 @@ def _fsync_file(path: str) -> None:
         os.close(fd)
 
 
-def _close_fds(sync) -> None:
-    """A prepared flush not run: its duplicated descriptors closed (by running it: they are the log's files)."""
+def _close_fds(sync) -> None:          # a prepared flush not run: its duplicated descriptors closed (run)
     try:
         sync()
     except OSError:
