@@ -36,9 +36,9 @@ the controller told (AssignReplicasToDirs, through Broker.on_metadata). A crash 
 fsyncs finds either the renames (two equal logs, the first in ``log.dirs`` order opening, or the
 new one alone) or the future log again, whose copy resumes. An fsync that fails takes the
 destination directory offline (Broker.fail_log_dir); so does any I/O error of a step, on the
-directory Kafka names (``_step_failed``, ``on_log_dir_failure``). Kafka's controller-first promotion (its
-DirectoryEventHandler waits for the controller to accept the assignment before the swap) is not
-done: see docs/differences.md. While a replica is moved its log is not cleaned (the log cleaner
+directory Kafka names (``_step_failed``, ``on_log_dir_failure``). Kafka's controller-first
+promotion (the swap waits for the controller to accept the assignment) is not done: see
+docs/differences.md. While a replica is moved its log is not cleaned (the log cleaner
 paused, LogCleanerManager.abortAndPauseCleaning); retention runs on its future log as on the
 current one (kafkawire.broker.log_manager).
 
