@@ -6,7 +6,9 @@ Per partition, Kafka's errors in Kafka's order: INVALID_TOPIC_EXCEPTION when its
 directory name (``<topic>-<partition>.<32 hex>-future``) would pass 255 characters;
 LOG_DIR_NOT_FOUND when the path is not one of ``log.dirs`` as an absolute path (compared as
 given, as LogManager.isLogDirOnline does); KAFKA_STORAGE_ERROR when that directory is not
-there; INVALID_REPLICA_ASSIGNMENT when ``cordoned.log.dirs`` names it (KIP-1066); REPLICA_NOT_AVAILABLE when the broker holds no replica of the partition yet, after noting
+there; INVALID_REPLICA_ASSIGNMENT when ``cordoned.log.dirs`` names it (KIP-1066);
+KAFKA_STORAGE_ERROR when the replica is in a failed directory (HostedPartition.Offline);
+REPLICA_NOT_AVAILABLE when the broker holds no replica of the partition yet, after noting
 the directory for the replica's log to come (LogManager.preferredLogDirs: what
 ``kafka-reassign-partitions`` relies on when it moves a replica to another broker and directory);
 NONE when the replica is in that directory already or its future log is made there
@@ -37,6 +39,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 
 from .log_dir_copy import FUTURE_SUFFIX, FutureLogs
+from .log_dir_failure import is_offline_replica
 from .partition import partition_dir_name
 
 __all__ = ["AlterLogDirsApi", "ALTER_REPLICA_LOG_DIRS", "alter_replica_log_dirs_refusal"]
@@ -97,6 +100,10 @@ class AlterLogDirsApi:
         if partition is None:
             image = self.broker.image()
             t = None if image is None else image.topics_by_name.get(topic)
+            if t is not None and is_offline_replica(self.broker, (topic, index), t):     # HostedPartition.Offline
+                log.warning("Unable to alter log dirs for %s-%d: Partition %s-%d is offline", topic, index,
+                            topic, index)
+                return Errors.KAFKA_STORAGE_ERROR
             if t is not None and index in t.partitions:      # bounded by the metadata's partitions
                 log_dirs.preferred[(topic, index)] = path
             return Errors.REPLICA_NOT_AVAILABLE
@@ -115,8 +122,8 @@ class AlterLogDirsApi:
             return Errors.KAFKA_STORAGE_ERROR
         try:
             futures.create(partition, path)
-        except OSError as exc:
-            log.error("Unable to alter log dirs for %s-%d: %s", topic, index, exc)
+        except OSError as exc:       # the directory offline when it was creating the future log's files
+            log.warning("Unable to alter log dirs for %s-%d: %s", topic, index, exc)
             return Errors.KAFKA_STORAGE_ERROR
         return Errors.NONE
 

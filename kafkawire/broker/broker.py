@@ -524,8 +524,11 @@ class Broker:
         registration = topic.partitions.get(index)
         assigned = None if registration is None else assigned_directory(registration, self.node_id)
         log_dir = self.log_dirs.place(topic.name, index, assigned, self.log_manager.logs_per_dir())
-        existed = os.path.isdir(os.path.join(log_dir, partition_dir_name(topic.name, index)))
+        directory = os.path.join(log_dir, partition_dir_name(topic.name, index))
+        existed = os.path.isdir(directory)
         try:
+            if existed:
+                self.log_manager.remove_stray_files(directory, f"{topic.name}-{index}")
             partition = LeaderPartition.open(
                 log_dir, topic.name, index, topic.id, leader_epoch=leader_epoch,
                 producer_id_expiration_ms=self.log_manager.producer_id_expiration_ms(image),

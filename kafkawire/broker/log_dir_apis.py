@@ -41,6 +41,7 @@ __all__ = ["LogDirApis", "OFFSET_FOR_LEADER_EPOCH", "DESCRIBE_LOG_DIRS"]
 log = logging.getLogger(__name__)
 OFFSET_FOR_LEADER_EPOCH, DESCRIBE_LOG_DIRS = 23, 35
 NO_PARTITION_LEADER_EPOCH = -1
+INVALID_OFFSET_LAG = -1          # DescribeLogDirsResponse.INVALID_OFFSET_LAG
 
 
 class LogDirApis:
@@ -103,7 +104,11 @@ class LogDirApis:
         alter = getattr(self.broker, "alter_log_dirs", None)
         for key, future in ({} if alter is None else alter.futures.futures).items():
             if key in replicas:
-                futures_by_dir.setdefault(future.destination, {})[key] = (replicas[key], future.partition)
+                lag = replicas[key].log.log_end_offset - future.log.log_end_offset
+                futures_by_dir.setdefault(future.destination, {})[key] = (lag, future.partition)
+        for key, future in ({} if alter is None else alter.futures.stalled).items():
+            # its current log's directory failed: no lag (ReplicaManager.getLogEndOffsetLag's -1)
+            futures_by_dir.setdefault(future.destination, {})[key] = (INVALID_OFFSET_LAG, future.partition)
         return [self._log_dir_result(requested_topics, path, by_dir.get(path, {}), futures_by_dir.get(path, {}))
                 for path in log_dir_paths(self.broker)]
 
@@ -129,8 +134,7 @@ class LogDirApis:
         by_topic: dict[str, list[DescribeLogDirsPartition]] = {}
         entries = [(key, False, partition, max(partition.high_watermark() - partition.log.log_end_offset, 0))
                    for key, partition in replicas.items()]
-        entries += [(key, True, future, current.log.log_end_offset - future.log.log_end_offset)
-                    for key, (current, future) in (futures or {}).items()]
+        entries += [(key, True, future, lag) for key, (lag, future) in (futures or {}).items()]
         for (name, index), is_future, partition, lag in sorted(entries, key=lambda e: (e[0], e[1])):
             if wanted is None or (name, index) in wanted:
                 by_topic.setdefault(name, []).append(DescribeLogDirsPartition(

@@ -35,9 +35,10 @@ checkpoint, so nothing is appended to the new log before its name is on disk), a
 the controller told (AssignReplicasToDirs, through Broker.on_metadata). A crash before those
 fsyncs finds either the renames (two equal logs, the first in ``log.dirs`` order opening, or the
 new one alone) or the future log again, whose copy resumes. An fsync that fails takes the
-destination directory offline (Broker.fail_log_dir). Kafka's controller-first promotion (its
-DirectoryEventHandler waits for the controller to accept the assignment before the swap) is not
-done: see docs/differences.md. While a replica is moved its log is not cleaned (the log cleaner
+destination directory offline (Broker.fail_log_dir); so does any I/O error of a step, on the
+directory Kafka names (``_step_failed``, ``on_log_dir_failure``). Kafka's controller-first
+promotion (the swap waits for the controller to accept the assignment) is not done: see
+docs/differences.md. While a replica is moved its log is not cleaned (the log cleaner
 paused, LogCleanerManager.abortAndPauseCleaning); retention runs on its future log as on the
 current one (kafkawire.broker.log_manager).
 
@@ -75,7 +76,7 @@ from .partition import PARTITION_METADATA, LeaderPartition, partition_dir_name
 from .producer_snapshots import load_producer_state
 from .replication_quotas import ReplicationQuota
 
-__all__ = ["FutureLog", "FutureLogs", "FUTURE_SUFFIX", "find_future_logs", "ALTER_LOG_DIRS_QUOTA"]
+__all__ = ["CopyStepError", "FutureLog", "FutureLogs", "FUTURE_SUFFIX", "find_future_logs", "ALTER_LOG_DIRS_QUOTA"]
 
 log = logging.getLogger(__name__)
 FUTURE_SUFFIX = "-future"
@@ -83,11 +84,23 @@ FLUSH_BYTES = 4 * 1024 * 1024       # copied bytes fsynced off the loop, at most
 SWAP_FLUSH_BYTES = 256 * 1024       # caught up with more than this not fsynced: fsynced first, then the swap
 # (rate config, throttled-replicas config): every moved replica is throttled, as Kafka's alterLogDirs quota
 ALTER_LOG_DIRS_QUOTA = ("replica.alter.log.dirs.io.max.bytes.per.second", None)
+_THREAD = "[ReplicaAlterLogDirsThread-0]:"     # Kafka's fetcher's log prefix (one copier here)
 
 
 class _EveryReplica(ReplicationQuota):
     def is_throttled(self, topic: str, partition: int) -> bool:
         return True
+
+
+class CopyStepError(Exception):
+    """An I/O error of one step of a copy: reading the current log (``source``) or writing the
+    future log (truncating, appending, rolling, flushing it, or its partition.metadata), ``step``
+    a key of kafkawire.broker.log_dir_failure's messages or "metadata"; ``offset``: the future
+    log's end when it failed (the fetch offset Kafka's fetcher names)."""
+
+    def __init__(self, error: OSError, step: str, offset: int, *, source: bool = False, path: str | None = None):
+        super().__init__(str(error))
+        self.error, self.step, self.offset, self.source, self.path = error, step, offset, source, path
 
 
 class FutureLog:
@@ -163,6 +176,7 @@ class FutureLogs:
         self.broker = broker
         self.futures: dict[tuple[str, int], FutureLog] = {}
         self.resumable: dict[tuple[str, int], str] = {}        # found at start, opened once hosted
+        self.stalled: dict[tuple[str, int], FutureLog] = {}     # their current log's directory failed
         c = broker.config
         self.step_bytes = max(c.replica_fetch_max_bytes, 1)
         self.quota = _EveryReplica(ALTER_LOG_DIRS_QUOTA, broker.image, broker.node_id,
@@ -178,10 +192,20 @@ class FutureLogs:
         empty log (its directory, partition.metadata) from which the copier starts."""
         name = f"{partition_dir_name(current.topic, current.partition)}.{os.urandom(16).hex()}{FUTURE_SUFFIX}"
         directory = os.path.join(destination, name)
-        os.makedirs(directory)
+        parent = os.path.abspath(destination)
         try:
-            # fsynced with the first flush of the copy, off the loop
-            write_partition_metadata(os.path.join(directory, PARTITION_METADATA), current.topic_id, fsync=False)
+            os.makedirs(directory)
+        except OSError as exc:          # LogManager.createLogDirectory: the directory goes offline
+            self.broker.fail_log_dir(parent, exc, message=f"Error while creating log for {name} in dir {parent}")
+            raise
+        metadata = os.path.join(directory, PARTITION_METADATA)
+        try:
+            try:     # fsynced with the first flush of the copy, off the loop
+                write_partition_metadata(metadata, current.topic_id, fsync=False)
+            except OSError as exc:      # PartitionMetadataFile.maybeFlush
+                self.broker.fail_log_dir(parent, exc, message=f"Error while writing partition metadata file "
+                                                              f"{os.path.abspath(metadata)}")
+                raise
             future = self._open(current, directory)
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
@@ -229,14 +253,71 @@ class FutureLogs:
                  reason)
         self.broker.log_deleter.delete(future.partition)
 
-    def _future_failed(self, key, error: LogTruncationError) -> None:
-        """A KafkaStorageException of the future log (ReplicaAlterLogDirsThread marks the partition
-        failed): its directory goes offline with UnifiedLog's message and the future log is closed
-        there, not renamed (LogManager.handleLogDirFailure drops the future logs of the directory)."""
+    def _step_failed(self, key, failure: CopyStepError) -> None:
+        """A KafkaStorageException of a copy step. Reading the current log (LocalLeaderEndPoint's
+        fetch answered KAFKA_STORAGE_ERROR): the current log's directory goes offline and the move
+        stops there (``on_log_dir_failure``). Writing the future log (ReplicaAlterLogDirsThread
+        marks the partition failed; a flush fails outside the fetcher, in Kafka's flusher): the
+        future log's directory goes offline with UnifiedLog's message and the future log is closed
+        there, not renamed; the replica stays where it is, as the metadata still says (the
+        controller is told of a move only after the swap). The swap's rename of the current log
+        (LogManager.replaceCurrentWithFutureLog, the future log renamed in place already): the
+        current log's directory goes offline, its replica with it, and the new log is closed."""
+        broker, name = self.broker, "%s-%d" % key
+        current = broker.log_manager.replica(key)
+        if failure.step == "read":
+            log.error(_THREAD + " Error for partition %s at offset %d: %s", name, failure.offset, failure.error)
+            if current is not None:
+                storage_failure(broker, current, "read", failure.error)
+            return
+        future = self.futures.get(key)
+        if future is None:
+            return
+        if failure.step in ("truncate", "truncate_fully"):
+            log.error(_THREAD + " Failed to truncate %s at offset %d: %s", name, failure.error.offset, failure.error)
+        elif failure.step not in ("flush", "metadata"):
+            log.error(_THREAD + " Error while processing data for partition %s at offset %d: %s", name,
+                      failure.offset, failure.error)
+        if failure.step not in ("flush", "metadata"):
+            log.warning(_THREAD + " Partition %s marked as failed", name)
+        if failure.source:
+            self._close_future(key)
+            if current is not None:
+                storage_failure(broker, current, failure.step, failure.error)
+        elif failure.step == "metadata":
+            broker.fail_log_dir(future.destination, failure.error,
+                                message=f"Error while writing partition metadata file {failure.path}")
+        else:       # the directory's failure closes the future log (on_log_dir_failure)
+            storage_failure(broker, future.partition, failure.step, failure.error, future=True)
+        if self.futures.get(key) is future:          # the directory had failed already
+            self._close_future(key)
+
+    def _close_future(self, key) -> None:
         future = self.futures.pop(key)
         self._resume_cleaning(key)
-        storage_failure(self.broker, future.partition, append_step(error), error, future=True)
         self.broker.close_partition(future.partition)
+
+    def on_log_dir_failure(self, path: str) -> list:
+        """ReplicaManager.handleLogDirFailure's part for moves, ``path`` failed: a future log there
+        is closed where it is (Partition.removeFutureLocalReplica(deleteFromLogDir = false)); the
+        move of a replica whose current log is there stops, its future log left open elsewhere and
+        idle (LogManager keeps it: listed by DescribeLogDirs without a lag, deleted when the
+        replica leaves the metadata, resumed at a restart). The keys of the future logs closed."""
+        manager, closed = self.broker.log_manager, []
+        for key, future in list(self.futures.items()):
+            current = manager.replica(key)
+            if future.destination == path:
+                self._close_future(key)
+                closed.append(key)
+            elif current is not None and os.path.dirname(os.path.abspath(current.log.directory)) == path:
+                del self.futures[key]
+                self.stalled[key] = future
+        for key, future in list(self.stalled.items()):
+            if future.destination == path:
+                del self.stalled[key]
+                self.broker.close_partition(future.partition)
+                closed.append(key)
+        return closed
 
     def _resume_cleaning(self, key) -> None:
         if self.broker.log_manager.cleaner is not None:
@@ -251,6 +332,9 @@ class FutureLogs:
             current = manager.replica(key)
             if current is None or current.topic_id != future.partition.topic_id or future.destination in offline:
                 self.drop(key, "its replica is no longer hosted here")
+        for key, future in list(self.stalled.items()):      # LogManager.asyncDelete of a replica gone
+            if not self._assigned_here(key, future.partition.topic_id):
+                self.broker.log_deleter.delete(self.stalled.pop(key).partition)
         for key, path in list(self.resumable.items()):
             current = manager.replica(key)
             if current is None:
@@ -261,11 +345,12 @@ class FutureLogs:
             del self.resumable[key]
             self._resume(current, path)
 
-    def _assigned_here(self, key) -> bool:
+    def _assigned_here(self, key, topic_id=None) -> bool:
         image = self.broker.image()
         topic = None if image is None else image.topics_by_name.get(key[0])
         registration = None if topic is None else topic.partitions.get(key[1])
-        return registration is not None and self.broker.node_id in registration.replicas
+        return (registration is not None and self.broker.node_id in registration.replicas
+                and topic_id in (None, topic.id))
 
     def _resume(self, current, path: str) -> None:
         try:
@@ -275,10 +360,12 @@ class FutureLogs:
         if topic_id != current.topic_id or os.path.dirname(path) == os.path.dirname(current.log.directory):
             self._discard(path, "it is not a future log of the replica hosted here")
             return
+        parent = os.path.dirname(os.path.abspath(path))
         try:
+            self.broker.log_manager.remove_stray_files(path, current.name)
             future = self._open(current, path)
-        except OSError as exc:
-            log.error("broker %d: cannot open the future log %s: %s", self.broker.node_id, path, exc)
+        except OSError as exc:      # LogManager.loadLogs: the directory goes offline
+            self.broker.fail_log_dir(parent, exc, message=f"Error while loading log dir {parent}")
             return
         log.info("broker %d: resuming the copy of %s to %s from offset %d", self.broker.node_id, current.name,
                  future.destination, future.log.log_end_offset)
@@ -309,8 +396,8 @@ class FutureLogs:
                 progressed = await self.step(key)
             except asyncio.CancelledError:
                 raise
-            except LogTruncationError as exc:        # the future log's: its directory goes offline
-                self._future_failed(key, exc)
+            except CopyStepError as exc:             # a directory goes offline
+                self._step_failed(key, exc)
                 continue
             except Exception:                        # the copy of one partition must never stop the others
                 log.exception("broker %d: the copy of %s-%d failed", self.broker.node_id, *key)
@@ -334,15 +421,25 @@ class FutureLogs:
         if current is None or self.quota.is_quota_exceeded():
             return False
         follower = future.follower
-        _follow_truncation(follower, current)
         copied = 0
+        end = future.log.log_end_offset
+        try:
+            _follow_truncation(follower, current)
+        except LogTruncationError as exc:
+            raise CopyStepError(exc, append_step(exc), end) from exc
         end = future.log.log_end_offset
         if end < current.log.log_end_offset:
             # from the log start when the future restarted at the base of the batch holding it
             # no more than a segment of the future log holds at once (one batch at least)
             limit = min(self.step_bytes, future.log.segment_bytes)
-            data = current.log.read(max(end, current.log.log_start_offset), limit, min_one_batch=True).data
-            info = follower.append(data) if data else None      # FollowerAppendError: the copy fails
+            try:
+                data = current.log.read(max(end, current.log.log_start_offset), limit, min_one_batch=True).data
+            except OSError as exc:
+                raise CopyStepError(exc, "read", end, source=True) from exc
+            try:
+                info = follower.append(data) if data else None      # FollowerAppendError: the copy fails
+            except OSError as exc:
+                raise CopyStepError(exc, append_step(exc), end) from exc
             copied = 0 if info is None else info.size
         follower.update_from_leader(high_watermark=min(current.high_watermark(), future.log.log_end_offset),
                                     log_start_offset=current.log.log_start_offset)
@@ -354,6 +451,10 @@ class FutureLogs:
             return True
         if future.unflushed > SWAP_FLUSH_BYTES or not future.metadata_synced:
             await self._flush(future)            # most of it on disk before the swap, off the loop
+            return True
+        for directory in (current.log.directory, future.log.directory):      # before the swap renames them
+            self.broker.state_writes.settle(directory)     # a state file failed: its directory goes offline
+        if self.futures.get(key) is not future or self.broker.log_manager.replica(key) is not current:
             return True
         failed = self.swap(key, future, current)
         await self.broker.state_writes.appends_allowed()    # the swap durable (produce waits for it too) ...
@@ -375,8 +476,15 @@ class FutureLogs:
 
         def flush() -> None:
             if metadata is not None:
-                _fsync_file(metadata)
-            sync()
+                try:
+                    _fsync_file(metadata)
+                except OSError as exc:
+                    raise CopyStepError(exc, "metadata", future.log.log_end_offset,
+                                        path=os.path.abspath(metadata)) from exc
+            try:
+                sync()
+            except OSError as exc:      # UnifiedLog.flush
+                raise CopyStepError(exc, "flush", future.log.log_end_offset) from exc
         await asyncio.to_thread(flush)
 
     def swap(self, key, future: FutureLog, current) -> list[OSError]:
@@ -385,9 +493,7 @@ class FutureLogs:
         until it is; the list that error goes into if it fails."""
         broker = self.broker
         writes = broker.state_writes
-        source = current.log.directory
-        writes.wait(source)
-        writes.wait(future.log.directory)
+        source = current.log.directory        # its and the future's state files written (step)
         new_log = future.log
         new_log.log_start_offset = max(new_log.log_start_offset, current.log.log_start_offset)
         sync = new_log.prepare_flush()
@@ -398,10 +504,14 @@ class FutureLogs:
         # renames are on disk, a crash finds the future log again and resumes the copy
         try:
             new_log.rename_dir(os.path.join(future.destination, name))
-            os.rename(source, aside)
-        except BaseException:
+        except OSError as exc:
             _close_fds(sync)
-            raise
+            raise CopyStepError(exc, "rename", new_log.log_end_offset) from exc
+        try:
+            os.rename(source, aside)
+        except OSError as exc:       # UnifiedLog.renameDir of the current log: its directory goes offline
+            _close_fds(sync)
+            raise CopyStepError(exc, "rename", new_log.log_end_offset, source=True) from exc
         del self.futures[key]
         old_log = current.log
         current.log = new_log
@@ -440,12 +550,13 @@ class FutureLogs:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-        for future in self.futures.values():
+        for future in [*self.futures.values(), *self.stalled.values()]:
             try:
                 future.partition.close()
             except OSError as exc:
                 log.warning("closing the future log %s: %s", future.log.directory, exc)
         self.futures.clear()
+        self.stalled.clear()
 
 
 def _follow_truncation(follower: FollowerReplica, current) -> None:
@@ -482,8 +593,7 @@ def _fsync_file(path: str) -> None:
         os.close(fd)
 
 
-def _close_fds(sync) -> None:
-    """A prepared flush not run: its duplicated descriptors closed (by running it: they are the log's files)."""
+def _close_fds(sync) -> None:          # a prepared flush not run: its duplicated descriptors closed (run)
     try:
         sync()
     except OSError:

@@ -39,6 +39,7 @@ _MESSAGES = {
     "truncate": "Error while truncating log to offset {offset} for {name} in dir {dir}",
     "truncate_fully": "Error while truncating the entire log for {name} in dir {dir}",
     "delete": "Error while deleting segments for {name} in dir {dir}",
+    "rename": "Error while renaming dir for {name} in log dir {dir}",
 }
 
 
@@ -104,7 +105,10 @@ def state_file_failure(broker, directory: str, job, error: OSError) -> None:
     if file and os.path.basename(file) == LEADER_EPOCH_CHECKPOINT:
         message = f"Error while writing to checkpoint file {file}"
     else:
-        message = f"Error while rolling log segment for {os.path.basename(directory)} in dir {path}"
+        name = os.path.basename(directory)
+        if name.endswith("-future"):          # an AlterReplicaLogDirs future log: named by its partition
+            name = name.rpartition(".")[0]
+        message = f"Error while rolling log segment for {name} in dir {path}"
     fail_log_dir(broker, path, error, message=message)
 
 
@@ -140,15 +144,21 @@ def fail_log_dir(broker, path: str, reason, *, message: str | None = None) -> No
     log_dirs.offline.add(path)
     log.error("%s: %s", message or f"Disk error in log directory {path}", reason)     # LogDirFailureChannel
     log.warning("Stopping serving replicas in dir %s", path)                          # ReplicaManager
+    alter = getattr(broker, "alter_log_dirs", None)
+    moves_stopped = [] if alter is None else alter.futures.on_log_dir_failure(path)
+    stopped = []
     for key, partition in list(broker.log_manager.replicas().items()):
         if os.path.dirname(os.path.abspath(partition.log.directory)) != path:
             continue
+        stopped.append(key)
         broker.offline_partitions[key] = partition.topic_id
         if broker.partitions.get(key) is partition:
             del broker.partitions[key]
         else:
             broker.replica_roles.drop(key)
         broker.close_partition(partition)
+    log.warning("Broker %d stopped fetcher for partitions %s and stopped moving logs for partitions %s because they "
+                "are in the failed log directory %s.", broker.node_id, _names(stopped), _names(moves_stopped), path)
     paths = [d.path for d in log_dirs.dirs]
     if all(p in log_dirs.offline for p in paths):
         broker.halt(BrokerHalted(f"Shutdown broker because all log dirs in {', '.join(paths)} have failed"))
@@ -156,6 +166,10 @@ def fail_log_dir(broker, path: str, reason, *, message: str | None = None) -> No
         broker.halt(BrokerHalted(f"Shutdown broker because the metadata log dir {path} has failed"))
     elif broker.lifecycle is not None:
         broker.lifecycle.heartbeat_soon()
+
+
+def _names(keys) -> str:
+    return ",".join(f"{topic}-{index}" for topic, index in keys)
 
 
 def is_offline_replica(broker, key, topic) -> bool:

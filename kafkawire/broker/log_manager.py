@@ -202,13 +202,27 @@ class LogManager:
         except (StateFileError, OSError, ValueError):
             return False
 
+    @staticmethod
+    def remove_stray_files(directory: str, name: str) -> None:
+        """Before the log of ``name`` in ``directory`` opens, its ``.deleted`` files left over from
+        before a restart are removed (LogLoader.removeTempFilesAndCollectSwapFiles, at debug level);
+        an I/O error is raised (the log is not opened: its directory goes offline, LogManager.loadLogs'
+        "Error while loading log dir")."""
+        parent = os.path.dirname(os.path.abspath(directory))
+        for file in os.listdir(directory):
+            if file.endswith(DELETED_SUFFIX):
+                path = os.path.join(directory, file)
+                log.debug("[LogLoader partition=%s, dir=%s] Deleting stray temporary file %s", name, parent,
+                          os.path.abspath(path))
+                try:
+                    os.remove(path)
+                except FileNotFoundError:
+                    pass
+
     def opened(self, partition) -> None:
-        """After a partition's log opened: leftover ``.deleted`` files removed, a log end below the
-        checkpointed start restarted there, the recovery point set."""
+        """After a partition's log opened: a log end below the checkpointed start restarted there,
+        the recovery point set."""
         log_ = partition.log
-        for name in os.listdir(log_.directory):
-            if name.endswith(DELETED_SUFFIX):
-                remove_deleted(os.path.join(log_.directory, name))
         if log_.log_start_offset > log_.log_end_offset:
             log.warning("%s: the log ends at %d, below its checkpointed start %d: it starts again there",
                         partition.name, log_.log_end_offset, log_.log_start_offset)

@@ -75,9 +75,18 @@ class StateWrites:
                 return
             await asyncio.wait([asyncio.wrap_future(f) for f in waiting])
 
-    def wait(self, directory: str) -> None:
-        """Block until the writes into ``directory`` are done (closing its partition)."""
-        concurrent.futures.wait(self._by_directory.pop(directory, ()))
+    def wait(self, directory: str) -> list[tuple[Callable, OSError]]:
+        """Block until the writes into ``directory`` are done (closing its partition); the jobs
+        that failed with their I/O errors (each handed to ``on_failure`` too, on the loop's next turn)."""
+        done, _ = concurrent.futures.wait(self._by_directory.pop(directory, ()))
+        return [failed for failed in (f.result() for f in done) if failed is not None]
+
+    def settle(self, directory: str) -> None:
+        """``wait``, and the failures handed to ``on_failure`` now (the caller is about to rename
+        ``directory``; the later report of each finds its directory failed already)."""
+        for job, error in self.wait(directory):
+            if self.on_failure is not None:
+                self.on_failure(directory, job, error)
 
     def wait_all(self) -> None:
         """Block until every write submitted so far is done (a copy of the directories as they
@@ -92,7 +101,7 @@ class StateWrites:
         self._blocking_appends.clear()
 
 
-def _logged(directory: str, job: Callable[[], object], report) -> None:
+def _logged(directory: str, job: Callable[[], object], report) -> tuple[Callable, OSError] | None:
     try:
         job()
     except OSError as exc:
@@ -102,3 +111,5 @@ def _logged(directory: str, job: Callable[[], object], report) -> None:
                 report(exc)
             except RuntimeError:        # the loop closed meanwhile (the broker stopped)
                 pass
+        return job, exc
+    return None

@@ -200,6 +200,9 @@ class FakeBroker:
     def open(self, topic: str, index: int = 0, topic_id=uuid.UUID(int=7), *, leader_epoch: int = 0,
              background_writes: bool = False):
         options = self.log_manager.open_options(self._image, topic, index, topic_id)
+        directory = os.path.join(self.log_dir, f"{topic}-{index}")
+        if os.path.isdir(directory):                  # as Broker.open_partition: leftovers go first
+            self.log_manager.remove_stray_files(directory, f"{topic}-{index}")
         partition = LeaderPartition.open(self.log_dir, topic, index, topic_id, leader_epoch=leader_epoch,
                                          state_writes=self.state_writes if background_writes else None, **options)
         self.log_manager.opened(partition)
