@@ -39,7 +39,7 @@ from .share_state_records import SHARE_STATE_TOPIC
 from .txn_records import TRANSACTION_STATE_TOPIC
 
 __all__ = ["appends_so_far", "note_append", "not_enough_replicas", "on_wait_failure", "replicated_handlers",
-           "set_errors", "wait_also_for"]
+           "set_errors", "wait_also_for", "wait_for_log_ends"]
 
 # (topic, partition) -> (partition, the offset the high watermark must reach), per request
 _appended: ContextVar[dict | None] = ContextVar("kafkawire_coordinator_appends", default=None)
@@ -119,6 +119,27 @@ async def _wait(broker, appended: list, timeout_ms: int, errors: dict) -> int:
         if code != Errors.NONE:
             return code
     return Errors.NONE
+
+
+async def wait_for_log_ends(broker, partitions: list, timeout_ms: int) -> list[int]:
+    """CoordinatorRuntime's write event without records (OffsetFetch with ``require_stable``): once
+    each of ``partitions`` has its high watermark at its log end as it is now (the writes before
+    the read committed), NONE; REQUEST_TIMED_OUT after ``timeout_ms``, NOT_LEADER_OR_FOLLOWER when
+    led elsewhere meanwhile. A None in ``partitions`` is NONE at once; nothing waits without
+    replication (a broker of one replica)."""
+    if getattr(broker, "replication", None) is None:
+        return [Errors.NONE] * len(partitions)
+    answers = [(partition, _Answer(), partition.log.log_end_offset) for partition in partitions
+               if partition is not None]
+    codes = {}
+    for partition, answer, _ in answers:
+        if broker.partitions.get((partition.topic, partition.partition)) is not partition:
+            answer.error_code = Errors.NOT_LEADER_OR_FOLLOWER
+    await broker.replication.wait_for_acks([a for a in answers if a[1].error_code == Errors.NONE], timeout_ms)
+    for partition, answer, _ in answers:                    # the runtime waits for the high watermark only
+        codes[id(partition)] = Errors.NONE if answer.error_code == Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND \
+            else answer.error_code
+    return [Errors.NONE if p is None else codes[id(p)] for p in partitions]
 
 
 def _rules(broker, topic: str) -> tuple[int, dict]:

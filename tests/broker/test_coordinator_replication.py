@@ -5,7 +5,8 @@ played by calls): Kafka's coordinators answer only once their writes reached the
 
 - OffsetCommit (the group coordinator, CoordinatorRuntime): not answered until the follower
   fetched past the commit; COORDINATOR_NOT_AVAILABLE after ``offsets.commit.timeout.ms``.
-  OffsetFetch reads the offsets at the high watermark (``require_stable``: the latest).
+  OffsetFetch reads the offsets at the high watermark (``require_stable``: the latest, answered once
+  the writes before it are committed; NOT_COORDINATOR after ``offsets.commit.timeout.ms``).
 - SyncGroup (GroupMetadataManager's appendFuture of the leader's assignment): no member, leader or
   not, is answered until the follower has the assignment; every one COORDINATOR_NOT_AVAILABLE after
   ``offsets.commit.timeout.ms``, the assignment then cleared and the group rebalancing.
@@ -33,7 +34,8 @@ from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
 from kafkawire.messages.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
 from kafkawire.messages.offset_commit_request import (OffsetCommitRequest, OffsetCommitRequestPartition,
                                                       OffsetCommitRequestTopic)
-from kafkawire.messages.offset_fetch_request import OffsetFetchRequest, OffsetFetchRequestTopic
+from kafkawire.messages.offset_fetch_request import (OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopic,
+                                                     OffsetFetchRequestTopics)
 from kafkawire.messages.write_txn_markers_response import (WritableTxnMarkerPartitionResult, WritableTxnMarkerResult,
                                                            WritableTxnMarkerTopicResult, WriteTxnMarkersResponse)
 from kafkawire.messages.sync_group_request import SyncGroupRequest, SyncGroupRequestAssignment
@@ -370,7 +372,8 @@ def test_a_transactional_offset_lost_with_the_leadership_is_not_pending_when_the
             transactional_id=TX, producer_id=producer_id, producer_epoch=epoch, group_id=GROUP))
         assert (code, added.error_code) == (Errors.NONE, Errors.NONE)
         assert await txn_offset_commit(broker, producer_id, epoch, 50) == Errors.NONE
-        assert await fetched(broker, True) == (Errors.UNSTABLE_OFFSET_COMMIT, -1)
+        # (a stable OffsetFetch would wait for the batch's replication: the pending offset is asked of the state)
+        assert broker.group_apis.store.txn_offsets.is_pending(GROUP, "t", 0)
         await moved_away_and_back(broker)
         assert await fetched(broker, True) == (Errors.NONE, 42)
         broker.close()
@@ -389,8 +392,10 @@ def test_offset_fetch_reads_the_offsets_at_the_high_watermark_and_require_stable
         broker.config.offsets_commit_timeout_ms = 30      # the follower fetches no more
         assert await commit_both(broker, [(0, 43), (1, 7)]) == [Errors.COORDINATOR_NOT_AVAILABLE] * 2
         assert await fetched_both(broker) == [(Errors.NONE, 42), (Errors.NONE, -1)]
-        assert await fetched(broker, True) == (Errors.NONE, 43)
+        broker.config.offsets_commit_timeout_ms = 10_000
+        stable = asyncio.ensure_future(fetched(broker, True))      # waits for the commit before it
         follower_fetches(broker, "__consumer_offsets")     # the commit is replicated after all
+        assert await stable == (Errors.NONE, 43)
         assert await fetched_both(broker) == [(Errors.NONE, 43), (Errors.NONE, 7)]
         broker.close()
     asyncio.run(go())
@@ -467,5 +472,51 @@ def test_an_assignment_whose_write_times_out_is_cleared_and_the_group_rebalances
         group = coordinator.groups[GROUP]
         assert group.state == PREPARING_REBALANCE
         assert [m.assignment for m in group.members.values()] == [b"", b""]
+        broker.close()
+    asyncio.run(go())
+
+
+async def stable_fetch(broker, version):
+    """OffsetFetch of t-0 and t-1 with ``require_stable`` (v7: one group, v8: the groups' form): the
+    group's error and its partitions' (error, offset)."""
+    apis = broker.group_apis.offset_apis
+    if version < 8:
+        r = await apis.offset_fetch(ctx(version), OffsetFetchRequest(group_id=GROUP, require_stable=True, topics=[
+            OffsetFetchRequestTopic(name="t", partition_indexes=[0, 1])]))
+        return r.error_code, [(p.error_code, p.committed_offset) for t in r.topics for p in t.partitions]
+    r = await apis.offset_fetch(ctx(version), OffsetFetchRequest(require_stable=True, groups=[OffsetFetchRequestGroup(
+        group_id=GROUP, topics=[OffsetFetchRequestTopics(name="t", partition_indexes=[0, 1])])]))
+    g, = r.groups
+    return g.error_code, [(p.error_code, p.committed_offset) for t in g.topics for p in t.partitions]
+
+
+def test_a_stable_offset_fetch_is_answered_once_the_writes_before_it_are_committed(tmp_path):
+    """GroupCoordinatorService.fetchOffsets with ``require_stable`` is a write event without
+    records: its answer, read from the latest state when it runs, is given once the coordinator's
+    writes before it are committed (not before the follower has the commit that timed out; a
+    commit made while it waits is not in it), and a wait past ``offsets.commit.timeout.ms`` is
+    the group's NOT_COORDINATOR (handleOffsetFetchException). Before, it was answered at once with
+    offsets no other replica had."""
+    async def go():
+        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        await broker.load()
+        assert await answered(broker, commit_both(broker, [(0, 42)]), replicated=True) == [Errors.NONE]
+        for version in (7, 8):
+            broker.config.offsets_commit_timeout_ms = 30      # the follower fetches no more
+            assert await commit_both(broker, [(0, 40 + version), (1, version)]) == [Errors.COORDINATOR_NOT_AVAILABLE] * 2
+            broker.config.offsets_commit_timeout_ms = 10_000
+            stable = asyncio.ensure_future(stable_fetch(broker, version))
+            later = await answered(broker, commit_both(broker, [(0, 50 + version)]), replicated=False)
+            assert not stable.done(), "a stable OffsetFetch answered before the writes before it were committed"
+            follower_fetches(broker, "__consumer_offsets")
+            await until(lambda: stable.done() and later.done())
+            assert stable.result() == (Errors.NONE, [(Errors.NONE, 40 + version), (Errors.NONE, version)])
+
+        broker.config.offsets_commit_timeout_ms = 30
+        assert await commit_both(broker, [(0, 60)]) == [Errors.COORDINATOR_NOT_AVAILABLE]
+        assert await stable_fetch(broker, 7) == (Errors.NOT_COORDINATOR, [])
+        assert await stable_fetch(broker, 8) == (Errors.NOT_COORDINATOR, [])
+        follower_fetches(broker, "__consumer_offsets")
+        assert await stable_fetch(broker, 8) == (Errors.NONE, [(Errors.NONE, 60), (Errors.NONE, 8)])
         broker.close()
     asyncio.run(go())
