@@ -520,3 +520,45 @@ def test_a_stable_offset_fetch_is_answered_once_the_writes_before_it_are_committ
         assert await stable_fetch(broker, 8) == (Errors.NONE, [(Errors.NONE, 60), (Errors.NONE, 8)])
         broker.close()
     asyncio.run(go())
+
+
+def test_a_stable_offset_fetch_after_a_commit_marker_answers_the_committed_offset_once_the_marker_is_replicated(
+        tmp_path):
+    """Kafka's group coordinator replays a COMMIT marker of ``__consumer_offsets`` when it appends it
+    (replayEndTransactionMarker: the pending offsets become the group's at the log end), so a stable
+    OffsetFetch after it, a write event, answers the committed offset once the marker is replicated;
+    a plain OffsetFetch reads the offset before it until then. Before, the offset stayed pending
+    until the marker's replication: UNSTABLE_OFFSET_COMMIT, which consumers retry after
+    ``retry.backoff.ms``."""
+    from kafkawire.broker.txn_markers import TxnMarkersApi
+    from kafkawire.messages.write_txn_markers_request import (WritableTxnMarker, WritableTxnMarkerTopic,
+                                                              WriteTxnMarkersRequest)
+
+    async def go():
+        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        broker.txn_markers = TxnMarkersApi(broker)            # the partition side, waiting for the ISR
+        broker.topic_configs = SimpleNamespace(produce_settings=lambda image, topic: SimpleNamespace(
+            min_insync_replicas=1, log_append_time=False))
+        await broker.load()
+        assert await answered(broker, commit_both(broker, [(0, 42)]), replicated=True) == [Errors.NONE]
+        code, producer_id, epoch = await init(broker)         # the APIs unwrapped: no wait for the ISR
+        added = await broker.txn_apis.add_offsets_to_txn(ctx(3), AddOffsetsToTxnRequest(
+            transactional_id=TX, producer_id=producer_id, producer_epoch=epoch, group_id=GROUP))
+        assert (code, added.error_code) == (Errors.NONE, Errors.NONE)
+        assert await txn_offset_commit(broker, producer_id, epoch, 50) == Errors.NONE
+        follower_fetches(broker, "__consumer_offsets")
+        marker = asyncio.ensure_future(broker.txn_markers.write_txn_markers(WriteTxnMarkersRequest(markers=[
+            WritableTxnMarker(producer_id=producer_id, producer_epoch=epoch, transaction_result=True, topics=[
+                WritableTxnMarkerTopic(name="__consumer_offsets", partition_indexes=[0])])])))
+        partition = broker.partitions[("__consumer_offsets", 0)]
+        await until(lambda: partition.log.log_end_offset > partition.high_watermark())
+        stable = asyncio.ensure_future(fetched(broker, True))
+        assert await fetched(broker, False) == (Errors.NONE, 42)          # at the high watermark
+        assert not stable.done() and not marker.done(), "answered before the marker was replicated"
+        follower_fetches(broker, "__consumer_offsets")
+        await until(lambda: stable.done() and marker.done())
+        assert stable.result() == (Errors.NONE, 50)
+        assert [p.error_code for m in marker.result().markers for t in m.topics for p in t.partitions] == [Errors.NONE]
+        assert await fetched(broker, False) == (Errors.NONE, 50)
+        broker.close()
+    asyncio.run(go())
