@@ -8,8 +8,8 @@ played by calls): Kafka's coordinators answer only once their writes reached the
   OffsetFetch reads the offsets at the high watermark (``require_stable``: the latest, answered once
   the writes before it are committed; NOT_COORDINATOR after ``offsets.commit.timeout.ms``).
 - SyncGroup (GroupMetadataManager's appendFuture of the leader's assignment): no member, leader or
-  not, is answered until the follower has the assignment; every one COORDINATOR_NOT_AVAILABLE after
-  ``offsets.commit.timeout.ms``, the assignment then cleared and the group rebalancing.
+  not, is answered until the follower has the assignment, the group CompletingRebalance until then;
+  every one COORDINATOR_NOT_AVAILABLE after ``offsets.commit.timeout.ms``, the group rebalancing.
 - InitProducerId / EndTxn (TransactionStateManager.appendTransactionToLog, acks=-1): not answered
   until the follower has the record; COORDINATOR_NOT_AVAILABLE after ``request.timeout.ms``, and
   at once, without an append, when the ISR is under min.insync.replicas (NOT_ENOUGH_REPLICAS).
@@ -560,5 +560,44 @@ def test_a_stable_offset_fetch_after_a_commit_marker_answers_the_committed_offse
         assert stable.result() == (Errors.NONE, 50)
         assert [p.error_code for m in marker.result().markers for t in m.topics for p in t.partitions] == [Errors.NONE]
         assert await fetched(broker, False) == (Errors.NONE, 50)
+        broker.close()
+    asyncio.run(go())
+
+
+def test_a_classic_group_is_completing_its_rebalance_until_the_assignment_is_committed(tmp_path):
+    """GroupMetadataManager's SyncGroup appendFuture: the group stays CompletingRebalance until the
+    leader's assignment record is committed, so DescribeGroups shows it so (no assignment), a
+    member's OffsetCommit is REBALANCE_IN_PROGRESS and a member syncing after the leader is parked
+    with it; once the follower has the record every member gets its part and the group is Stable.
+    Before, the group was Stable at the append and the late member got an assignment no other
+    replica had."""
+    from kafkawire.messages.offset_commit_request import OffsetCommitRequest as Commit
+
+    async def go():
+        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        coordinator = broker.group_apis.coordinator
+        coordinator.settings = dataclasses.replace(coordinator.settings, initial_rebalance_delay_ms=0)
+        await broker.load()
+        joined = await joined_generation(broker, ["", ""])
+        leader = next(j for j in joined if j.member_id == j.leader)
+        other = next(j for j in joined if j.member_id != j.leader)
+        leaders = await answered(broker, sync(broker, leader, [(leader.member_id, b"L"), (other.member_id, b"O")]),
+                                 replicated=False)
+        others = sync(broker, other)
+        described = await broker.group_apis.describe_groups(ctx(5), DescribeGroupsRequest(groups=[GROUP]))
+        group, = described.groups
+        assert (group.group_state, [m.member_assignment for m in group.members]) == ("CompletingRebalance", [b""] * 2)
+        commit = await broker.group_apis.offset_apis.offset_commit(ctx(8), Commit(
+            group_id=GROUP, generation_id_or_member_epoch=other.generation_id, member_id=other.member_id, topics=[
+                OffsetCommitRequestTopic(name="t", partitions=[OffsetCommitRequestPartition(
+                    partition_index=0, committed_offset=5, committed_metadata="")])]))
+        assert commit.topics[0].partitions[0].error_code == Errors.REBALANCE_IN_PROGRESS
+        assert not leaders.done() and not others.done(), "a SyncGroup answered before the ISR had the assignment"
+        follower_fetches(broker, "__consumer_offsets")
+        await until(lambda: leaders.done() and others.done())
+        assert [(s.result().error_code, s.result().assignment) for s in (leaders, others)] == \
+            [(Errors.NONE, b"L"), (Errors.NONE, b"O")]
+        described = await broker.group_apis.describe_groups(ctx(5), DescribeGroupsRequest(groups=[GROUP]))
+        assert described.groups[0].group_state == "Stable"
         broker.close()
     asyncio.run(go())
