@@ -15,19 +15,26 @@ handlers of the coordinator APIs are wrapped (``replicated_handlers``): the appe
 ``persist`` made (``note_append``, through a context variable of the request's task) are awaited
 after the handler, with kafkawire.broker.delayed_produce's waiting (Kafka's DelayedProduce), and
 a failed wait turns every error code of the answer that was NONE into the coordinator's error.
-An answer another request completes after its write (the members' SyncGroup answers that the
-leader's assignment completes, which Kafka gives in the write's appendFuture, once committed) takes
-that request's appends along (``appends_so_far``) and waits for them too (``wait_also_for``).
+An answer another request completes after its write takes that request's appends along
+(``appends_so_far``) and waits for them too (``wait_also_for``). What Kafka does in a write's
+appendFuture, once the write is committed or has failed (a classic group's assignment made
+Stable, every member answered), is a callback (``after_write``) run then; a request that parks
+until it runs (the leader's SyncGroup) starts the wait itself (``settle_writes``).
 
     handlers = replicated_handlers(handlers, broker)         # GroupApis / TxnApis.handlers()
     note_append(partition)                                    # OffsetsTopic.persist, after an append
     refusal = not_enough_replicas(partition, min_isr)         # before a __transaction_state append
     appends = appends_so_far()                                # in the request that completes another's answer
     wait_also_for(appends)                                    # in the request answered, once it resumes
+    after_write(callback)                                     # callback(error code) once committed or failed
+    settle_writes(broker)                                     # ... now, in a task, not after the handler
 """
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import dataclasses
+import logging
 from contextvars import ContextVar
 
 from kafkawire.protocol.error_codes import Errors
@@ -38,13 +45,16 @@ from .produce import isr_and_min_isr
 from .share_state_records import SHARE_STATE_TOPIC
 from .txn_records import TRANSACTION_STATE_TOPIC
 
-__all__ = ["appends_so_far", "note_append", "not_enough_replicas", "on_wait_failure", "replicated_handlers",
-           "set_errors", "wait_also_for"]
+__all__ = ["after_write", "appends_so_far", "note_append", "not_enough_replicas", "replicated_handlers",
+           "set_errors", "settle_writes", "wait_also_for", "wait_for_log_ends"]
+
+log = logging.getLogger(__name__)
 
 # (topic, partition) -> (partition, the offset the high watermark must reach), per request
 _appended: ContextVar[dict | None] = ContextVar("kafkawire_coordinator_appends", default=None)
-# what runs when the request's wait fails, per request (on_wait_failure)
-_failure_hooks: ContextVar[list | None] = ContextVar("kafkawire_coordinator_failure_hooks", default=None)
+# what runs when the request's wait ends, per request (after_write)
+_after_hooks: ContextVar[list | None] = ContextVar("kafkawire_coordinator_after_hooks", default=None)
+_settling: set = set()          # the tasks of settle_writes, kept until done
 
 # GroupCoordinatorService.handleOperationException of the runtime's write failures
 GROUP_ERRORS = {Errors.REQUEST_TIMED_OUT: Errors.COORDINATOR_NOT_AVAILABLE,
@@ -64,13 +74,40 @@ def note_append(partition) -> None:
         pending[(partition.topic, partition.partition)] = (partition, partition.log.log_end_offset)
 
 
-def on_wait_failure(callback) -> None:
-    """``callback(error code)`` runs if the running request's wait for its appends fails (Kafka's
-    appendFuture completed exceptionally: a timeout, the partition led elsewhere); nothing outside
-    a wrapped handler."""
-    hooks = _failure_hooks.get()
-    if hooks is not None:
+def after_write(callback) -> None:
+    """``callback(error code)`` runs once the running request's appends so far are committed (NONE)
+    or their wait failed (the coordinator's error: a timeout, the partition led elsewhere), as
+    Kafka's appendFuture completes; at once with NONE outside a wrapped handler (nothing waits)."""
+    hooks = _after_hooks.get()
+    if hooks is None:
+        callback(Errors.NONE)
+    else:
         hooks.append(callback)
+
+
+def settle_writes(broker) -> None:
+    """Start the running request's wait for its appends now, in a task of its own that runs its
+    ``after_write`` callbacks at the end: for a request parked until they run. The request's answer
+    then waits for nothing more after the handler."""
+    pending, hooks = _appended.get(), _after_hooks.get()
+    if not hooks:
+        return
+    appended, callbacks = list(pending.values()), list(hooks)
+    pending.clear()
+    hooks.clear()
+    task = asyncio.get_running_loop().create_task(_settle(broker, appended, callbacks),
+                                                  context=contextvars.Context())   # no part of the request
+    _settling.add(task)
+    task.add_done_callback(_settling.discard)
+
+
+async def _settle(broker, appended: list, callbacks: list) -> None:
+    code = await _wait_by_topic(broker, appended)
+    for callback in callbacks:
+        try:
+            callback(code)
+        except Exception:                    # one callback must not keep the others from running
+            log.exception("coordinator write callback %r failed", callback)
 
 
 def appends_so_far() -> list:
@@ -121,6 +158,27 @@ async def _wait(broker, appended: list, timeout_ms: int, errors: dict) -> int:
     return Errors.NONE
 
 
+async def wait_for_log_ends(broker, partitions: list, timeout_ms: int) -> list[int]:
+    """CoordinatorRuntime's write event without records (OffsetFetch with ``require_stable``): once
+    each of ``partitions`` has its high watermark at its log end as it is now (the writes before
+    the read committed), NONE; REQUEST_TIMED_OUT after ``timeout_ms``, NOT_LEADER_OR_FOLLOWER when
+    led elsewhere meanwhile. A None in ``partitions`` is NONE at once; nothing waits without
+    replication (a broker of one replica)."""
+    if getattr(broker, "replication", None) is None:
+        return [Errors.NONE] * len(partitions)
+    answers = [(partition, _Answer(), partition.log.log_end_offset) for partition in partitions
+               if partition is not None]
+    codes = {}
+    for partition, answer, _ in answers:
+        if broker.partitions.get((partition.topic, partition.partition)) is not partition:
+            answer.error_code = Errors.NOT_LEADER_OR_FOLLOWER
+    await broker.replication.wait_for_acks([a for a in answers if a[1].error_code == Errors.NONE], timeout_ms)
+    for partition, answer, _ in answers:                    # the runtime waits for the high watermark only
+        codes[id(partition)] = Errors.NONE if answer.error_code == Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND \
+            else answer.error_code
+    return [Errors.NONE if p is None else codes[id(p)] for p in partitions]
+
+
 def _rules(broker, topic: str) -> tuple[int, dict]:
     if topic == TRANSACTION_STATE_TOPIC:
         return broker.config.request_timeout_ms, TXN_ERRORS
@@ -129,29 +187,36 @@ def _rules(broker, topic: str) -> tuple[int, dict]:
     return broker.config.offsets_commit_timeout_ms, GROUP_ERRORS
 
 
+async def _wait_by_topic(broker, appended: list) -> int:
+    """The wait for ``appended`` ((partition, offset) pairs), each topic by its rules: the first error."""
+    if not appended or getattr(broker, "replication", None) is None:
+        return Errors.NONE
+    by_topic: dict[str, list] = {}
+    for partition, end in appended:
+        by_topic.setdefault(partition.topic, []).append((partition, end))
+    for topic, entries in by_topic.items():
+        timeout_ms, errors = _rules(broker, topic)
+        code = await _wait(broker, entries, timeout_ms, errors)
+        if code != Errors.NONE:
+            return code
+    return Errors.NONE
+
+
 def _wrap(handler, broker):
     async def handle(ctx, request):
         pending: dict = {}
         hooks: list = []
-        token, hooks_token = _appended.set(pending), _failure_hooks.set(hooks)
+        token, hooks_token = _appended.set(pending), _after_hooks.set(hooks)
         try:
             response = await handler(ctx, request)
         finally:
             _appended.reset(token)
-            _failure_hooks.reset(hooks_token)
-        if not pending or response is NO_RESPONSE or getattr(broker, "replication", None) is None:
-            return response
-        by_topic: dict[str, list] = {}
-        for (topic, _), entry in pending.items():
-            by_topic.setdefault(topic, []).append(entry)
-        for topic, appended in by_topic.items():
-            timeout_ms, errors = _rules(broker, topic)
-            code = await _wait(broker, appended, timeout_ms, errors)
-            if code != Errors.NONE:
-                set_errors(response, code)
-                for hook in hooks:
-                    hook(code)
-                break
+            _after_hooks.reset(hooks_token)
+        code = Errors.NONE if response is NO_RESPONSE else await _wait_by_topic(broker, list(pending.values()))
+        if code != Errors.NONE:
+            set_errors(response, code)
+        for hook in hooks:
+            hook(code)
         return response
     return handle
 

@@ -31,7 +31,7 @@ from kafkawire.protocol.handler import ApiHandler
 
 from .consumer_apis import ConsumerApis
 from .streams_apis import StreamsApis
-from .coordinator_acks import appends_so_far, on_wait_failure, replicated_handlers, wait_also_for
+from .coordinator_acks import after_write, appends_so_far, replicated_handlers, settle_writes, wait_also_for
 from .group_commit import OffsetApis
 from .group_coordinator import GroupCoordinator, GroupSettings
 from .group_log import LoopTimer, OffsetsTopic
@@ -71,7 +71,7 @@ class GroupApis:
         self.coordinator = GroupCoordinator(settings_of(broker.config), timer=self.timer,
                                             persist=lambda group_id, records: self.store.persist(group_id, records),
                                             now_ms=lambda: int(time.time() * 1000))
-        self.coordinator.on_write_failure = on_wait_failure
+        self.coordinator.after_write = after_write
         self.offsets = GroupOffsets(self.coordinator)
         self.store = OffsetsTopic(broker, self.coordinator, self.offsets)
         self.offsets.uncommitted.position = self.store.log_position
@@ -200,17 +200,19 @@ class GroupApis:
             return self.consumer_apis.classic_members.sync(consumer_group, request)
         return await self._parked(lambda respond: self.coordinator.sync(request, respond=respond))
 
-    @staticmethod
-    async def _parked(call):
+    async def _parked(self, call):
         """Run a coordinator call that answers through ``respond``, now or later. An answer another
-        request gives after its write (the leader's SyncGroup, its assignment) waits for that write
-        too, as Kafka answers every member once the assignment is committed."""
+        request gives after its write waits for that write too. A call that parks until its own
+        write is committed (the leader's SyncGroup: its assignment's appendFuture answers every
+        member, itself too) starts that wait now (settle_writes)."""
         future = asyncio.get_running_loop().create_future()
 
         def respond(response):
             if not future.done():
                 future.set_result((response, appends_so_far()))
         call(respond)
+        if not future.done():
+            settle_writes(self.broker)
         response, appends = await future
         wait_also_for(appends)
         return response

@@ -5,7 +5,10 @@ coordinator (kafkawire.broker.group_offsets), whose refusal of the whole commit 
 member, an old generation, a rebalance in progress) is every partition's error.
 
 OffsetFetch v8+ asks for several groups at once; a partition without a committed offset is
-answered with offset -1, leader epoch -1 and empty metadata, as Kafka answers it.
+answered with offset -1, leader epoch -1 and empty metadata, as Kafka answers it. With
+``require_stable`` (v7+) each group's answer, read from the latest state, waits until the writes
+to its partition before it are committed (Kafka's write event without records): NOT_COORDINATOR
+for the group after ``offsets.commit.timeout.ms``.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from kafkawire.messages.offset_fetch_response import (OffsetFetchResponse, Offse
 from kafkawire.protocol.error_codes import Errors
 
 from . import consumer_admin, streams_admin
+from .coordinator_acks import wait_for_log_ends
 from .group_offsets import CommitRefused
 from .group_records import ZERO_UUID
 
@@ -89,11 +93,21 @@ class OffsetApis:
     async def offset_fetch(self, ctx, request):
         v = ctx.api_version
         if v >= 8:
-            return OffsetFetchResponse(groups=[self._fetch_group(g, v, request) for g in request.groups])
+            groups = [self._fetch_group(g, v, request) for g in request.groups]
+            if request.require_stable:
+                codes = await self._committed([g.group_id if g.error_code == Errors.NONE else None for g in groups])
+                groups = [g if code == Errors.NONE else OffsetFetchResponseGroup(group_id=g.group_id, error_code=code,
+                                                                                 topics=[])
+                          for g, code in zip(groups, codes)]
+            return OffsetFetchResponse(groups=groups)
         topics = None if request.topics is None else [
             _Wanted(t.name, None, t.partition_indexes) for t in request.topics]
         code, answered = self._fetch(request.group_id, topics, v, request.require_stable)
         self._mark_unstable(request, request.group_id, answered)
+        if request.require_stable and code == Errors.NONE:
+            code, = await self._committed([request.group_id])
+            if code != Errors.NONE:
+                return OffsetFetchResponse(error_code=code, topics=[])
         if v < 2 and code != Errors.NONE:            # no top-level error code before v2
             for _, partitions in answered:
                 for p in partitions:
@@ -154,6 +168,18 @@ class OffsetApis:
             answered.append(((name, t.topic_id), [_partition(p, value) for _, p, value in found]))
         return code, answered
 
+
+    async def _committed(self, group_ids: list) -> list[int]:
+        """A stable OffsetFetch is a write without records in Kafka's runtime: each group's answer
+        (computed first, from the latest state) is given once the writes before it to the group's
+        partition are committed (its high watermark at its log end as it is now), within
+        ``offsets.commit.timeout.ms``; else NOT_COORDINATOR for that group, which
+        handleOffsetFetchException answers for a timeout (older consumers retry no other error)
+        and for a partition led elsewhere. None in ``group_ids``: no wait (an answered error)."""
+        store = self.apis.store
+        partitions = [None if group_id is None else store.led_partition(group_id) for group_id in group_ids]
+        codes = await wait_for_log_ends(self.apis.broker, partitions, self.apis.broker.config.offsets_commit_timeout_ms)
+        return [Errors.NONE if code == Errors.NONE else Errors.NOT_COORDINATOR for code in codes]
 
     def _mark_unstable(self, request, group_id: str, answered: list) -> None:
         """require_stable (v7+): a partition with a transactional offset still pending is

@@ -76,9 +76,9 @@ class GroupCoordinator:
         self.settings = settings
         self.timer = timer
         self.persist = persist
-        # on_write_failure(callback): callback(error code) if the running request's writes are not
-        # committed after all (kafkawire.broker.coordinator_acks.on_wait_failure; none by default)
-        self.on_write_failure = lambda callback: None
+        # after_write(callback): callback(error code) once the running request's writes are committed
+        # or have failed (kafkawire.broker.coordinator_acks.after_write; at once, NONE, by default)
+        self.after_write = lambda callback: callback(Errors.NONE)
         self.now_ms = now_ms
         self.groups: dict[str, ClassicGroup] = {}
         # KIP-848 groups of the same name space (kafkawire.broker.consumer_coordinator fills it).
@@ -391,7 +391,8 @@ class GroupCoordinator:
             self.timer.cancel(sync_key(group.group_id))
 
     def _leader_assigned(self, group: ClassicGroup, request) -> None:
-        """The leader's assignment: written to ``__consumer_offsets``, then every member gets its part."""
+        """The leader's assignment: written to ``__consumer_offsets``; once the record is committed
+        every member gets its part and the group is Stable (_assignment_written)."""
         assignment = {a.member_id: a.assignment for a in request.assignments}
         for member_id in group.members:
             assignment.setdefault(member_id, b"")
@@ -399,27 +400,28 @@ class GroupCoordinator:
         if group.state != COMPLETING_REBALANCE or request.generation_id != group.generation_id:
             return
         if error != Errors.NONE:
+            self._assignment_written(group.group_id, group.generation_id, assignment, error)
+            return
+        generation = group.generation_id
+        self.after_write(lambda code: self._assignment_written(group.group_id, generation, assignment, code))
+
+    def _assignment_written(self, group_id: str, generation: int, assignment: dict, error: int) -> None:
+        """Kafka's appendFuture of the assignment record, if the group is still CompletingRebalance
+        in that generation: committed, every member gets its part (the parked SyncGroup answers)
+        and the group is Stable; refused or not committed (a timeout, the partition led elsewhere),
+        the members get the error and the group rebalances."""
+        group = self.groups.get(group_id)
+        if group is None or group.state != COMPLETING_REBALANCE or group.generation_id != generation:
+            return
+        if error != Errors.NONE:
             self._reset_and_propagate(group, error)
-            self._rebalance_or_complete_join(group, f"Error {Errors.for_code(error).name} when storing the "
-                                                    "group assignment during SyncGroup")
+            self._rebalance_or_complete_join(group, f"Error {Errors.for_code(error).name} when storing group "
+                                                    "assignment during SyncGroup")
             return
         for member_id, member in group.members.items():
-            member.assignment = assignment[member_id]
+            member.assignment = assignment.get(member_id, b"")
         self._propagate(group, Errors.NONE)
         group.transition_to(STABLE, self.now_ms())
-        generation = group.generation_id
-        self.on_write_failure(lambda code: self._assignment_not_committed(group.group_id, generation, code))
-
-    def _assignment_not_committed(self, group_id: str, generation: int, error: int) -> None:
-        """The leader's assignment record did not reach the ISR (its answers are the error): as
-        Kafka's appendFuture does when the group has not moved on, the assignment is cleared and the
-        group rebalances (Kafka applies it only once committed; kafkawire at the append)."""
-        group = self.groups.get(group_id)
-        if group is None or group.state != STABLE or group.generation_id != generation:
-            return
-        self._reset_and_propagate(group, error)
-        self._rebalance_or_complete_join(group, f"Error {Errors.for_code(error).name} when storing group assignment "
-                                                "during SyncGroup")
 
     # -- Heartbeat --
 

@@ -132,10 +132,14 @@ class OffsetsTopic:
             return Errors.COORDINATOR_NOT_AVAILABLE, -1
         return Errors.NONE, leader
 
+    def led_partition(self, key: str):
+        """``key``'s partition when it is led here, else None."""
+        count = self.partitions(self.broker.image())
+        return self.broker.partitions.get((self.TOPIC, partition_for(key, count))) if count else None
+
     def log_position(self, key: str) -> tuple[int, int] | None:
         """(log end, high watermark) of ``key``'s partition when it is led here, else None."""
-        count = self.partitions(self.broker.image())
-        partition = self.broker.partitions.get((self.TOPIC, partition_for(key, count))) if count else None
+        partition = self.led_partition(key)
         return None if partition is None else (partition.log.log_end_offset, partition.high_watermark())
 
     # -- creating the topic --

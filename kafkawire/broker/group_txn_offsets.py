@@ -7,7 +7,7 @@ UNSTABLE_OFFSET_COMMIT for a partition with a pending offset.
 
     txn = TxnOffsets(offsets, persist=store.persist, partition_of=...)
     codes = txn.commit(group_id, producer_id, epoch, partitions)
-    txn.on_marker(offsets_partition, producer_id, committed)   # a marker was appended there
+    txn.on_marker(offsets_partition, producer_id, committed)   # a marker was appended there (at its append)
 
 Loading replays a transactional batch's records as pending and its marker as above
 (``replay_pending``, ``replay_marker``), so a restart keeps what the log says.
@@ -93,20 +93,27 @@ class TxnOffsets:
 
     # -- the end of the transaction --
 
-    def on_marker(self, offsets_partition: int, producer_id: int, committed: bool) -> None:
+    def on_marker(self, offsets_partition: int, producer_id: int, committed: bool, *, appended: bool = True) -> None:
         """A COMMIT/ABORT marker of ``producer_id`` is in ``__consumer_offsets-<offsets_partition>``:
-        its pending offsets of the groups there are committed or dropped."""
+        its pending offsets of the groups there are committed or dropped, as Kafka's
+        replayEndTransactionMarker does at the marker's append. An offset so committed by a marker
+        just ``appended`` is read at the high watermark only once the marker is replicated
+        (UncommittedOffsets); one replayed from the log (loading) at once."""
         by_group = self.pending.get(producer_id)
         if not by_group:
             return
         for group_id in [g for g in by_group if self.partition_of(g) == offsets_partition]:
+            replaced = {}
             for (topic, partition), value in by_group.pop(group_id).items():
                 self._no_longer_pending(group_id, topic, partition)
-                if committed:
-                    if group_id not in self.offsets.coordinator.groups:
-                        continue                            # deleted meanwhile
-                    self.offsets.offsets.setdefault(group_id, {})[(topic, partition)] = value
-                    self.offsets.uncommitted.forget(group_id, [(topic, partition)])   # the marker is replicated
+                if committed and group_id in self.offsets.coordinator.groups:   # else deleted meanwhile
+                    current = self.offsets.offsets.setdefault(group_id, {})
+                    replaced[(topic, partition)] = current.get((topic, partition))
+                    current[(topic, partition)] = value
+            if appended:
+                self.offsets.uncommitted.replaced(group_id, replaced)
+            else:
+                self.offsets.uncommitted.forget(group_id, list(replaced))
         if not by_group:
             del self.pending[producer_id]
 
@@ -148,4 +155,5 @@ class TxnOffsets:
             except CorruptRecordError:
                 continue
             if control.type in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
-                self.on_marker(offsets_partition, batch.producer_id, control.type == ControlRecordType.COMMIT)
+                self.on_marker(offsets_partition, batch.producer_id, control.type == ControlRecordType.COMMIT,
+                               appended=False)

@@ -22,9 +22,11 @@ NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank under the min ISR meanwhile
 NOT_LEADER_OR_FOLLOWER when leadership moved.
 
 After each marker is written and replicated, every callable in ``broker.txn_marker_listeners`` is called as
-``listener(topic, partition, producer_id, producer_epoch, committed, coordinator_epoch)`` (the
-group coordinator completes its pending transactional offset commits on ``__consumer_offsets``
-so); a listener that raises is logged and the others still run.
+``listener(topic, partition, producer_id, producer_epoch, committed, coordinator_epoch)``; a
+listener that raises is logged and the others still run. A marker of ``__consumer_offsets`` is
+told at its append, before its wait: Kafka's group coordinator (CoordinatorRuntime's transaction
+completion) replays it when it appends it, its pending transactional offset commits becoming the
+group's at the log end, read at the high watermark once replicated.
 
 Over the wire the request needs ALTER or CLUSTER_ACTION on the cluster when the broker has an
 authorizer (``broker.authorizer``); without, every partition is CLUSTER_AUTHORIZATION_FAILED, as
@@ -99,11 +101,13 @@ class TxnMarkersApi:
                     if code == Errors.NONE:
                         partition = self.broker.partitions[(t.name, index)]
                         written.append((t.name, index, marker, partition, partition.last_append_end_offset))
+                        if t.name == OFFSETS_TOPIC:        # the group coordinator replays it at the append
+                            self._tell_listeners(t.name, index, marker)
         if written:
             self.broker.data_appended()
             await self._replicated(written, errors)
         for topic, index, marker, _, _ in written:
-            if errors[marker.producer_id][(topic, index)] == Errors.NONE:
+            if topic != OFFSETS_TOPIC and errors[marker.producer_id][(topic, index)] == Errors.NONE:
                 self._tell_listeners(topic, index, marker)
         return _response(errors)
 

@@ -5,10 +5,11 @@ played by calls): Kafka's coordinators answer only once their writes reached the
 
 - OffsetCommit (the group coordinator, CoordinatorRuntime): not answered until the follower
   fetched past the commit; COORDINATOR_NOT_AVAILABLE after ``offsets.commit.timeout.ms``.
-  OffsetFetch reads the offsets at the high watermark (``require_stable``: the latest).
+  OffsetFetch reads the offsets at the high watermark (``require_stable``: the latest, answered once
+  the writes before it are committed; NOT_COORDINATOR after ``offsets.commit.timeout.ms``).
 - SyncGroup (GroupMetadataManager's appendFuture of the leader's assignment): no member, leader or
-  not, is answered until the follower has the assignment; every one COORDINATOR_NOT_AVAILABLE after
-  ``offsets.commit.timeout.ms``, the assignment then cleared and the group rebalancing.
+  not, is answered until the follower has the assignment, the group CompletingRebalance until then;
+  every one COORDINATOR_NOT_AVAILABLE after ``offsets.commit.timeout.ms``, the group rebalancing.
 - InitProducerId / EndTxn (TransactionStateManager.appendTransactionToLog, acks=-1): not answered
   until the follower has the record; COORDINATOR_NOT_AVAILABLE after ``request.timeout.ms``, and
   at once, without an append, when the ISR is under min.insync.replicas (NOT_ENOUGH_REPLICAS).
@@ -33,7 +34,8 @@ from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
 from kafkawire.messages.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
 from kafkawire.messages.offset_commit_request import (OffsetCommitRequest, OffsetCommitRequestPartition,
                                                       OffsetCommitRequestTopic)
-from kafkawire.messages.offset_fetch_request import OffsetFetchRequest, OffsetFetchRequestTopic
+from kafkawire.messages.offset_fetch_request import (OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopic,
+                                                     OffsetFetchRequestTopics)
 from kafkawire.messages.write_txn_markers_response import (WritableTxnMarkerPartitionResult, WritableTxnMarkerResult,
                                                            WritableTxnMarkerTopicResult, WriteTxnMarkersResponse)
 from kafkawire.messages.sync_group_request import SyncGroupRequest, SyncGroupRequestAssignment
@@ -378,7 +380,8 @@ def test_a_transactional_offset_lost_with_the_leadership_is_not_pending_when_the
             transactional_id=TX, producer_id=producer_id, producer_epoch=epoch, group_id=GROUP))
         assert (code, added.error_code) == (Errors.NONE, Errors.NONE)
         assert await txn_offset_commit(broker, producer_id, epoch, 50) == Errors.NONE
-        assert await fetched(broker, True) == (Errors.UNSTABLE_OFFSET_COMMIT, -1)
+        # (a stable OffsetFetch would wait for the batch's replication: the pending offset is asked of the state)
+        assert broker.group_apis.store.txn_offsets.is_pending(GROUP, "t", 0)
         await moved_away_and_back(broker)
         assert await fetched(broker, True) == (Errors.NONE, 42)
         broker.close()
@@ -397,8 +400,10 @@ def test_offset_fetch_reads_the_offsets_at_the_high_watermark_and_require_stable
         broker.config.offsets_commit_timeout_ms = 30      # the follower fetches no more
         assert await commit_both(broker, [(0, 43), (1, 7)]) == [Errors.COORDINATOR_NOT_AVAILABLE] * 2
         assert await fetched_both(broker) == [(Errors.NONE, 42), (Errors.NONE, -1)]
-        assert await fetched(broker, True) == (Errors.NONE, 43)
+        broker.config.offsets_commit_timeout_ms = 10_000
+        stable = asyncio.ensure_future(fetched(broker, True))      # waits for the commit before it
         follower_fetches(broker, "__consumer_offsets")     # the commit is replicated after all
+        assert await stable == (Errors.NONE, 43)
         assert await fetched_both(broker) == [(Errors.NONE, 43), (Errors.NONE, 7)]
         broker.close()
     asyncio.run(go())
@@ -469,5 +474,132 @@ def test_an_assignment_whose_write_times_out_is_cleared_and_the_group_rebalances
         group = broker.group_apis.coordinator.groups[GROUP]
         assert group.state == PREPARING_REBALANCE
         assert [m.assignment for m in group.members.values()] == [b"", b""]
+        broker.close()
+    asyncio.run(go())
+
+
+async def stable_fetch(broker, version):
+    """OffsetFetch of t-0 and t-1 with ``require_stable`` (v7: one group, v8: the groups' form): the
+    group's error and its partitions' (error, offset)."""
+    apis = broker.group_apis.offset_apis
+    if version < 8:
+        r = await apis.offset_fetch(ctx(version), OffsetFetchRequest(group_id=GROUP, require_stable=True, topics=[
+            OffsetFetchRequestTopic(name="t", partition_indexes=[0, 1])]))
+        return r.error_code, [(p.error_code, p.committed_offset) for t in r.topics for p in t.partitions]
+    r = await apis.offset_fetch(ctx(version), OffsetFetchRequest(require_stable=True, groups=[OffsetFetchRequestGroup(
+        group_id=GROUP, topics=[OffsetFetchRequestTopics(name="t", partition_indexes=[0, 1])])]))
+    g, = r.groups
+    return g.error_code, [(p.error_code, p.committed_offset) for t in g.topics for p in t.partitions]
+
+
+def test_a_stable_offset_fetch_is_answered_once_the_writes_before_it_are_committed(tmp_path):
+    """GroupCoordinatorService.fetchOffsets with ``require_stable`` is a write event without
+    records: its answer, read from the latest state when it runs, is given once the coordinator's
+    writes before it are committed (not before the follower has the commit that timed out; a
+    commit made while it waits is not in it), and a wait past ``offsets.commit.timeout.ms`` is
+    the group's NOT_COORDINATOR (handleOffsetFetchException). Before, it was answered at once with
+    offsets no other replica had."""
+    async def go():
+        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        await broker.load()
+        assert await answered(broker, commit_both(broker, [(0, 42)]), replicated=True) == [Errors.NONE]
+        for version in (7, 8):
+            broker.config.offsets_commit_timeout_ms = 30      # the follower fetches no more
+            assert await commit_both(broker, [(0, 40 + version), (1, version)]) == [Errors.COORDINATOR_NOT_AVAILABLE] * 2
+            broker.config.offsets_commit_timeout_ms = 10_000
+            stable = asyncio.ensure_future(stable_fetch(broker, version))
+            later = await answered(broker, commit_both(broker, [(0, 50 + version)]), replicated=False)
+            assert not stable.done(), "a stable OffsetFetch answered before the writes before it were committed"
+            follower_fetches(broker, "__consumer_offsets")
+            await until(lambda: stable.done() and later.done())
+            assert stable.result() == (Errors.NONE, [(Errors.NONE, 40 + version), (Errors.NONE, version)])
+
+        broker.config.offsets_commit_timeout_ms = 30
+        assert await commit_both(broker, [(0, 60)]) == [Errors.COORDINATOR_NOT_AVAILABLE]
+        assert await stable_fetch(broker, 7) == (Errors.NOT_COORDINATOR, [])
+        assert await stable_fetch(broker, 8) == (Errors.NOT_COORDINATOR, [])
+        follower_fetches(broker, "__consumer_offsets")
+        assert await stable_fetch(broker, 8) == (Errors.NONE, [(Errors.NONE, 60), (Errors.NONE, 8)])
+        broker.close()
+    asyncio.run(go())
+
+
+def test_a_stable_offset_fetch_after_a_commit_marker_answers_the_committed_offset_once_the_marker_is_replicated(
+        tmp_path):
+    """Kafka's group coordinator replays a COMMIT marker of ``__consumer_offsets`` when it appends it
+    (replayEndTransactionMarker: the pending offsets become the group's at the log end), so a stable
+    OffsetFetch after it, a write event, answers the committed offset once the marker is replicated;
+    a plain OffsetFetch reads the offset before it until then. Before, the offset stayed pending
+    until the marker's replication: UNSTABLE_OFFSET_COMMIT, which consumers retry after
+    ``retry.backoff.ms``."""
+    from kafkawire.broker.txn_markers import TxnMarkersApi
+    from kafkawire.messages.write_txn_markers_request import (WritableTxnMarker, WritableTxnMarkerTopic,
+                                                              WriteTxnMarkersRequest)
+
+    async def go():
+        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        broker.txn_markers = TxnMarkersApi(broker)            # the partition side, waiting for the ISR
+        broker.topic_configs = SimpleNamespace(produce_settings=lambda image, topic: SimpleNamespace(
+            min_insync_replicas=1, log_append_time=False))
+        await broker.load()
+        assert await answered(broker, commit_both(broker, [(0, 42)]), replicated=True) == [Errors.NONE]
+        code, producer_id, epoch = await init(broker)         # the APIs unwrapped: no wait for the ISR
+        added = await broker.txn_apis.add_offsets_to_txn(ctx(3), AddOffsetsToTxnRequest(
+            transactional_id=TX, producer_id=producer_id, producer_epoch=epoch, group_id=GROUP))
+        assert (code, added.error_code) == (Errors.NONE, Errors.NONE)
+        assert await txn_offset_commit(broker, producer_id, epoch, 50) == Errors.NONE
+        follower_fetches(broker, "__consumer_offsets")
+        marker = asyncio.ensure_future(broker.txn_markers.write_txn_markers(WriteTxnMarkersRequest(markers=[
+            WritableTxnMarker(producer_id=producer_id, producer_epoch=epoch, transaction_result=True, topics=[
+                WritableTxnMarkerTopic(name="__consumer_offsets", partition_indexes=[0])])])))
+        partition = broker.partitions[("__consumer_offsets", 0)]
+        await until(lambda: partition.log.log_end_offset > partition.high_watermark())
+        stable = asyncio.ensure_future(fetched(broker, True))
+        assert await fetched(broker, False) == (Errors.NONE, 42)          # at the high watermark
+        assert not stable.done() and not marker.done(), "answered before the marker was replicated"
+        follower_fetches(broker, "__consumer_offsets")
+        await until(lambda: stable.done() and marker.done())
+        assert stable.result() == (Errors.NONE, 50)
+        assert [p.error_code for m in marker.result().markers for t in m.topics for p in t.partitions] == [Errors.NONE]
+        assert await fetched(broker, False) == (Errors.NONE, 50)
+        broker.close()
+    asyncio.run(go())
+
+
+def test_a_classic_group_is_completing_its_rebalance_until_the_assignment_is_committed(tmp_path):
+    """GroupMetadataManager's SyncGroup appendFuture: the group stays CompletingRebalance until the
+    leader's assignment record is committed, so DescribeGroups shows it so (no assignment), a
+    member's OffsetCommit is REBALANCE_IN_PROGRESS and a member syncing after the leader is parked
+    with it; once the follower has the record every member gets its part and the group is Stable.
+    Before, the group was Stable at the append and the late member got an assignment no other
+    replica had."""
+    from kafkawire.messages.offset_commit_request import OffsetCommitRequest as Commit
+
+    async def go():
+        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        coordinator = broker.group_apis.coordinator
+        coordinator.settings = dataclasses.replace(coordinator.settings, initial_rebalance_delay_ms=0)
+        await broker.load()
+        joined = await joined_generation(broker, ["", ""])
+        leader = next(j for j in joined if j.member_id == j.leader)
+        other = next(j for j in joined if j.member_id != j.leader)
+        leaders = await answered(broker, sync(broker, leader, [(leader.member_id, b"L"), (other.member_id, b"O")]),
+                                 replicated=False)
+        others = sync(broker, other)
+        described = await broker.group_apis.describe_groups(ctx(5), DescribeGroupsRequest(groups=[GROUP]))
+        group, = described.groups
+        assert (group.group_state, [m.member_assignment for m in group.members]) == ("CompletingRebalance", [b""] * 2)
+        commit = await broker.group_apis.offset_apis.offset_commit(ctx(8), Commit(
+            group_id=GROUP, generation_id_or_member_epoch=other.generation_id, member_id=other.member_id, topics=[
+                OffsetCommitRequestTopic(name="t", partitions=[OffsetCommitRequestPartition(
+                    partition_index=0, committed_offset=5, committed_metadata="")])]))
+        assert commit.topics[0].partitions[0].error_code == Errors.REBALANCE_IN_PROGRESS
+        assert not leaders.done() and not others.done(), "a SyncGroup answered before the ISR had the assignment"
+        follower_fetches(broker, "__consumer_offsets")
+        await until(lambda: leaders.done() and others.done())
+        assert [(s.result().error_code, s.result().assignment) for s in (leaders, others)] == \
+            [(Errors.NONE, b"L"), (Errors.NONE, b"O")]
+        described = await broker.group_apis.describe_groups(ctx(5), DescribeGroupsRequest(groups=[GROUP]))
+        assert described.groups[0].group_state == "Stable"
         broker.close()
     asyncio.run(go())
