@@ -7,7 +7,11 @@ coordinator asks each partition leader to write a producer's COMMIT or ABORT mar
 
 Per marker, per partition, in Kafka's order: a partition this broker does not host is
 UNKNOWN_TOPIC_OR_PARTITION (ReplicaManager.onlinePartition); one it is a replica of but does not
-lead NOT_LEADER_OR_FOLLOWER; a committed ISR (the partition's own, as its leader) smaller than
+lead NOT_LEADER_OR_FOLLOWER, and so is a ``__consumer_offsets`` partition the group coordinator
+has not loaded (still loading, or its load failed: Kafka routes these markers through the group
+coordinator, whose runtime refuses them with COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR,
+which KafkaApis answers NOT_LEADER_OR_FOLLOWER so that the transaction coordinator sends the
+marker again); a committed ISR (the partition's own, as its leader) smaller than
 the effective min ISR (``min.insync.replicas``, at most the replication factor)
 NOT_ENOUGH_REPLICAS (not for ``__consumer_offsets``, which Kafka's group coordinator writes with
 acks=1); then the producer state's checks (ProducerState.check_marker): an older
@@ -133,6 +137,8 @@ class TxnMarkersApi:
         partition = self.broker.partitions.get((topic, index))
         if partition is None:
             return self._not_here(image, topic, index)
+        if topic == OFFSETS_TOPIC and index not in self.broker.group_apis.store.loaded:
+            return Errors.NOT_LEADER_OR_FOLLOWER        # the group coordinator is loading it: sent again
         settings = self.broker.topic_configs.produce_settings(image, topic)
         if topic != OFFSETS_TOPIC and _registration(image, topic, index) is not None:
             isr, min_isr = isr_and_min_isr(partition, _registration(image, topic, index), settings.min_insync_replicas)

@@ -489,3 +489,58 @@ def test_verification_switched_off_and_on_again_for_this_broker_through_the_wire
     ended = call(node, EndTxnRequest(transactional_id=txn_id, producer_id=pid, producer_epoch=epoch, committed=False),
                  api_version=3)
     assert ended.error_code == Errors.NONE
+
+
+def test_a_consumer_offsets_marker_is_not_leader_while_the_group_coordinator_loads_it_and_sent_again(tmp_path):
+    """KafkaApis hands a ``__consumer_offsets`` marker to the group coordinator, whose runtime
+    refuses it while it loads the partition (COORDINATOR_LOAD_IN_PROGRESS, answered
+    NOT_LEADER_OR_FOLLOWER): nothing is written, and the transaction coordinator's MarkerSender,
+    which retries that error as TransactionMarkerChannelManager does, writes it once loaded: one
+    marker in the log, the pending offset committed. Before, the marker was written at once."""
+    from kafkawire.broker.txn_marker_sender import MarkerSender
+
+    from .test_coordinator_replication import replicated_broker
+    from kafkawire.messages.add_offsets_to_txn_request import AddOffsetsToTxnRequest
+
+    from .test_txn_state_topic import GROUP, TX, ctx, fetched, init, txn_offset_commit, until
+
+    async def go():
+        broker = replicated_broker(tmp_path, isr=(1,))          # the leader alone in sync: no wait
+        broker.txn_markers = TxnMarkersApi(broker)
+        broker.topic_configs = SimpleNamespace(produce_settings=lambda image, topic: SimpleNamespace(
+            min_insync_replicas=1, log_append_time=False))
+        await broker.load()
+        code, producer_id, epoch = await init(broker)
+        added = await broker.txn_apis.add_offsets_to_txn(ctx(3), AddOffsetsToTxnRequest(
+            transactional_id=TX, producer_id=producer_id, producer_epoch=epoch, group_id=GROUP))
+        assert (code, added.error_code) == (Errors.NONE, Errors.NONE)
+        assert await txn_offset_commit(broker, producer_id, epoch, 50) == Errors.NONE
+        store, key = broker.group_apis.store, ("__consumer_offsets", 0)
+        partition = broker.partitions.pop(key)
+        store.on_metadata()                                      # led elsewhere: unloaded
+        broker.partitions[key] = partition                       # led here again
+
+        answers = []
+
+        async def write(request):
+            response = await broker.txn_markers.write_txn_markers(request)
+            answers.append(results(response)[(producer_id, *key)])
+            return response
+        completed = []
+        sender = MarkerSender(write=write, leader_known=lambda topic, index: True, retry_backoff_ms=1)
+        sender.coordinator = SimpleNamespace(complete=lambda *args: completed.append(args) or Errors.NONE)
+        sender.send(SimpleNamespace(transactional_id=TX, producer_id=producer_id, producer_epoch=epoch, client_tv=0,
+                                    partitions={key}), 0, True, None)        # its first try runs before the load
+        store.on_metadata()
+        assert 0 in store.loading and 0 not in store.loaded
+        end = partition.log.log_end_offset
+        response = await broker.txn_markers.write_txn_markers(WriteTxnMarkersRequest(markers=[
+            marker(producer_id, [0], epoch=epoch, topic="__consumer_offsets")]))
+        assert results(response) == {(producer_id, *key): Errors.NOT_LEADER_OR_FOLLOWER}
+        assert partition.log.log_end_offset == end
+        await until(lambda: completed)
+        assert answers[0] == Errors.NOT_LEADER_OR_FOLLOWER and answers[-1] == Errors.NONE, answers
+        assert sum(batch.is_control for batch in iter_batches(partition.log.read(0, 1 << 20).data)) == 1
+        assert await fetched(broker, True) == (Errors.NONE, 50)
+        broker.close()
+    asyncio.run(go())
