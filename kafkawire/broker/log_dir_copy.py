@@ -36,7 +36,7 @@ the controller told (AssignReplicasToDirs, through Broker.on_metadata). A crash 
 fsyncs finds either the renames (two equal logs, the first in ``log.dirs`` order opening, or the
 new one alone) or the future log again, whose copy resumes. An fsync that fails takes the
 destination directory offline (Broker.fail_log_dir); so does any I/O error of a step, on the
-directory Kafka names (``_step_failed``, ``on_log_dir_failure``). Kafka's controller-first
+directory Kafka names (kafkawire.broker.log_dir_copy_failures). Kafka's controller-first
 promotion (the swap waits for the controller to accept the assignment) is not done: see
 docs/differences.md. While a replica is moved its log is not cleaned (the log cleaner
 paused, LogCleanerManager.abortAndPauseCleaning); retention runs on its future log as on the
@@ -71,7 +71,8 @@ from kafkawire.storage.state_files import (StateFileError, read_partition_metada
 
 from .follower import FollowerReplica, offset_truncation_state
 from .log_deletion import delete_dir_name
-from .log_dir_failure import LogTruncationError, append_step, storage_failure
+from .log_dir_copy_failures import CopyFailures, CopyStepError
+from .log_dir_failure import LogTruncationError, append_step
 from .partition import PARTITION_METADATA, LeaderPartition, partition_dir_name
 from .producer_snapshots import load_producer_state
 from .replication_quotas import ReplicationQuota
@@ -84,23 +85,11 @@ FLUSH_BYTES = 4 * 1024 * 1024       # copied bytes fsynced off the loop, at most
 SWAP_FLUSH_BYTES = 256 * 1024       # caught up with more than this not fsynced: fsynced first, then the swap
 # (rate config, throttled-replicas config): every moved replica is throttled, as Kafka's alterLogDirs quota
 ALTER_LOG_DIRS_QUOTA = ("replica.alter.log.dirs.io.max.bytes.per.second", None)
-_THREAD = "[ReplicaAlterLogDirsThread-0]:"     # Kafka's fetcher's log prefix (one copier here)
 
 
 class _EveryReplica(ReplicationQuota):
     def is_throttled(self, topic: str, partition: int) -> bool:
         return True
-
-
-class CopyStepError(Exception):
-    """An I/O error of one step of a copy: reading the current log (``source``) or writing the
-    future log (truncating, appending, rolling, flushing it, or its partition.metadata), ``step``
-    a key of kafkawire.broker.log_dir_failure's messages or "metadata"; ``offset``: the future
-    log's end when it failed (the fetch offset Kafka's fetcher names)."""
-
-    def __init__(self, error: OSError, step: str, offset: int, *, source: bool = False, path: str | None = None):
-        super().__init__(str(error))
-        self.error, self.step, self.offset, self.source, self.path = error, step, offset, source, path
 
 
 class FutureLog:
@@ -168,7 +157,7 @@ def _set_aside(path: str) -> str | None:
     return aside
 
 
-class FutureLogs:
+class FutureLogs(CopyFailures):
     """The future logs of ``broker`` (its ``log_manager``, ``state_writes``, ``log_deleter``, ``config``)
     and the task that copies them."""
 
@@ -252,72 +241,6 @@ class FutureLogs:
         log.info("broker %d: the future log of %s-%d in %s goes: %s", self.broker.node_id, *key, future.destination,
                  reason)
         self.broker.log_deleter.delete(future.partition)
-
-    def _step_failed(self, key, failure: CopyStepError) -> None:
-        """A KafkaStorageException of a copy step. Reading the current log (LocalLeaderEndPoint's
-        fetch answered KAFKA_STORAGE_ERROR): the current log's directory goes offline and the move
-        stops there (``on_log_dir_failure``). Writing the future log (ReplicaAlterLogDirsThread
-        marks the partition failed; a flush fails outside the fetcher, in Kafka's flusher): the
-        future log's directory goes offline with UnifiedLog's message and the future log is closed
-        there, not renamed; the replica stays where it is, as the metadata still says (the
-        controller is told of a move only after the swap). The swap's rename of the current log
-        (LogManager.replaceCurrentWithFutureLog, the future log renamed in place already): the
-        current log's directory goes offline, its replica with it, and the new log is closed."""
-        broker, name = self.broker, "%s-%d" % key
-        current = broker.log_manager.replica(key)
-        if failure.step == "read":
-            log.error(_THREAD + " Error for partition %s at offset %d: %s", name, failure.offset, failure.error)
-            if current is not None:
-                storage_failure(broker, current, "read", failure.error)
-            return
-        future = self.futures.get(key)
-        if future is None:
-            return
-        if failure.step in ("truncate", "truncate_fully"):
-            log.error(_THREAD + " Failed to truncate %s at offset %d: %s", name, failure.error.offset, failure.error)
-        elif failure.step not in ("flush", "metadata"):
-            log.error(_THREAD + " Error while processing data for partition %s at offset %d: %s", name,
-                      failure.offset, failure.error)
-        if failure.step not in ("flush", "metadata"):
-            log.warning(_THREAD + " Partition %s marked as failed", name)
-        if failure.source:
-            self._close_future(key)
-            if current is not None:
-                storage_failure(broker, current, failure.step, failure.error)
-        elif failure.step == "metadata":
-            broker.fail_log_dir(future.destination, failure.error,
-                                message=f"Error while writing partition metadata file {failure.path}")
-        else:       # the directory's failure closes the future log (on_log_dir_failure)
-            storage_failure(broker, future.partition, failure.step, failure.error, future=True)
-        if self.futures.get(key) is future:          # the directory had failed already
-            self._close_future(key)
-
-    def _close_future(self, key) -> None:
-        future = self.futures.pop(key)
-        self._resume_cleaning(key)
-        self.broker.close_partition(future.partition)
-
-    def on_log_dir_failure(self, path: str) -> list:
-        """ReplicaManager.handleLogDirFailure's part for moves, ``path`` failed: a future log there
-        is closed where it is (Partition.removeFutureLocalReplica(deleteFromLogDir = false)); the
-        move of a replica whose current log is there stops, its future log left open elsewhere and
-        idle (LogManager keeps it: listed by DescribeLogDirs without a lag, deleted when the
-        replica leaves the metadata, resumed at a restart). The keys of the future logs closed."""
-        manager, closed = self.broker.log_manager, []
-        for key, future in list(self.futures.items()):
-            current = manager.replica(key)
-            if future.destination == path:
-                self._close_future(key)
-                closed.append(key)
-            elif current is not None and os.path.dirname(os.path.abspath(current.log.directory)) == path:
-                del self.futures[key]
-                self.stalled[key] = future
-        for key, future in list(self.stalled.items()):
-            if future.destination == path:
-                del self.stalled[key]
-                self.broker.close_partition(future.partition)
-                closed.append(key)
-        return closed
 
     def _resume_cleaning(self, key) -> None:
         if self.broker.log_manager.cleaner is not None:
