@@ -77,6 +77,31 @@ def handler(apis, key):
     return apis.handlers()[key].handle
 
 
+async def pending_txn_offset(broker, offset: int) -> tuple[int, int]:
+    """A transaction of TX (InitProducerId, AddOffsetsToTxn, the APIs unwrapped: no wait for the
+    ISR) whose TxnOffsetCommit of ``offset`` for t-0 is pending: its producer id and epoch."""
+    code, producer_id, epoch = await init(broker)
+    added = await broker.txn_apis.add_offsets_to_txn(ctx(3), AddOffsetsToTxnRequest(
+        transactional_id=TX, producer_id=producer_id, producer_epoch=epoch, group_id=GROUP))
+    assert (code, added.error_code) == (Errors.NONE, Errors.NONE)
+    assert await txn_offset_commit(broker, producer_id, epoch, offset) == Errors.NONE
+    return producer_id, epoch
+
+
+async def unanswered_after_append(broker, topic: str, *requests, why: str) -> list:
+    """``requests`` (coroutines or futures just made, not yet run) started: once ``topic``-0's log
+    grew, and some loop turns more, none is answered (the follower has not fetched it, ``why``
+    otherwise); their futures."""
+    partition = broker.partitions[(topic, 0)]
+    end = partition.log.log_end_offset
+    pending = [asyncio.ensure_future(request) for request in requests]
+    await until(lambda: partition.log.log_end_offset > end)
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not any(p.done() for p in pending), why
+    return pending
+
+
 async def offset_commit(broker, offset):
     request = OffsetCommitRequest(group_id=GROUP, generation_id_or_member_epoch=-1, member_id="", topics=[
         OffsetCommitRequestTopic(name="t", partitions=[OffsetCommitRequestPartition(
@@ -89,11 +114,8 @@ def test_an_offset_commit_is_answered_once_the_isr_has_it_and_times_out_as_kafka
     async def go():
         broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
         await broker.load()
-        commit = asyncio.ensure_future(offset_commit(broker, 42))
-        await until(lambda: broker.partitions[("__consumer_offsets", 0)].log.log_end_offset > 0)
-        for _ in range(20):
-            await asyncio.sleep(0)
-        assert not commit.done(), "answered before the follower had the commit"
+        commit, = await unanswered_after_append(broker, "__consumer_offsets", offset_commit(broker, 42),
+                                                why="answered before the follower had the commit")
         follower_fetches(broker, "__consumer_offsets")
         assert await asyncio.wait_for(commit, 5) == Errors.NONE
         assert await fetched(broker, False) == (Errors.NONE, 42)
@@ -156,12 +178,10 @@ def test_every_member_gets_the_leaders_assignment_once_the_isr_has_it(tmp_path):
     assignment; Kafka completes both answers in the write's appendFuture, once it is committed."""
     async def go():
         broker, leader, other = await two_members_joined(tmp_path)
-        end = broker.partitions[("__consumer_offsets", 0)].log.log_end_offset
-        syncs = [sync(broker, other), sync(broker, leader, [(leader.member_id, b"L"), (other.member_id, b"O")])]
-        await until(lambda: broker.partitions[("__consumer_offsets", 0)].log.log_end_offset > end)
-        for _ in range(20):
-            await asyncio.sleep(0)
-        assert [s.done() for s in syncs] == [False, False], "a SyncGroup answered before the ISR had the assignment"
+        syncs = await unanswered_after_append(
+            broker, "__consumer_offsets", sync(broker, other),
+            sync(broker, leader, [(leader.member_id, b"L"), (other.member_id, b"O")]),
+            why="a SyncGroup answered before the ISR had the assignment")
         follower_fetches(broker, "__consumer_offsets")
         answers = [await asyncio.wait_for(s, 5) for s in syncs]
         assert [(a.error_code, a.assignment) for a in answers] == [(Errors.NONE, b"O"), (Errors.NONE, b"L")]
@@ -183,11 +203,9 @@ def test_a_transactions_state_is_answered_once_the_isr_has_it(tmp_path):
         init_producer = handler(broker.txn_apis, 22)
         request = InitProducerIdRequest(transactional_id=TX, transaction_timeout_ms=60000, producer_id=-1,
                                         producer_epoch=-1)
-        pending = asyncio.ensure_future(init_producer(ctx(4), request))
-        await until(lambda: broker.partitions[("__transaction_state", 0)].log.log_end_offset > 0)
-        for _ in range(20):
-            await asyncio.sleep(0)
-        assert not pending.done(), "InitProducerId answered before the follower had the transaction's state"
+        pending, = await unanswered_after_append(
+            broker, "__transaction_state", init_producer(ctx(4), request),
+            why="InitProducerId answered before the follower had the transaction's state")
         follower_fetches(broker, "__transaction_state")
         answer = await asyncio.wait_for(pending, 5)
         assert (answer.error_code, answer.producer_epoch) == (Errors.NONE, 0)
@@ -375,11 +393,7 @@ def test_a_transactional_offset_lost_with_the_leadership_is_not_pending_when_the
         broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
         await broker.load()
         assert await answered(broker, commit_both(broker, [(0, 42)]), replicated=True) == [Errors.NONE]
-        code, producer_id, epoch = await init(broker)        # the APIs unwrapped: no wait for the ISR
-        added = await broker.txn_apis.add_offsets_to_txn(ctx(3), AddOffsetsToTxnRequest(
-            transactional_id=TX, producer_id=producer_id, producer_epoch=epoch, group_id=GROUP))
-        assert (code, added.error_code) == (Errors.NONE, Errors.NONE)
-        assert await txn_offset_commit(broker, producer_id, epoch, 50) == Errors.NONE
+        producer_id, epoch = await pending_txn_offset(broker, 50)
         # (a stable OffsetFetch would wait for the batch's replication: the pending offset is asked of the state)
         assert broker.group_apis.store.txn_offsets.is_pending(GROUP, "t", 0)
         await moved_away_and_back(broker)
@@ -543,11 +557,7 @@ def test_a_stable_offset_fetch_after_a_commit_marker_answers_the_committed_offse
             min_insync_replicas=1, log_append_time=False))
         await broker.load()
         assert await answered(broker, commit_both(broker, [(0, 42)]), replicated=True) == [Errors.NONE]
-        code, producer_id, epoch = await init(broker)         # the APIs unwrapped: no wait for the ISR
-        added = await broker.txn_apis.add_offsets_to_txn(ctx(3), AddOffsetsToTxnRequest(
-            transactional_id=TX, producer_id=producer_id, producer_epoch=epoch, group_id=GROUP))
-        assert (code, added.error_code) == (Errors.NONE, Errors.NONE)
-        assert await txn_offset_commit(broker, producer_id, epoch, 50) == Errors.NONE
+        producer_id, epoch = await pending_txn_offset(broker, 50)
         follower_fetches(broker, "__consumer_offsets")
         marker = asyncio.ensure_future(broker.txn_markers.write_txn_markers(WriteTxnMarkersRequest(markers=[
             WritableTxnMarker(producer_id=producer_id, producer_epoch=epoch, transaction_result=True, topics=[

@@ -499,10 +499,8 @@ def test_a_consumer_offsets_marker_is_not_leader_while_the_group_coordinator_loa
     marker in the log, the pending offset committed. Before, the marker was written at once."""
     from kafkawire.broker.txn_marker_sender import MarkerSender
 
-    from .test_coordinator_replication import replicated_broker
-    from kafkawire.messages.add_offsets_to_txn_request import AddOffsetsToTxnRequest
-
-    from .test_txn_state_topic import GROUP, TX, ctx, fetched, init, txn_offset_commit, until
+    from .test_coordinator_replication import pending_txn_offset, replicated_broker
+    from .test_txn_state_topic import TX, fetched, until
 
     async def go():
         broker = replicated_broker(tmp_path, isr=(1,))          # the leader alone in sync: no wait
@@ -510,11 +508,7 @@ def test_a_consumer_offsets_marker_is_not_leader_while_the_group_coordinator_loa
         broker.topic_configs = SimpleNamespace(produce_settings=lambda image, topic: SimpleNamespace(
             min_insync_replicas=1, log_append_time=False))
         await broker.load()
-        code, producer_id, epoch = await init(broker)
-        added = await broker.txn_apis.add_offsets_to_txn(ctx(3), AddOffsetsToTxnRequest(
-            transactional_id=TX, producer_id=producer_id, producer_epoch=epoch, group_id=GROUP))
-        assert (code, added.error_code) == (Errors.NONE, Errors.NONE)
-        assert await txn_offset_commit(broker, producer_id, epoch, 50) == Errors.NONE
+        producer_id, epoch = await pending_txn_offset(broker, 50)
         store, key = broker.group_apis.store, ("__consumer_offsets", 0)
         partition = broker.partitions.pop(key)
         store.on_metadata()                                      # led elsewhere: unloaded
