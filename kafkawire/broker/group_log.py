@@ -86,6 +86,7 @@ class OffsetsTopic:
         self.offsets = offsets
         self.loaded: set[int] = set()          # partitions whose records are replayed
         self.loading: dict[int, asyncio.Task] = {}
+        self.sources: dict[int, object] = {}   # the partition each loading or loaded one was read from
         self._creating: asyncio.Task | None = None
         self._last_failure: str | None = None
         self.txn_offsets = None                # TxnOffsetCommit's pending offsets (kafkawire.broker.group_txn_offsets)
@@ -177,18 +178,26 @@ class OffsetsTopic:
     def on_metadata(self) -> None:
         """Start loading the partitions this broker has started leading; unload those it no
         longer leads (``unload``), a load under way cancelled first (as Kafka's runtime and
-        removeLoadingPartitionWithEpoch cancel it: what it replayed so far goes too)."""
-        led = {index for (topic, index) in self.broker.partitions if topic == self.TOPIC}
-        for index in sorted(set(self.loading) - led):
+        removeLoadingPartitionWithEpoch cancel it: what it replayed so far goes too). A partition
+        led here whose log is another than the one its state was (or is being) read from, as
+        when its topic was deleted and created again between two metadata updates (Broker._lead
+        opens the new log), is unloaded and loaded again, as Kafka's resignation and election
+        for a deleted topic; a load is never left stopped with its partition led here."""
+        led = {index: partition for (topic, index), partition in self.broker.partitions.items() if topic == self.TOPIC}
+        gone = {index for index, source in self.sources.items() if led.get(index) is not source}
+        for index in sorted(gone & set(self.loading)):
             self.loading.pop(index).cancel()
             self.unload(index)
-        for index in sorted(led - self.loaded - set(self.loading)):
-            task = asyncio.ensure_future(self._load(index, self.broker.partitions[(self.TOPIC, index)]))
+        for index in sorted(gone & self.loaded):
+            self.unload(index)
+        self.loaded -= gone
+        for index in gone:
+            del self.sources[index]
+        for index in sorted(led.keys() - self.loaded - set(self.loading)):
+            self.sources[index] = led[index]
+            task = asyncio.ensure_future(self._load(index, led[index]))
             self.loading[index] = task
             task.add_done_callback(functools.partial(self._load_ended, index))
-        for index in self.loaded - led:
-            self.unload(index)
-        self.loaded &= led
 
     def _load_ended(self, index: int, task: asyncio.Task) -> None:
         if self.loading.get(index) is task:      # not a load cancelled and started again since
