@@ -442,3 +442,45 @@ def test_a_marker_written_before_the_unload_is_written_again_by_the_new_coordina
         assert [read_committed_values(p) for p in data] == ([[b"a", b"b"], [b"c"]] if committed else [[], []])
         broker.close()
     asyncio.run(go())
+
+
+@pytest.mark.parametrize("error", [OSError(5, "Input/output error"), ValueError("a torn batch")], ids=["io", "torn"])
+def test_a_load_that_fails_drops_what_it_replayed_answers_not_coordinator_and_is_tried_again(
+        tmp_path, monkeypatch, error):
+    """The runtime's FAILED coordinator: a load that fails unloads what it replayed (before, the
+    group it had replayed stayed in memory) and its groups are answered NOT_COORDINATOR, which
+    ListGroups skips (before, COORDINATOR_LOAD_IN_PROGRESS, and ListGroups too, until the next
+    metadata update, though no load was under way); the next metadata update loads it again."""
+    async def go():
+        broker = share_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        await broker.load()
+        for group_id in ("first", "second"):
+            answer = await answered(broker, share_heartbeat(broker, "m", group_id), replicated=True)
+            assert answer.error_code == Errors.NONE
+        partition = lose_leadership(broker, OFFSETS)
+
+        monkeypatch.setattr(group_log, "LOAD_READ_BYTES", 1)      # a batch (one group's heartbeat) at a time
+        reads = []
+
+        def failing_second_read(*args, **kwargs):
+            reads.append(args)
+            if len(reads) == 2:
+                raise error
+            return type(partition.log).read(partition.log, *args, **kwargs)
+        partition.log.read = failing_second_read
+        broker.image().topics_by_name[OFFSETS].partitions[0].leader = broker.node_id
+        broker.partitions[(OFFSETS, 0)] = partition
+        store = broker.group_apis.store
+        store.on_metadata()
+        await until(lambda: not store.loading)
+        assert len(reads) == 2 and not store.loaded
+        assert broker.group_apis.coordinator.share_groups == {}
+        assert store.coordinator_error("first") == Errors.NOT_COORDINATOR
+        assert await listed(broker) == (Errors.NONE, []) and store.failed == {0}
+
+        store.on_metadata()                                       # the next metadata update
+        await until(lambda: not store.loading)
+        assert store.loaded == {0} and not store.failed and await listed(broker) == (Errors.NONE, ["first", "second"])
+        assert store.coordinator_error("first") == Errors.NONE
+        broker.close()
+    asyncio.run(go())
