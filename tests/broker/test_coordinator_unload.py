@@ -11,6 +11,11 @@ meanwhile are answered NOT_COORDINATOR.
 - The share coordinator's state of a ``__share_group_state`` partition, and the records a load cut
   short by the leadership's loss had staged.
 - A load under way when the leadership goes: cancelled, what it replayed so far dropped.
+- A marker written before ``__transaction_state`` went and sent again by the next coordinator:
+  taken twice by the data partition, read once by a read_committed consumer.
+- A load that fails: what it replayed dropped, NOT_COORDINATOR, loaded again at the next update.
+
+A partition whose log is replaced while it stays led here: test_coordinator_topic_recreated.
 """
 from __future__ import annotations
 
@@ -295,53 +300,6 @@ def test_a_partition_lost_while_it_is_loading_has_its_load_cancelled_and_what_it
 
         await lead_again(broker, OFFSETS, partition)
         assert await listed(broker) == (Errors.NONE, ["first", "second"])
-        broker.close()
-    asyncio.run(go())
-
-
-def created_again(broker, tmp_path, name: str) -> LeaderPartition:
-    """__consumer_offsets deleted and created again, both seen in one metadata update: a new topic
-    id, led here, and a new empty log (Broker._lead deletes the old one and opens it)."""
-    topic_id = uuid.uuid4()
-    broker.image().topics_by_name[OFFSETS].id = topic_id
-    partition = LeaderPartition.open(str(tmp_path / name), OFFSETS, 0, topic_id, leader_epoch=0)
-    broker.partitions[(OFFSETS, 0)] = partition
-    broker.group_apis.store.on_metadata()
-    return partition
-
-
-def test_a_partition_whose_log_is_replaced_while_led_here_is_loaded_again_from_the_new_log(tmp_path, monkeypatch):
-    """Led in two metadata updates in a row but with another log in the second (its topic deleted
-    and created again in between), a partition is unloaded and loaded from the new log, as Kafka
-    resigns and elects it again for the deleted topic: a loaded partition's groups of the old log
-    go (before, they stayed, served from a log that no longer held them), and a load under way
-    on the old log is replaced by one on the new (before, it stopped at its next read and none
-    started until the next metadata change: COORDINATOR_LOAD_IN_PROGRESS meanwhile)."""
-    async def go():
-        broker = share_broker(tmp_path / "broker", offsets_commit_timeout_ms=10_000)
-        await broker.load()
-        store = broker.group_apis.store
-        for group_id in ("first", "second"):
-            answer = await answered(broker, share_heartbeat(broker, "m", group_id), replicated=True)
-            assert answer.error_code == Errors.NONE
-        first_log = broker.partitions[(OFFSETS, 0)]
-
-        second_log = created_again(broker, tmp_path, "second")
-        await until(lambda: not store.loading)
-        assert store.loaded == {0} and await listed(broker) == (Errors.NONE, [])
-
-        monkeypatch.setattr(group_log, "LOAD_READ_BYTES", 1)      # a batch (one group's heartbeat) at a time
-        broker.partitions[(OFFSETS, 0)] = first_log               # another log again, which holds two groups
-        store.on_metadata()
-        await asyncio.sleep(0)                          # the load replays its first batch, then yields
-        assert 0 in store.loading and list(broker.group_apis.coordinator.share_groups) == ["first"]
-        third_log = created_again(broker, tmp_path, "third")
-        await until(lambda: not store.loading)
-        assert store.loaded == {0} and await listed(broker) == (Errors.NONE, [])
-        assert broker.group_apis.store.coordinator_error("first") == Errors.NONE
-        for partition in (first_log, second_log):
-            partition.close()
-        assert broker.partitions[(OFFSETS, 0)] is third_log
         broker.close()
     asyncio.run(go())
 
