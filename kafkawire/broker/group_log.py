@@ -231,6 +231,7 @@ class OffsetsTopic:
             while offset < partition.log.log_end_offset:
                 if self.broker.partitions.get((self.TOPIC, index)) is not partition:
                     self.unload(index)                      # closed meanwhile: what was replayed goes
+                    self.failed.add(index)                  # not hosted here: NOT_COORDINATOR
                     return
                 data = partition.log.read(offset, LOAD_READ_BYTES, min_one_batch=True).data
                 if not data:

@@ -254,7 +254,8 @@ def test_the_share_coordinators_state_is_unloaded_with_its_partition_and_a_cut_s
         loader.replay = lost_while_loading
         set_share_state_leader(broker, apis, broker.node_id, partition)
         await until(lambda: not apis.store.loading)
-        assert len(staged) == 2 and not apis.store.loaded
+        assert len(staged) == 2 and not apis.store.loaded and apis.store.failed == {0}
+        assert await read_codes(apis, GROUP, [0]) == [Errors.NOT_COORDINATOR]      # not LOAD_IN_PROGRESS
         set_share_state_leader(broker, apis, FOLLOWER)
 
         del loader.replay
