@@ -36,7 +36,6 @@ from .group_commit import OffsetApis
 from .group_coordinator import GroupCoordinator, GroupSettings
 from .group_log import LoopTimer, OffsetsTopic
 from .group_offsets import GroupOffsets
-from .group_records import OFFSETS_TOPIC
 from .share_apis import ShareApis
 from .share_coordinator_apis import SHARE_KEY_TYPE
 
@@ -250,7 +249,7 @@ class GroupApis:
         return ListGroupsResponse(error_code=Errors.NONE, groups=self.offsets.list_groups(states, types))
 
     def _all_loaded(self) -> bool:
-        return all(i in self.store.loaded for (t, i) in self.broker.partitions if t == OFFSETS_TOPIC)
+        return not self.store.still_loading()
 
     async def describe_groups(self, ctx, request):
         groups = []

@@ -86,6 +86,8 @@ class OffsetsTopic:
         self.offsets = offsets
         self.loaded: set[int] = set()          # partitions whose records are replayed
         self.loading: dict[int, asyncio.Task] = {}
+        self.sources: dict[int, object] = {}   # the partition each loading or loaded one was read from
+        self.failed: set[int] = set()          # partitions whose last load failed (the runtime's FAILED)
         self._creating: asyncio.Task | None = None
         self._last_failure: str | None = None
         self.txn_offsets = None                # TxnOffsetCommit's pending offsets (kafkawire.broker.group_txn_offsets)
@@ -113,9 +115,18 @@ class OffsetsTopic:
         registration = image.topics_by_name[self.TOPIC].partitions.get(index)
         if registration is None or registration.leader != self.broker.node_id:
             return Errors.NOT_COORDINATOR
+        if index in self.failed:                 # the runtime answers a FAILED coordinator so
+            return Errors.NOT_COORDINATOR
         if index not in self.loaded:
             return Errors.COORDINATOR_LOAD_IN_PROGRESS
         return Errors.NONE
+
+    def still_loading(self) -> bool:
+        """Whether a partition led here is not loaded yet, for the listings (ListGroups,
+        ListTransactions: COORDINATOR_LOAD_IN_PROGRESS); one whose load failed is not loading, it
+        is skipped as Kafka's listings skip a FAILED coordinator's NOT_COORDINATOR."""
+        return any(index not in self.loaded and index not in self.failed
+                   for (topic, index) in self.broker.partitions if topic == self.TOPIC)
 
     def find(self, group_id: str) -> tuple[int, int]:
         """FindCoordinator's answer for a group as (error, coordinator id): NONE and the leader of
@@ -181,18 +192,28 @@ class OffsetsTopic:
     def on_metadata(self) -> None:
         """Start loading the partitions this broker has started leading; unload those it no
         longer leads (``unload``), a load under way cancelled first (as Kafka's runtime and
-        removeLoadingPartitionWithEpoch cancel it: what it replayed so far goes too)."""
-        led = {index for (topic, index) in self.broker.partitions if topic == self.TOPIC}
-        for index in sorted(set(self.loading) - led):
+        removeLoadingPartitionWithEpoch cancel it: what it replayed so far goes too). A partition
+        led here whose log is another than the one its state was (or is being) read from, as
+        when its topic was deleted and created again between two metadata updates (Broker._lead
+        opens the new log), is unloaded and loaded again, as Kafka's resignation and election
+        for a deleted topic; a load is never left stopped with its partition led here."""
+        led = {index: partition for (topic, index), partition in self.broker.partitions.items() if topic == self.TOPIC}
+        gone = {index for index, source in self.sources.items() if led.get(index) is not source}
+        for index in sorted(gone & set(self.loading)):
             self.loading.pop(index).cancel()
             self.unload(index)
-        for index in sorted(led - self.loaded - set(self.loading)):
-            task = asyncio.ensure_future(self._load(index, self.broker.partitions[(self.TOPIC, index)]))
+        for index in sorted(gone & self.loaded):
+            self.unload(index)
+        self.loaded -= gone
+        self.failed -= gone
+        for index in gone:
+            del self.sources[index]
+        for index in sorted(led.keys() - self.loaded - set(self.loading)):
+            self.sources[index] = led[index]
+            self.failed.discard(index)              # a failed load is tried again (see _load)
+            task = asyncio.ensure_future(self._load(index, led[index]))
             self.loading[index] = task
             task.add_done_callback(functools.partial(self._load_ended, index))
-        for index in self.loaded - led:
-            self.unload(index)
-        self.loaded &= led
 
     def _load_ended(self, index: int, task: asyncio.Task) -> None:
         if self.loading.get(index) is task:      # not a load cancelled and started again since
@@ -203,7 +224,10 @@ class OffsetsTopic:
         (TransactionStateManager, CoordinatorLoaderImpl), not its high watermark: a follower made
         leader may not know the high watermark yet (0 after a restart) although its log holds the
         records the ISR had. A read of LOAD_READ_BYTES at a time with the event loop free in between
-        (the groups of this partition are COORDINATOR_LOAD_IN_PROGRESS meanwhile)."""
+        (the groups of this partition are COORDINATOR_LOAD_IN_PROGRESS meanwhile). A load that
+        fails drops what it replayed and leaves the partition failed, answered NOT_COORDINATOR, as
+        the runtime's FAILED coordinator (an I/O error takes the log directory offline, as Kafka's
+        read does); the next metadata update loads it again (Kafka: the next leader epoch)."""
         started = time.monotonic()
         self.unload(index)
         offset, records, bad = partition.log.log_start_offset, 0, 0
@@ -211,6 +235,7 @@ class OffsetsTopic:
             while offset < partition.log.log_end_offset:
                 if self.broker.partitions.get((self.TOPIC, index)) is not partition:
                     self.unload(index)                      # closed meanwhile: what was replayed goes
+                    self.failed.add(index)                  # not hosted here: NOT_COORDINATOR
                     return
                 data = partition.log.read(offset, LOAD_READ_BYTES, min_one_batch=True).data
                 if not data:
@@ -220,6 +245,10 @@ class OffsetsTopic:
                 await asyncio.sleep(0)
         except (OSError, ValueError) as exc:            # ValueError: OffsetOutOfRange, a torn batch
             log.error("Loading %s-%d failed at offset %d: %s", self.TOPIC, index, offset, exc)
+            self.unload(index)
+            self.failed.add(index)
+            if isinstance(exc, OSError):
+                storage_failure(self.broker, partition, "read", exc)
             return
         self.loaded.add(index)
         count = self.partitions(self.broker.image())

@@ -243,7 +243,7 @@ class TxnApis:
         return DescribeTransactionsResponse(transaction_states=states)
 
     async def list_transactions(self, ctx, request):
-        loading = any(i not in self.store.loaded for (t, i) in self.broker.partitions if t == TRANSACTION_STATE_TOPIC)
+        loading = self.store.still_loading()
         return self.coordinator.list_transactions(
             request.state_filters, request.producer_id_filters, getattr(request, "duration_filter", -1),
             getattr(request, "transactional_id_pattern", None), loading)

@@ -11,6 +11,11 @@ meanwhile are answered NOT_COORDINATOR.
 - The share coordinator's state of a ``__share_group_state`` partition, and the records a load cut
   short by the leadership's loss had staged.
 - A load under way when the leadership goes: cancelled, what it replayed so far dropped.
+- A marker written before ``__transaction_state`` went and sent again by the next coordinator:
+  taken twice by the data partition, read once by a read_committed consumer.
+- A load that fails: what it replayed dropped, NOT_COORDINATOR, loaded again at the next update.
+
+A partition whose log is replaced while it stays led here: test_coordinator_topic_recreated.
 """
 from __future__ import annotations
 
@@ -25,6 +30,8 @@ from kafkawire.broker.share_coordinator_apis import ShareCoordinatorApis
 from kafkawire.broker.share_state_records import SHARE_STATE_TOPIC
 
 from kafkawire.broker.share_groups import session_key
+from kafkawire.broker.txn_markers import TxnMarkersApi
+from kafkawire.broker.validation import validate_produce
 from kafkawire.messages.describe_transactions_request import DescribeTransactionsRequest
 from kafkawire.messages.end_txn_request import EndTxnRequest
 from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
@@ -34,9 +41,14 @@ from kafkawire.messages.read_share_group_state_request import (PartitionData, Re
 from kafkawire.messages.share_group_describe_request import ShareGroupDescribeRequest
 from kafkawire.messages.share_group_heartbeat_request import ShareGroupHeartbeatRequest
 from kafkawire.protocol.error_codes import Errors
+from kafkawire.records import iter_batches
+from kafkawire.records.builder import build_batch
+from kafkawire.records.control import ControlRecordType, parse_control_key
 
 from .test_coordinator_replication import FOLLOWER, answered, follower_fetches, handler, replicated_broker
 from .test_txn_state_topic import GROUP, IDS, TX, StandInBroker, add, ctx, until
+
+import pytest
 
 OFFSETS, TXN_STATE = "__consumer_offsets", "__transaction_state"
 SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE, LIST_GROUPS = 76, 77, 16
@@ -242,7 +254,8 @@ def test_the_share_coordinators_state_is_unloaded_with_its_partition_and_a_cut_s
         loader.replay = lost_while_loading
         set_share_state_leader(broker, apis, broker.node_id, partition)
         await until(lambda: not apis.store.loading)
-        assert len(staged) == 2 and not apis.store.loaded
+        assert len(staged) == 2 and not apis.store.loaded and apis.store.failed == {0}
+        assert await read_codes(apis, GROUP, [0]) == [Errors.NOT_COORDINATOR]      # not LOAD_IN_PROGRESS
         set_share_state_leader(broker, apis, FOLLOWER)
 
         del loader.replay
@@ -288,5 +301,145 @@ def test_a_partition_lost_while_it_is_loading_has_its_load_cancelled_and_what_it
 
         await lead_again(broker, OFFSETS, partition)
         assert await listed(broker) == (Errors.NONE, ["first", "second"])
+        broker.close()
+    asyncio.run(go())
+
+
+def marker_writing_broker(tmp_path):
+    """replicated_broker whose markers are written by a broker's partition side (TxnMarkersApi:
+    the producer state's checks, the ``.txnindex``, the last stable offset) on t's logs, each led
+    here alone."""
+    broker = replicated_broker(tmp_path, request_timeout_ms=10_000)
+    for registration in broker.image().topics_by_name["t"].partitions.values():
+        registration.isr = registration.replicas = [broker.node_id]
+    broker.topic_configs = SimpleNamespace(produce_settings=lambda image, topic: SimpleNamespace(
+        min_insync_replicas=1, log_append_time=False))
+    broker.authorizer = None
+    broker.txn_markers = TxnMarkersApi(broker)
+    return broker
+
+
+def produce_in_transaction(partition, producer_id: int, values) -> None:
+    data = build_batch([(b"k", value, [], 0) for value in values], producer_id=producer_id, producer_epoch=0,
+                       base_sequence=0, is_transactional=True)
+    validated = validate_produce(data, topic_partition=partition.name, max_message_bytes=1 << 20,
+                                 log_append_time=False, now_ms=0)
+    partition.append(validated, now_ms=0)
+
+
+def read_committed_values(partition) -> list:
+    """What a read_committed consumer reads of ``partition``: a Fetch's batches below the last
+    stable offset and its aborted transactions, filtered as Kafka's consumer filters them
+    (CompletedFetch: a producer's batches from an aborted transaction's first offset on are
+    skipped until its ABORT marker; control batches are never shown)."""
+    data, aborted = partition.read_committed(0, 1 << 20, min_one_batch=True)
+    aborted, skipping, values = sorted(aborted, key=lambda a: a.first_offset), set(), []
+    for batch in iter_batches(data):
+        while aborted and aborted[0].first_offset <= batch.next_offset - 1:
+            skipping.add(aborted.pop(0).producer_id)
+        if batch.is_control:
+            if parse_control_key(next(iter(batch)).key).type == ControlRecordType.ABORT:
+                skipping.discard(batch.producer_id)
+        elif not (batch.is_transactional and batch.producer_id in skipping):
+            values += [record.value for record in batch]
+    return values
+
+
+def markers_in(partition) -> list:
+    return [(batch.producer_epoch, ControlRecordType(parse_control_key(next(iter(batch)).key).type).name)
+            for batch in iter_batches(partition.log.read(0, 1 << 20, min_one_batch=True).data) if batch.is_control]
+
+
+@pytest.mark.parametrize("committed, end_txn_version", [(True, 4), (False, 5)], ids=["commit-tv1", "abort-tv2"])
+def test_a_marker_written_before_the_unload_is_written_again_by_the_new_coordinator_and_read_once(
+        tmp_path, committed, end_txn_version):
+    """The coordinator loses __transaction_state while a WriteTxnMarkers it sent is already in the
+    data partitions' logs but not answered yet: its send is stopped, and the coordinator that
+    loads the PrepareCommit/PrepareAbort again (a higher coordinator epoch) sends the same
+    marker again. The partition accepts it, as Kafka's ProducerAppendInfo accepts a marker with
+    no transaction open (with transaction version 2, KAFKA-19999's retried marker of the
+    producer's current epoch), and it ends no transaction: no second ``.txnindex`` entry, the
+    last stable offset at the log end, and a read_committed consumer reads the committed records
+    once, the aborted ones never."""
+    async def go():
+        broker = marker_writing_broker(tmp_path)
+        await broker.load()
+        producer_id = (await replicated(broker, TXN_STATE, init_producer_id(broker, TX))).producer_id
+        assert await replicated(broker, TXN_STATE, add(broker, producer_id, 0, (0, 1))) == {0: 0, 1: 0}
+        data = [broker.partitions[("t", index)] for index in (0, 1)]
+        produce_in_transaction(data[0], producer_id, [b"a", b"b"])
+        produce_in_transaction(data[1], producer_id, [b"c"])
+
+        write, requests = broker.txn_markers.write_txn_markers, []
+
+        async def answer_lost_the_first_time(request):
+            requests.append(request)
+            response = await write(request)
+            if len(requests) == 1:
+                await asyncio.Event().wait()          # still waiting for the answer when the partition goes
+            return response
+        broker.txn_markers.write_txn_markers = answer_lost_the_first_time
+        ended = await replicated(broker, TXN_STATE, handler(broker.txn_apis, END_TXN)(ctx(end_txn_version), EndTxnRequest(
+            transactional_id=TX, producer_id=producer_id, producer_epoch=0, committed=committed)))
+        assert ended.error_code == Errors.NONE
+        await until(lambda: all(markers_in(p) for p in data))
+
+        partition = lose_leadership(broker, TXN_STATE)
+        assert broker.txn_apis.markers.tasks == {}
+        partition.leader_epoch = 1                    # the new coordinator's epoch
+        await lead_again(broker, TXN_STATE, partition)
+        final = "CompleteCommit" if committed else "CompleteAbort"
+        await until(lambda: broker.txn_apis.coordinator.txns[TX].state == final)
+
+        epoch = 0 if end_txn_version < 5 else 1        # transaction version 2: the marker's epoch is bumped
+        kind = "COMMIT" if committed else "ABORT"
+        assert [m.coordinator_epoch for r in requests for m in r.markers] == [0, 1]
+        assert [markers_in(p) for p in data] == [[(epoch, kind), (epoch, kind)]] * 2
+        assert [p.last_stable_offset() for p in data] == [p.log.log_end_offset for p in data] == [4, 3]
+        entries = [[(e.first_offset, e.last_offset) for e in p.log.segments[0].txn_index.entries()] for p in data]
+        assert entries == ([[], []] if committed else [[(0, 2)], [(0, 1)]])
+        assert [read_committed_values(p) for p in data] == ([[b"a", b"b"], [b"c"]] if committed else [[], []])
+        broker.close()
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize("error", [OSError(5, "Input/output error"), ValueError("a torn batch")], ids=["io", "torn"])
+def test_a_load_that_fails_drops_what_it_replayed_answers_not_coordinator_and_is_tried_again(
+        tmp_path, monkeypatch, error):
+    """The runtime's FAILED coordinator: a load that fails unloads what it replayed (before, the
+    group it had replayed stayed in memory) and its groups are answered NOT_COORDINATOR, which
+    ListGroups skips (before, COORDINATOR_LOAD_IN_PROGRESS, and ListGroups too, until the next
+    metadata update, though no load was under way); the next metadata update loads it again."""
+    async def go():
+        broker = share_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        await broker.load()
+        for group_id in ("first", "second"):
+            answer = await answered(broker, share_heartbeat(broker, "m", group_id), replicated=True)
+            assert answer.error_code == Errors.NONE
+        partition = lose_leadership(broker, OFFSETS)
+
+        monkeypatch.setattr(group_log, "LOAD_READ_BYTES", 1)      # a batch (one group's heartbeat) at a time
+        reads = []
+
+        def failing_second_read(*args, **kwargs):
+            reads.append(args)
+            if len(reads) == 2:
+                raise error
+            return type(partition.log).read(partition.log, *args, **kwargs)
+        partition.log.read = failing_second_read
+        broker.image().topics_by_name[OFFSETS].partitions[0].leader = broker.node_id
+        broker.partitions[(OFFSETS, 0)] = partition
+        store = broker.group_apis.store
+        store.on_metadata()
+        await until(lambda: not store.loading)
+        assert len(reads) == 2 and not store.loaded
+        assert broker.group_apis.coordinator.share_groups == {}
+        assert store.coordinator_error("first") == Errors.NOT_COORDINATOR
+        assert await listed(broker) == (Errors.NONE, []) and store.failed == {0}
+
+        store.on_metadata()                                       # the next metadata update
+        await until(lambda: not store.loading)
+        assert store.loaded == {0} and not store.failed and await listed(broker) == (Errors.NONE, ["first", "second"])
+        assert store.coordinator_error("first") == Errors.NONE
         broker.close()
     asyncio.run(go())
