@@ -94,6 +94,9 @@ def share_broker(tmp_path, **config):
     image.provenance, image.configs = SimpleNamespace(offset=0), {}
     for registration in image.topics_by_name["t"].partitions.values():
         registration.replicas = [broker.node_id]
+    # The stand-in has no share coordinator for the background initialization of share-partitions
+    # to ask (it failed in a task nobody awaited); these tests look at the groups' records only.
+    broker.group_apis.share_apis.initializer.start = lambda *args: None
     return broker
 
 
