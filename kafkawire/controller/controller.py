@@ -69,6 +69,7 @@ from .state import ControllerState, SnapshotLoad
 from .state_release import release_in_steps
 from .stats import ControllerStats
 from .topics import TopicDefaults, create_topics
+from .unclean_elections import UNCLEAN_ELECTION_INTERVAL_MS, UncleanElectionTask
 from .versions import SUPPORTED_FEATURES
 from .unregister_broker import unregister_broker_handlers
 
@@ -119,7 +120,8 @@ class MetadataController:
                  registration_backoff_ms: int = 100, clock=_monotonic_ms, rng: random.Random | None = None,
                  acls_enabled: bool = False, group_bounds: GroupBounds = GroupBounds(),
                  delegation_tokens: DelegationTokenSettings = DelegationTokenSettings(),
-                 wall_clock_ms=_wall_clock_ms, mutation_quota_window: tuple[int, int] = (11, 1)):
+                 wall_clock_ms=_wall_clock_ms, mutation_quota_window: tuple[int, int] = (11, 1),
+                 unclean_election_interval_ms: int = UNCLEAN_ELECTION_INTERVAL_MS):
         """``listeners``: this node's controller listeners as (name, host, port, security protocol),
         which it registers; ``bootstrap_records``: the metadata record frames of bootstrap.checkpoint
         (factory.load_bootstrap_records); ``clock``: monotonic milliseconds; ``acls_enabled``: the
@@ -127,13 +129,15 @@ class MetadataController:
         ``heartbeat_interval_ms``: broker.heartbeat.interval.ms, half of which is a
         BrokerHeartbeat's deadline (ControllerApis.handleBrokerHeartbeatRequest);
         ``delegation_tokens``: the delegation.token.* settings (delegation_tokens.py), whose
-        timestamps are ``wall_clock_ms()`` milliseconds; ``mutation_quota_window``: controller.quota.window.*."""
+        timestamps are ``wall_clock_ms()`` milliseconds; ``mutation_quota_window``: controller.quota.window.*;
+        ``unclean_election_interval_ms``: unclean.leader.election.interval.ms (unclean_elections.py)."""
         self.raft = raft
         self.acls_enabled = acls_enabled
         self.delegation_tokens = delegation_tokens
         self.token_hmacs = TokenHmacs(delegation_tokens.secret_key)
         self.wall_clock_ms = wall_clock_ms
         self._next_token_sweep_ms = 0
+        self.unclean_elections = UncleanElectionTask(unclean_election_interval_ms)
         self.node_id = raft.node_id
         self.cluster_id = cluster_id
         self.bootstrap_records = list(bootstrap_records)
@@ -310,6 +314,8 @@ class MetadataController:
         due = [self._next_noop_ms] if self.max_idle_interval_ms > 0 else []
         if self.state.image.delegation_tokens:     # a sweep of no tokens writes nothing: no need to wake
             due.append(self._next_token_sweep_ms)
+        if self.unclean_elections.next_due_ms(self.state) is not None:
+            due.append(self.unclean_elections.due_ms)
         expiry = self.sessions.next_expiry_ms(self._unfenced_brokers())
         if expiry is not None:
             due.append(expiry)
@@ -354,6 +360,7 @@ class MetadataController:
         self.rearm(now)
         self._next_noop_ms = now + self.max_idle_interval_ms
         self._next_token_sweep_ms = now + self.delegation_tokens.expiry_check_interval_ms
+        self.unclean_elections.activate(now)
         self._activated.set()
         self._activated = asyncio.Event()
         log.info("controller %d is the active controller in epoch %d, %d ms after it won the election (%d ms "
@@ -382,6 +389,7 @@ class MetadataController:
                 return
         if now >= self._next_token_sweep_ms and self.state.image.delegation_tokens:
             await self._sweep_expired_tokens(now)
+        await self.unclean_elections.run_if_due(self, now)
         stale = self.sessions.stale_broker(self._unfenced_brokers(), self.clock())
         if stale is not None:
             log.info("controller %d: fencing broker %d, whose session expired", self.node_id, stale)

@@ -71,6 +71,7 @@ from .errors import not_controller
 from .partition_index import PID_BITS, partition_id_of, topic_of
 from .replication import leader_and_isr_updates
 from .state import ControllerState
+from .unclean_elections import has_unclean_candidate
 from .unfencing import DirectoryJob, SortedInSteps, Sweep
 
 log = logging.getLogger(__name__)
@@ -147,7 +148,8 @@ class PartitionMoves:
     def resume(self, state: ControllerState) -> None:
         """On activation: a job for each fenced or shutting-down broker that still leads (its
         partitions listed at its first step), and a sweep when a leaderless partition holds an
-        active broker in its ISR or ELR (unfencing.py)."""
+        active broker in its ISR or ELR, or, its topic allowing unclean elections, as a replica
+        (unfencing.py, unclean_elections.py)."""
         index = state.partition_index
         active = set()
         for broker in state.image.brokers.values():
@@ -155,7 +157,8 @@ class PartitionMoves:
                 self._jobs.setdefault(broker.id, _Job(broker.id, broker.epoch, parts=None))
             elif not broker.fenced and not broker.in_controlled_shutdown:
                 active.add(broker.id)
-        if self._sweep is None and active and index.leaderless_in_isr_or_elr_of_any(state.image, active):
+        if self._sweep is None and active and (index.leaderless_in_isr_or_elr_of_any(state.image, active)
+                                               or has_unclean_candidate(state, active)):
             self.start_sweep(state)
 
     # --- unfencing and offline directories (unfencing.py) ---------------------------------------

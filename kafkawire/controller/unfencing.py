@@ -27,10 +27,11 @@ A new active controller starts a sweep when a partition without a leader holds a
 in its ISR or ELR (a set intersection per active broker, no partition visited): that happens
 when a sweep was cut short (after Kafka's one event, and every later event that makes a
 partition leaderless, the only such partitions left are those where that broker cannot lead,
-its replica's directory offline; for them the sweep visits and writes nothing). Leaderless
-partitions that only an unclean election could give to a replica outside the ISR are not
-detected that way: they wait for the next unfencing, as they would in Kafka had that unfencing
-event never happened.
+its replica's directory offline; for them the sweep visits and writes nothing), or when a
+partition without a leader, of a topic that allows unclean elections, has an active replica
+(unclean_elections.has_unclean_candidate): the unclean elections the sweep had left. Any other
+leaderless partition such a topic holds is elected by the controller's electUnclean task, as in
+Kafka (unclean_elections.py).
 
 **OfflineLogDirs** (handleDirectoriesOffline): Kafka walks its index of the partitions by
 directory and removes the broker from the ISR and leadership of each replica it has in a

@@ -81,6 +81,9 @@ _KEYS = (
     _Key("metadata.max.idle.interval.ms", lambda k, v: _int(k, v, 0), "500", "KRaftConfigs"),
     # KRaftConfigs: INT 9000, no validator; the active controller fences a broker silent this long
     _Key("broker.session.timeout.ms", lambda k, v: _int(k, v), "9000", "KRaftConfigs"),
+    # ReplicationConfigs: LONG 5 minutes atLeast(1), internal; the active controller's electUnclean
+    # task (kafkawire.controller.unclean_elections)
+    _Key("unclean.leader.election.interval.ms", lambda k, v: _long(k, v, 1), "300000", "ReplicationConfigs"),
     # The broker role (process.roles=broker,controller): KRaftConfigs INT 2000; ServerLogConfigs
     # BOOLEAN true, INT 1 atLeast(1); ReplicationConfigs INT 1; ServerConfigs INT 1048588 atLeast(0),
     # INT 55 MiB atLeast(1024); LogConfig INT 1 GiB atLeast(1 MiB), STRING in(CreateTime, LogAppendTime),

@@ -98,13 +98,28 @@ class Polling(CoreParts):
         self._send_vote_requests(state.pre_election, state.epoch, pre_vote=True)
 
     def _poll_follower(self, state: Follower) -> None:
-        if self.now_ms >= state.fetch_deadline_ms:
-            if self.quorum.is_voter():
-                self._transition_to_prospective()
-                return
+        # An observer has no fetch timeout (Kafka's pollFollowerAsObserver): it finds a new
+        # leader through the bootstrap servers when a request to its leader fails.
+        if self.quorum.is_voter() and self.now_ms >= state.fetch_deadline_ms:
+            self._transition_to_prospective()
+            return
+        self._fetch_from_best_node(state)
+
+    def _fetch_from_best_node(self, state: Follower) -> None:
+        """Kafka's maybeSendFetchToBestNode: while the last request to the leader timed out
+        (its connection is then forgotten) or failed and backs off, a Fetch goes to a bootstrap
+        server instead, to learn of a leader change sooner (the one that answers may be a new
+        leader, or the same leader at another address, whose answer is taken as the leader's);
+        otherwise, with nothing in flight, the request goes to the leader."""
+        requests, leader_id = self.requests, state.leader_id
+        if requests.has_timed_out(leader_id):
+            requests.reset(leader_id)
             self._maybe_send_bootstrap_fetch()
             return
-        if not self.requests.is_ready(state.leader_id, self.now_ms):
+        if requests.is_backing_off(leader_id, self.now_ms):
+            self._maybe_send_bootstrap_fetch()
+            return
+        if requests.has_any_in_flight():
             return
         address = state.leader_endpoints.address(self.config.listener)
         if address is None:

@@ -542,7 +542,12 @@ class Reconfig:
         return True
 
     def _handle_auto_join_response(self, event) -> bool:
-        return event.body.error_code == NONE
+        """Kafka's handleAddVoterResponse / handleRemoveVoterResponse: added (removed), or the
+        leader could not do it in time, or nothing to do, is a handled answer (the next Fetch
+        goes to the leader at once); another error backs the leader off."""
+        nothing_to_do = Errors.DUPLICATE_VOTER if isinstance(event.body, add_resp.AddRaftVoterResponse) \
+            else Errors.VOTER_NOT_FOUND
+        return event.body.error_code in (NONE, int(Errors.REQUEST_TIMED_OUT), int(nothing_to_do))
 
 
 __all__ = ["Reconfig", "PendingChange", "api_versions_request", "api_versions_response"]

@@ -16,6 +16,7 @@ class _Connection:
     api: str | None = None
     timeout_at_ms: int = 0
     backoff_until_ms: int = 0
+    timed_out: bool = False          # its last request timed out (Kafka's hasRequestTimedOut)
 
 
 class RequestManager:
@@ -49,6 +50,7 @@ class RequestManager:
                 conn.correlation_id = None
                 conn.api = None
                 conn.backoff_until_ms = now_ms + self.retry_backoff_ms
+                conn.timed_out = True
 
     def is_ready(self, node: int, now_ms: int) -> bool:
         conn = self.connections.get(node)
@@ -72,6 +74,7 @@ class RequestManager:
         conn.correlation_id = correlation_id
         conn.api = api
         conn.timeout_at_ms = now_ms + self.request_timeout_ms
+        conn.timed_out = False
 
     def is_expected(self, node: int, correlation_id: int) -> bool:
         conn = self.connections.get(node)
@@ -86,6 +89,19 @@ class RequestManager:
         conn.backoff_until_ms = now_ms if success else now_ms + self.retry_backoff_ms
         if not success and node in self.bootstrap:
             self.bootstrap_backoff_until_ms = now_ms + self.retry_backoff_ms
+
+    def has_timed_out(self, node: int) -> bool:
+        """The last request to ``node`` timed out and nothing was sent to it since."""
+        conn = self.connections.get(node)
+        return conn is not None and conn.timed_out
+
+    def is_backing_off(self, node: int, now_ms: int) -> bool:
+        """``node`` failed (or timed out) and its retry backoff has not ended."""
+        conn = self.connections.get(node)
+        return conn is not None and conn.correlation_id is None and now_ms < conn.backoff_until_ms
+
+    def has_any_in_flight(self) -> bool:
+        return any(conn.correlation_id is not None for conn in self.connections.values())
 
     def reset(self, node: int) -> None:
         self.connections.pop(node, None)
