@@ -200,30 +200,36 @@ class SharePartition:
         (INVALID_RECORD_STATE: an offset not acquired by this member, its lock expired meanwhile; a
         RENEW in a group with share.renew.acknowledge.enable=false, as Kafka's SharePartition;
         INVALID_REQUEST: offsets past all ever acquired here), with Kafka's message.
+        Offsets below the start offset (acknowledged or archived already, or passed by the log
+        start or an offsets reset) are skipped, a range wholly below it acknowledges nothing and
+        succeeds, as Kafka's SharePartition.acknowledge skips them.
         The changed offsets are appended to ``changed`` as a transition (``commit``/``rollback``
         once written); without it they are kept at once and written with the next write."""
         allowed = RENEW_TYPES if renew_allowed else ACK_TYPES
         if last < first or not types or (len(types) != 1 and len(types) != last - first + 1) or \
                 any(t not in allowed for t in types):
             return Errors.INVALID_REQUEST
-        if last - first + 1 > settings.max_record_locks:      # more than the window can hold
+        self.expire(now_ms, settings)                        # an expiry archiving records moves the start
+        if last < self.start_offset:
+            return Errors.NONE
+        kept = max(first, self.start_offset)                 # the first offset not done yet
+        if last - kept + 1 > settings.max_record_locks:      # more than the window can hold
             return Errors.INVALID_RECORD_STATE
-        self.expire(now_ms, settings)
         if last >= self.next_offset:              # past what was ever acquired: SharePartition.findSubMap's
             return with_message(Errors.INVALID_REQUEST, FIRST_PAST_ACQUIRED if first >= self.next_offset
                                 else LAST_PAST_ACQUIRED)
-        for offset in range(first, last + 1):
+        for offset in range(kept, last + 1):
             entry = self.entries.get(offset)
             refusal = NOT_IN_CACHE if entry is None else NOT_ACQUIRED if entry.state != ACQUIRED else \
                 NOT_OWNER if entry.member_id != member_id else None
             if refusal is not None:                      # with Kafka's SharePartition's message
                 return with_message(Errors.INVALID_RECORD_STATE, refusal)
-        if RENEW in types and not settings.renew_acknowledge_enabled:
+        if RENEW in (types if len(types) == 1 else types[kept - first:]) and not settings.renew_acknowledge_enabled:
             return with_message(Errors.INVALID_RECORD_STATE, RENEW_DISABLED)
         moved = []
-        for i, offset in enumerate(range(first, last + 1)):
+        for offset in range(kept, last + 1):
             entry = self.entries[offset]
-            kind = types[0] if len(types) == 1 else types[i]
+            kind = types[0] if len(types) == 1 else types[offset - first]
             if kind == RENEW:
                 entry.deadline_ms = now_ms + settings.record_lock_duration_ms
                 continue

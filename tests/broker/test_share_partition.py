@@ -8,6 +8,7 @@ import uuid
 
 from kafkawire.broker.share_partition import (ACCEPT, ACKNOWLEDGED, ACQUIRED, ARCHIVED, AVAILABLE, GAP, REJECT,
                                               RELEASE, RENEW, SharePartition, ShareSettings)
+from kafkawire.broker.share_errors import message_of
 from kafkawire.protocol.error_codes import Errors
 
 SETTINGS = ShareSettings(record_lock_duration_ms=1_000, delivery_count_limit=3, max_record_locks=100)
@@ -145,6 +146,59 @@ def test_a_member_leaving_releases_its_records_and_the_log_start_moves_the_windo
     assert sp.start_offset == 7 and sorted(sp.entries) == [7, 8, 9]
     assert ack(sp, 7, 9, [ACCEPT], member="m2") == Errors.NONE
     assert sp.start_offset == 10 and sp.acquired_count == 0
+
+
+def test_offsets_below_the_start_offset_are_skipped_as_kafkas_share_partition_skips_them():
+    """SharePartition.acknowledge: a batch wholly below the start offset acknowledges nothing and
+    succeeds; one across it acknowledges its offsets from the start on (per-offset types kept
+    aligned) and refuses as ever for those; the records below are done already, whoever sends them."""
+    sp = SharePartition(0)
+    acquire(sp, member="m2")                                  # 0-9 held by m2
+    sp.move_start(4)                                          # DeleteRecords / retention passed 0-3
+    assert ack(sp, 0, 3, [REJECT], member="m1") == Errors.NONE      # not m1's either: done already
+    assert ack(sp, 0, 3, [RENEW], member="m2", renew_allowed=True) == Errors.NONE
+    assert sorted(sp.entries) == list(range(4, 10)) and sp.acquired_count == 6
+    # across the start: 0-3 skipped, 4-6 checked, m1 holds none of them: refused, nothing changes
+    refused = ack(sp, 2, 6, [ACCEPT], member="m1")
+    assert refused == Errors.INVALID_RECORD_STATE and message_of(refused) == "Member is not the owner of offset"
+    assert set(states(sp).values()) == {ACQUIRED}
+    types = [RELEASE, RELEASE, ACCEPT, REJECT, ACCEPT]       # offsets 2..6: the first two are below the start
+    assert ack(sp, 2, 6, types, member="m2") == Errors.NONE
+    assert sp.start_offset == 7 and states(sp) == {7: ACQUIRED, 8: ACQUIRED, 9: ACQUIRED}
+    assert ack(sp, 0, 6, [RELEASE], member="m2") == Errors.NONE and sp.start_offset == 7   # done: stay done
+    assert ack(sp, 5, 12, [ACCEPT], member="m2") == Errors.INVALID_REQUEST     # past the acquired ones: as ever
+    # a lock expiry archiving the front (delivery limit) moves the start before the acknowledgement looks
+    last = SharePartition(0)
+    for delivery in range(1, SETTINGS.delivery_count_limit + 1):
+        assert acquire(last, batches=[(0, 1, False)], now=delivery * 1_000) == [(0, 1, delivery)]
+    assert ack(last, 0, 1, [ACCEPT], now=9_000) == Errors.NONE and last.start_offset == 2
+    assert last.lock_timeouts == 2 * SETTINGS.delivery_count_limit               # two records, each lock
+
+
+def test_an_acknowledgement_below_the_start_offset_keeps_the_requests_other_batches():
+    """ShareApis applies a partition's batches as one transition: a batch below the start offset
+    is skipped and the next batches apply; a refused batch still undoes the whole partition's."""
+    from types import SimpleNamespace
+
+    from .test_share_groups import share_apis
+    share = share_apis()
+    share._led = lambda topic_id, index, may_read: (Errors.NONE, SimpleNamespace(leader_epoch=-1))
+    held = ShareSettings(record_lock_duration_ms=10**13, delivery_count_limit=3, max_record_locks=100)  # no expiry
+    sp = share.partitions[("g", TOPIC, 0)] = SharePartition(0)
+    acquire(sp, batches=[(0, 4, False), (5, 9, False), (10, 14, False)], settings=held)
+    assert ack(sp, 0, 4, [ACCEPT]) == Errors.NONE and sp.start_offset == 5
+
+    def acknowledge(*ranges):
+        changed = []
+        batches = [SimpleNamespace(first_offset=f, last_offset=t, acknowledge_types=[ACCEPT]) for f, t in ranges]
+        code = share._acknowledge("g", "m1", TOPIC, 0, batches, held, 1, False, None, changed)
+        sp.commit(changed)                                    # as a successful write does
+        return code
+    assert acknowledge((0, 4), (5, 6)) == Errors.NONE and sp.start_offset == 7     # 0-4 skipped, 5-6 kept
+    refused = acknowledge((3, 8), (20, 20))                   # 7-8 acknowledged, then 20 never acquired
+    assert refused == Errors.INVALID_REQUEST and message_of(refused) == (
+        "Batch record not found. The first offset in request is past acquired records.")
+    assert sp.start_offset == 7 and states(sp)[7] == states(sp)[8] == ACQUIRED       # undone with it
 
 
 def test_share_sessions_epochs_limit_and_idle_eviction():
