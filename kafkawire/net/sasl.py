@@ -127,6 +127,7 @@ class _ScramServer:
         # CREDENTIAL.LIFETIME.MS, which bounds the session (kafkawire.net.reauthentication).
         self.credential_expiry_ms: int | None = None
         self._step = 0
+        self._authzid = ""              # the gs2 header's a=, which must be empty or the user name
 
         def auth_fn(username):
             if self.token_authenticated:
@@ -134,11 +135,13 @@ class _ScramServer:
                 if token is None:
                     raise _UnknownUser(username, f"Token Authentication failed: Invalid tokenId : {_shown(username)}")
                 found, owner, self.credential_expiry_ms = token
+                self._check_authzid(username)
                 self.username = owner
                 return found
             found = lookup(mechanism, username)
             if found is None:
                 raise _UnknownUser(username)
+            self._check_authzid(username)
             if found[3] < SCRAM_MIN_ITERATIONS:
                 raise _UnknownUser(username, f"iterations {found[3]} is less than the minimum "
                                              f"{SCRAM_MIN_ITERATIONS} for {mechanism}")
@@ -160,9 +163,14 @@ class _ScramServer:
                 self._server.set_client_final(text)
                 self._step, self.complete = 2, True
                 return self._server.get_server_final().encode()
-        except _UnknownUser as exc:
-            raise SaslFailure(generic, f"{self.mechanism}: {exc.reason}") from None
-        except (_scramp().ScramException, UnicodeDecodeError, ValueError) as exc:
+        except (_UnknownUser, _OtherAuthorizationId, _scramp().ScramException, UnicodeDecodeError, ValueError) as exc:
+            # scramp 1.5 raises what auth_fn raised as the cause of its own "auth_fn exception".
+            cause = exc.__cause__ if isinstance(exc.__cause__, (_UnknownUser, _OtherAuthorizationId)) else exc
+            if isinstance(cause, _OtherAuthorizationId):   # Kafka's SaslAuthenticationException: its text is sent
+                raise SaslFailure("Authentication failed: Client requested an authorization id that is different "
+                                  "from username", authentication_exception=True) from None
+            if isinstance(cause, _UnknownUser):
+                raise SaslFailure(generic, f"{self.mechanism}: {cause.reason}") from None
             raise SaslFailure(generic, f"{self.mechanism} for user {self.username!r}: {exc}") from None
         raise SaslFailure(generic, f"{self.mechanism}: a token after the exchange completed")
 
@@ -175,11 +183,20 @@ class _ScramServer:
         attributes = text[header_end:].split(",") if header_end > 0 else []
         extensions = dict(a.partition("=")[::2] for a in attributes[2:]) if len(attributes) > 2 else {}
         self.token_authenticated = extensions.get(TOKEN_AUTH_EXTENSION, "").lower() == "true"
-        if not extensions:
-            self._server.set_client_first(text)
-            return
-        self._server.set_client_first(text[:header_end] + ",".join(attributes[:2]))
-        self._server.client_first_bare = text[header_end:]
+        header = text[:header_end]
+        flag, _, authzid = header[:-1].partition(",")
+        if flag in ("n", "y") and authzid.startswith("a=") and len(authzid) > 2:
+            # scramp refuses any authzid; Kafka takes the user's own name (checked in auth_fn).
+            self._authzid, header = authzid[2:], flag + ",,"
+        self._server.set_client_first(header + (",".join(attributes[:2]) if extensions else text[header_end:]))
+        if extensions:
+            self._server.client_first_bare = text[header_end:]
+        if self._authzid:               # the client's c= binds the header it sent, authzid and all
+            self._server.gs2_header = _SentGs2Header(text[:header_end])
+
+    def _check_authzid(self, username: str) -> None:
+        if self._authzid and self._authzid != username:
+            raise _OtherAuthorizationId()
 
 
 def _shown(name: str) -> str:
@@ -189,6 +206,20 @@ def _shown(name: str) -> str:
 
 
 _SHOWN_MAX = 100
+
+
+class _OtherAuthorizationId(Exception):
+    """The client asked for an authorization id other than its user name (ScramSaslServer)."""
+
+
+class _SentGs2Header:
+    """The gs2 header as the client sent it, for scramp's check of the client final's c=."""
+
+    def __init__(self, header: str):
+        self.header = header
+
+    def make_cbind_input(self, channel_binding) -> bytes:
+        return self.header.encode()
 
 
 class _UnknownUser(Exception):
