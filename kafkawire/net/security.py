@@ -31,6 +31,7 @@ from kafkawire.net.authorizer import AuthorizerSettings, STANDARD_AUTHORIZER
 from kafkawire._extras import require
 from kafkawire.net.reauthentication import is_reauth_key, max_reauth_by_mechanism
 from kafkawire.net.sasl import SaslClient, require_mechanism
+from kafkawire.net.ssl_principal_mapper import MAPPING_RULES_KEY, SslPrincipalMapper
 
 __all__ = ["SslSettings", "ListenerSecurity", "JaasEntry", "resolve_listener_security",
            "controller_client_security", "inter_broker_client_security",
@@ -70,7 +71,7 @@ SASL_DEFAULTS = {
 DEFAULT_SASL_SERVER_MAX_RECEIVE_SIZE = 524288
 # Keys Kafka defines that kafkawire reads no further than accepting (their defaults are what we do).
 _ACCEPTED = {"ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.secure.random.implementation",
-             "ssl.principal.mapping.rules", "super.users",
+             MAPPING_RULES_KEY, "super.users",
              "authorizer.class.name", "allow.everyone.if.no.acl.found"}
 _LISTENER_PREFIX = re.compile(r"^listener\.name\.([^.]+)\.(.+)$")
 
@@ -120,6 +121,8 @@ class ListenerSecurity:
     # The largest frame read before authentication completes (SaslServerAuthenticator), for SASL_*.
     sasl_server_max_receive_size: int = DEFAULT_SASL_SERVER_MAX_RECEIVE_SIZE
     max_reauth_ms: dict = field(default_factory=dict)  # mechanism -> connections.max.reauth.ms
+    # ssl.principal.mapping.rules, for SSL and SASL_SSL (a certificate's principal on SSL only).
+    principal_mapper: SslPrincipalMapper | None = None
 
     @property
     def uses_ssl(self) -> bool:
@@ -195,8 +198,12 @@ def resolve_listener_security(props: dict, listener: str, protocol: str) -> List
             if mechanism == "PLAIN" and not jaas[mechanism].users():
                 raise ConfigError(jaas[mechanism].key, "(hidden)", "has no user_<name>=<password> option: "
                                                                    "no client could authenticate with PLAIN")
+    mapper = None
+    if settings is not None:        # SslChannelBuilder and SaslChannelBuilder both read the rules
+        rules, source = _lookup(props, listener, MAPPING_RULES_KEY, None)
+        mapper = SslPrincipalMapper(rules, source)
     return ListenerSecurity(listener, protocol, settings, client_auth, mechanisms, jaas, max_receive,
-                            max_reauth_by_mechanism(props, listener, mechanisms))
+                            max_reauth_by_mechanism(props, listener, mechanisms), mapper)
 
 
 def _jaas_for(props: dict, listener: str, mechanism: str) -> JaasEntry:
