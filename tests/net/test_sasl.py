@@ -272,3 +272,31 @@ def test_a_scram_authorization_id_equal_to_the_user_name_is_taken_as_kafka_takes
     first, last, metadata = run(main())
     assert (first.error_code, last.error_code) == (0, 0), last.error_message
     assert last.auth_bytes.startswith(b"v=") and metadata[0] == 4
+
+
+def test_scram_user_names_with_commas_and_equals_and_passwords_saslprep_would_change_authenticate():
+    """Kafka's ScramFormatter: a saslname's =2C and =3D are decoded on the server, and the password
+    is its UTF-8 bytes on both sides (no SASLprep: U+2168 is not "IX")."""
+    from kafkawire.tools.scram_args import credential
+    user, password = "svc,team=a", "\u2168-secret"
+    for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+        stored, server = credential(mechanism, salt=SALT, iterations=4096, password=password)
+        CREDENTIALS[(mechanism, user)] = (SALT, stored, server, 4096)
+    try:
+        for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+            assert run(authenticate(node_config(), mechanism, user, password)) == [f"User:{user}"]
+        with pytest.raises(AuthenticationFailed):
+            run(authenticate(node_config(), "SCRAM-SHA-256", user, "IX-secret"))
+    finally:
+        for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+            del CREDENTIALS[(mechanism, user)]
+
+
+def test_a_scram_user_name_kafka_cannot_read_is_refused():
+    """ClientFirstMessage's saslname is ASCII, with "=" only in =2C or =3D."""
+    CREDENTIALS[("SCRAM-SHA-256", "j\u00fcrgen")] = CREDENTIALS[("SCRAM-SHA-256", "alice")]
+    try:
+        with pytest.raises(AuthenticationFailed):
+            run(authenticate(node_config(), "SCRAM-SHA-256", "j\u00fcrgen", "alice-secret"))
+    finally:
+        del CREDENTIALS[("SCRAM-SHA-256", "j\u00fcrgen")]
