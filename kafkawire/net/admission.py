@@ -99,6 +99,10 @@ class AdmissionLimits:
                    quota_window_num=config.quota_window_num,
                    quota_window_size_seconds=config.quota_window_size_seconds)
 
+    def __post_init__(self):
+        if self.max_connections_per_ip_overrides:
+            self._overrides_by_address()          # the host names' lookups start with the limits
+
     def limit_for(self, host: str) -> int:
         if not self.max_connections_per_ip_overrides:
             return self.max_connections_per_ip
