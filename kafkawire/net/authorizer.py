@@ -332,6 +332,8 @@ class CreateTopicsFailed(CreateTopicsResponse):
     type so that authorizing_create_topics answers the topics it kept from the controller the
     same way, as Kafka's ControllerApis does when the controller's future fails."""
     __slots__ = ("error", "message")
+    error: int
+    message: str | None
 
     @classmethod
     def of(cls, request, error: int, message: str | None) -> "CreateTopicsFailed":
