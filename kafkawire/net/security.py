@@ -483,26 +483,6 @@ def _load_cadata(context, text: str, where: str) -> None:
             from None
 
 
-def _logging_sslobject(listener: str):
-    """An SSLObject class whose failed handshake is logged as Kafka's Selector logs it. The event
-    loop's TLS (asyncio's or uvloop's, through SSLContext.wrap_bio) logs such failures only in
-    debug mode; the peer's address is not known at that level."""
-    import logging
-    log = logging.getLogger(__name__)
-
-    class LoggingSSLObject(ssl.SSLObject):
-        def do_handshake(self):
-            try:
-                return super().do_handshake()
-            except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
-                raise
-            except (ssl.SSLError, ssl.CertificateError) as exc:
-                log.info("Failed authentication on listener %s (SSL handshake failed: %s)", listener,
-                         getattr(exc, "reason", None) or exc)
-                raise
-    return LoggingSSLObject
-
-
 def server_ssl_context(security: ListenerSecurity) -> ssl.SSLContext:
     """The listener's TLS context; ConfigError names the key of a missing or unreadable store
     (checked when the listener starts, as Kafka's SslFactory does, not when the file is loaded)."""
@@ -513,7 +493,6 @@ def server_ssl_context(security: ListenerSecurity) -> ssl.SSLContext:
                           "key and certificate (ssl.keystore.location, or ssl.keystore.certificate.chain and "
                           "ssl.keystore.key)")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.sslobject_class = _logging_sslobject(security.listener_name)
     _tls_range(context, s)
     _load_keystore(context, s)
     context.verify_mode = CLIENT_AUTH[security.client_auth]
