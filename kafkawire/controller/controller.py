@@ -43,9 +43,10 @@ import random
 import time
 import uuid
 
-from kafkawire.messages.create_topics_response import CreatableTopicResult, CreateTopicsResponse
+from kafkawire.messages.create_topics_response import CreateTopicsResponse
 from kafkawire.metadata.delegation_tokens import TokenHmacs
 from kafkawire.metadata.group_configs import GroupBounds
+from kafkawire.net.authorizer import CreateTopicsFailed
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 from kafkawire.raft.contract import NotLeader, RaftHandle, SnapshotLoadInSteps
@@ -605,5 +606,4 @@ class MetadataController:
 
 def _create_topics_error(request, error: Errors, message: str | None):
     """CreateTopicsRequest.getErrorResponse: every topic gets the error."""
-    return CreateTopicsResponse(topics=[CreatableTopicResult(name=t.name, error_code=int(error), error_message=message)
-                                        for t in request.topics])
+    return CreateTopicsFailed.of(request, error, message)

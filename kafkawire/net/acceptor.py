@@ -184,10 +184,12 @@ class Acceptor:
         return True
 
 
-async def open_streams(sock: socket.socket, ssl_context: ssl.SSLContext | None, handshake_timeout_s: float):
+async def open_streams(sock: socket.socket, ssl_context: ssl.SSLContext | None, handshake_timeout_s: float,
+                       listener_name: str = "?"):
     """(reader, writer) over an accepted socket, after the TLS handshake when ``ssl_context`` is
     given; None if the handshake failed or timed out (the socket is closed then)."""
     loop = asyncio.get_running_loop()
+    peer = _peer(sock)
     sock.setblocking(False)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)      # Kafka's configureAcceptedSocketChannel
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
@@ -198,9 +200,12 @@ async def open_streams(sock: socket.socket, ssl_context: ssl.SSLContext | None, 
             lambda: protocol, sock, ssl=ssl_context,
             ssl_handshake_timeout=None if ssl_context is None else handshake_timeout_s)
     except (OSError, ssl.SSLError, asyncio.TimeoutError) as exc:
-        # A failed handshake is logged as Kafka logs it by the TLS object (security.py); a
-        # timeout or a peer that went away is not an authentication failure.
-        log.debug("connection from %s closed during the TLS handshake: %s", _peer(sock), exc)
+        if isinstance(exc, ssl.SSLError):
+            # Kafka's Selector: "Failed authentication with /<address> (SSL handshake failed)".
+            log.info("Failed authentication with /%s (listener %s: SSL handshake failed: %s)", peer.rpartition(":")[0],
+                     listener_name, getattr(exc, "reason", None) or exc)
+        else:           # a timeout or a peer that went away is not an authentication failure
+            log.debug("connection from %s closed during the TLS handshake: %s", peer, exc)
         sock.close()
         return None
     return reader, asyncio.StreamWriter(transport, protocol, reader, loop)

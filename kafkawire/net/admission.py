@@ -60,6 +60,7 @@ from typing import Callable
 from kafkawire.metadata.topic_config_synonyms import dynamic_broker_configs, image_version
 
 from .client_quotas import ClientQuotaManager, SampledRate, throttle_time_ms
+from .host_addresses import HOSTS
 
 log = logging.getLogger(__name__)
 
@@ -98,8 +99,28 @@ class AdmissionLimits:
                    quota_window_num=config.quota_window_num,
                    quota_window_size_seconds=config.quota_window_size_seconds)
 
+    def __post_init__(self):
+        if self.max_connections_per_ip_overrides:
+            self._overrides_by_address()          # the host names' lookups start with the limits
+
     def limit_for(self, host: str) -> int:
-        return self.max_connections_per_ip_overrides.get(host, self.max_connections_per_ip)
+        if not self.max_connections_per_ip_overrides:
+            return self.max_connections_per_ip
+        return self._overrides_by_address().get(_address(host), self.max_connections_per_ip)
+
+    def _overrides_by_address(self) -> dict:
+        """The overrides by the address each host stands for (host_addresses: a name once its
+        lookup has finished), kept until a lookup finishes."""
+        cached = self.__dict__.get("_by_address")
+        if cached is None or cached[0] != HOSTS.version:
+            by_address = {}
+            for host, count in self.max_connections_per_ip_overrides.items():
+                address = HOSTS.address(host)
+                if address is not None:
+                    by_address[address] = count
+            cached = (HOSTS.version, by_address)
+            object.__setattr__(self, "_by_address", cached)      # a cache, not a field
+        return cached[1]
 
 
 class ConnectionQuotas:

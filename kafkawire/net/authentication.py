@@ -26,6 +26,7 @@ from kafkawire.messages.sasl_handshake_response import SaslHandshakeResponse
 from kafkawire.net import reauthentication
 from kafkawire.net.reauthentication import session_lifetime_ms
 from kafkawire.net.sasl import SaslFailure, SaslServerSession
+from kafkawire.net.ssl_principal_mapper import NoMatchingRule, SslPrincipalMapper
 from kafkawire.protocol.apis import api_table
 from kafkawire.protocol.errors import DecodeError
 from kafkawire.protocol.error_codes import Errors
@@ -47,9 +48,11 @@ def sasl_session(server) -> SaslServerSession | None:
     return SaslServerSession(security.mechanisms, plain, server.scram_lookup, getattr(server, "token_lookup", None))
 
 
-def connection_principal(writer) -> str:
-    """User:<subject DN> of a verified TLS client certificate (Kafka's DefaultKafkaPrincipalBuilder
-    with the DEFAULT mapping rule: the RFC 2253 name), else User:ANONYMOUS."""
+def connection_principal(writer, mapper: SslPrincipalMapper | None = None) -> str | None:
+    """User:<name> of a verified TLS client certificate (Kafka's DefaultKafkaPrincipalBuilder: its
+    subject's RFC 2253 name through the listener's ssl.principal.mapping.rules), else
+    User:ANONYMOUS; None (and logged) when no mapping rule applies to the name, which fails the
+    connection as in Kafka."""
     peercert = writer.get_extra_info("peercert")
     if not peercert or "subject" not in peercert:
         return "User:ANONYMOUS"
@@ -57,7 +60,15 @@ def connection_principal(writer) -> str:
     parts = []
     for rdn in reversed(peercert["subject"]):
         parts.append("+".join(f"{_SHORT.get(k, k)}={_escape(v)}" for k, v in rdn))
-    return "User:" + ",".join(parts)
+    name = ",".join(parts)
+    if mapper is None:
+        return "User:" + name
+    try:
+        return "User:" + mapper.name(name)
+    except NoMatchingRule as exc:
+        log.error("Failed to map name for '%s' based on SSL principal mapping rules (%s): closing the connection "
+                  "from %s", name, exc, writer.get_extra_info("peername"))
+        return None
 
 
 _SHORT = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU", "countryName": "C",
@@ -222,8 +233,10 @@ def authenticated_step(conn, api_key: int) -> str:
         conn.sasl = conn.sasl.reauthentication()
         return "reauthenticate"
     if clock.expired(now):
-        log.info("closing connection %s from %s:%s: its SASL session expired (connections.max.reauth.ms or its "
-                 "credential's expiry) and it did not re-authenticate", conn.id, *conn.peer)
+        # Kafka's Processor logs this close at DEBUG: an expiry is the client's lapse, not the node's.
+        log.debug("Disconnecting expired channel: connection %s from %s:%s, its SASL session expired "
+                  "(connections.max.reauth.ms or its credential's expiry) without a re-authentication",
+                  conn.id, *conn.peer)
         return "expired"
     return "serve"
 

@@ -34,15 +34,16 @@ from kafkawire.messages import alter_client_quotas_response as aq
 from kafkawire.messages import fetch_response as fr
 from kafkawire.messages.alter_user_scram_credentials_response import AlterUserScramCredentialsResult
 from kafkawire.messages.create_acls_response import AclCreationResult
-from kafkawire.messages.create_topics_response import CreatableTopicResult
+from kafkawire.messages.create_topics_response import CreatableTopicResult, CreateTopicsResponse
 from kafkawire.messages.delete_acls_response import DeleteAclsFilterResult
 from kafkawire.messages.list_offsets_response import ListOffsetsPartitionResponse
 from kafkawire.messages.metadata_response import MetadataResponseTopic
 from kafkawire.protocol.apis import api_table
+from kafkawire.protocol.handler import Throttled
 
 __all__ = ["AuthorizerSettings", "StandardAuthorizer", "AuthorizerNotReady", "CONTROLLER_API_OPERATIONS",
            "CLUSTER_NAME", "Op", "authorizing_handler", "request_text", "error_response_for",
-           "error_response_at"]
+           "error_response_at", "CreateTopicsFailed"]
 
 # A fixed name, not the module's: operators filter denials on it (README), as on Kafka's kafka.authorizer.logger.
 log = logging.getLogger("kafkawire.authorizer")
@@ -325,10 +326,28 @@ def authorizing_create_delegation_token(handler, authorizer: StandardAuthorizer)
     return dataclasses.replace(handler, handle=handle)
 
 
+class CreateTopicsFailed(CreateTopicsResponse):
+    """CreateTopics' answer when the request failed as a whole (NOT_CONTROLLER, a timeout, too
+    many records): CreateTopicsRequest.getErrorResponse, every topic with the error. Its own
+    type so that authorizing_create_topics answers the topics it kept from the controller the
+    same way, as Kafka's ControllerApis does when the controller's future fails."""
+    __slots__ = ("error", "message")
+    error: int
+    message: str | None
+
+    @classmethod
+    def of(cls, request, error: int, message: str | None) -> "CreateTopicsFailed":
+        response = cls(topics=[CreatableTopicResult(name=t.name, error_code=int(error), error_message=message)
+                               for t in request.topics])
+        response.error, response.message = int(error), message
+        return response
+
+
 def authorizing_create_topics(handler, authorizer: StandardAuthorizer):
     """CreateTopics as ControllerApis.createTopics filters it: CREATE on the cluster allows every
     topic; otherwise each topic needs CREATE on itself, and the others are answered
-    TOPIC_AUTHORIZATION_FAILED ("Authorization failed.") after the controller's results."""
+    TOPIC_AUTHORIZATION_FAILED ("Authorization failed.") after the controller's results. When
+    the controller fails the request as a whole, every topic sent gets its error, those refused too."""
     import copy
     import dataclasses
 
@@ -347,11 +366,15 @@ def authorizing_create_topics(handler, authorizer: StandardAuthorizer):
         refused_names = set(refused)
         effective = copy.copy(request)
         effective.topics = [t for t in request.topics if t.name not in refused_names]
-        response = await handler.handle(ctx, effective)
+        answer = await handler.handle(ctx, effective)
+        response = answer.response if isinstance(answer, Throttled) else answer
+        if isinstance(response, CreateTopicsFailed):       # getErrorResponse of the request as sent
+            response.topics = CreateTopicsFailed.of(request, response.error, response.message).topics
+            return answer
         for name in refused:
             response.topics.append(CreatableTopicResult(name=name, error_code=int(Errors.TOPIC_AUTHORIZATION_FAILED),
                                                         error_message="Authorization failed."))
-        return response
+        return answer
 
     return dataclasses.replace(handler, handle=handle)
 

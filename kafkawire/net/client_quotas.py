@@ -42,6 +42,8 @@ import time
 from collections import OrderedDict
 from typing import Callable
 
+from .host_addresses import HOSTS
+
 __all__ = ["SampledRate", "SampledAvg", "TokenBucket", "throttle_time_ms", "QuotaIndex", "QuotaIndexes", "quota_tags",
            "quota_limit", "ClientQuotaManager", "PRODUCER_BYTE_RATE", "CONSUMER_BYTE_RATE", "REQUEST_PERCENTAGE",
            "CONTROLLER_MUTATION_RATE", "CONNECTION_CREATION_RATE", "DEFAULT", "principal_user", "ip_connection_rates",
@@ -344,16 +346,19 @@ class IpConnectionRates(_FromImage):
 
     def __init__(self, image: Callable):
         super().__init__(image, lambda quotas: ip_connection_rates(quotas))
+        self._hosts_version = HOSTS.version
 
     def __call__(self) -> dict:
+        if self._hosts_version != HOSTS.version:       # a host name's lookup finished: build again
+            self._hosts_version, self._source = HOSTS.version, None
         return self.current()
 
 
 def ip_connection_rates(client_quotas: dict) -> dict:
     """The ``connection_creation_rate`` of the ``ip`` entities of ``image.client_quotas``:
     {address (normalized, as ipaddress writes it) or None (the default entity): connections per
-    second}. An entity named by a host name rather than an address is left out (Kafka resolves it
-    once, when the quota arrives; a lookup has no place on the accept path)."""
+    second}. An entity named by a host name stands for its address once the name's lookup has
+    finished (host_addresses: Kafka resolves it once, when the quota arrives)."""
     rates = {}
     for entity, values in client_quotas.items():
         if CONNECTION_CREATION_RATE not in values:
@@ -363,9 +368,8 @@ def ip_connection_rates(client_quotas: dict) -> dict:
             continue
         name = parts[IP]
         if name is not None:
-            try:
-                name = str(ipaddress.ip_address(name))
-            except ValueError:
+            name = HOSTS.address(name)
+            if name is None:
                 continue
         rates[name] = int(values[CONNECTION_CREATION_RATE])
     return rates

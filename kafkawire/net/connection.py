@@ -111,7 +111,9 @@ class Connection:
         # A client quota's throttle (KIP-219): nothing is read before this time (time.monotonic()).
         self._muted_until = 0.0
         self.sasl = sasl_session(server)                 # None unless the listener is SASL_*
-        self.principal = connection_principal(writer)     # TLS client certificate, else ANONYMOUS
+        # TLS client certificate, else ANONYMOUS; None: no ssl.principal.mapping.rules rule applied.
+        self.principal = connection_principal(writer, server.security.principal_mapper
+                                              if server.security is not None else None)
         self.token_authenticated = False                   # SASL/SCRAM with a delegation token (tokenauth)
         self.session_clock = SessionClock()                # the SASL session's expiry (KIP-368)
         self.security_protocol = server.security.protocol if server.security is not None else "PLAINTEXT"
@@ -191,7 +193,9 @@ class Connection:
         frames = self._frames
         self._arm_idle_timer()
         try:
-            while not self._reading_stopped:
+            # Kafka fails the connection when it builds the principal (the request's context);
+            # nothing of it can be served, so it closes before reading.
+            while not self._reading_stopped and self.principal is not None:
                 if frames.pending == 0:
                     # queued.max.request.bytes: a new frame waits for room; one being read goes on.
                     await self.server.memory_pool.wait_for_room()

@@ -34,8 +34,11 @@ expire or describe tokens). Other extensions are ignored, as Kafka ignores them.
 """
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
 import logging
+import os
 from typing import Callable
 
 from kafkawire._extras import require
@@ -127,18 +130,24 @@ class _ScramServer:
         # CREDENTIAL.LIFETIME.MS, which bounds the session (kafkawire.net.reauthentication).
         self.credential_expiry_ms: int | None = None
         self._step = 0
+        self._authzid = ""              # the gs2 header's a=, which must be empty or the user name
 
-        def auth_fn(username):
+        def auth_fn(username):          # scramp decoded the saslname's =2C and =3D
+            # ClientFirstMessage reads an ASCII saslname only.
+            if not username.isascii() or "\x00" in username:
+                raise _UnknownUser(username, f"Invalid SCRAM client first message format: user name {_shown(username)}")
             if self.token_authenticated:
                 token = token_lookup(mechanism, username) if token_lookup is not None else None
                 if token is None:
                     raise _UnknownUser(username, f"Token Authentication failed: Invalid tokenId : {_shown(username)}")
                 found, owner, self.credential_expiry_ms = token
+                self._check_authzid(username)
                 self.username = owner
                 return found
             found = lookup(mechanism, username)
             if found is None:
                 raise _UnknownUser(username)
+            self._check_authzid(username)
             if found[3] < SCRAM_MIN_ITERATIONS:
                 raise _UnknownUser(username, f"iterations {found[3]} is less than the minimum "
                                              f"{SCRAM_MIN_ITERATIONS} for {mechanism}")
@@ -160,9 +169,14 @@ class _ScramServer:
                 self._server.set_client_final(text)
                 self._step, self.complete = 2, True
                 return self._server.get_server_final().encode()
-        except _UnknownUser as exc:
-            raise SaslFailure(generic, f"{self.mechanism}: {exc.reason}") from None
-        except (_scramp().ScramException, UnicodeDecodeError, ValueError) as exc:
+        except (_UnknownUser, _OtherAuthorizationId, _scramp().ScramException, UnicodeDecodeError, ValueError) as exc:
+            # scramp 1.5 raises what auth_fn raised as the cause of its own "auth_fn exception".
+            cause = exc.__cause__ if isinstance(exc.__cause__, (_UnknownUser, _OtherAuthorizationId)) else exc
+            if isinstance(cause, _OtherAuthorizationId):   # Kafka's SaslAuthenticationException: its text is sent
+                raise SaslFailure("Authentication failed: Client requested an authorization id that is different "
+                                  "from username", authentication_exception=True) from None
+            if isinstance(cause, _UnknownUser):
+                raise SaslFailure(generic, f"{self.mechanism}: {cause.reason}") from None
             raise SaslFailure(generic, f"{self.mechanism} for user {self.username!r}: {exc}") from None
         raise SaslFailure(generic, f"{self.mechanism}: a token after the exchange completed")
 
@@ -175,11 +189,20 @@ class _ScramServer:
         attributes = text[header_end:].split(",") if header_end > 0 else []
         extensions = dict(a.partition("=")[::2] for a in attributes[2:]) if len(attributes) > 2 else {}
         self.token_authenticated = extensions.get(TOKEN_AUTH_EXTENSION, "").lower() == "true"
-        if not extensions:
-            self._server.set_client_first(text)
-            return
-        self._server.set_client_first(text[:header_end] + ",".join(attributes[:2]))
-        self._server.client_first_bare = text[header_end:]
+        header = text[:header_end]
+        flag, _, authzid = header[:-1].partition(",")
+        if flag in ("n", "y") and authzid.startswith("a=") and len(authzid) > 2:
+            # scramp refuses any authzid; Kafka takes the user's own name (checked in auth_fn).
+            self._authzid, header = authzid[2:], flag + ",,"
+        self._server.set_client_first(header + (",".join(attributes[:2]) if extensions else text[header_end:]))
+        if extensions:
+            self._server.client_first_bare = text[header_end:]
+        if self._authzid:               # the client's c= binds the header it sent, authzid and all
+            self._server.gs2_header = _SentGs2Header(text[:header_end])
+
+    def _check_authzid(self, username: str) -> None:
+        if self._authzid and self._authzid != username:
+            raise _OtherAuthorizationId()
 
 
 def _shown(name: str) -> str:
@@ -189,6 +212,20 @@ def _shown(name: str) -> str:
 
 
 _SHOWN_MAX = 100
+
+
+class _OtherAuthorizationId(Exception):
+    """The client asked for an authorization id other than its user name (ScramSaslServer)."""
+
+
+class _SentGs2Header:
+    """The gs2 header as the client sent it, for scramp's check of the client final's c=."""
+
+    def __init__(self, header: str):
+        self.header = header
+
+    def make_cbind_input(self, channel_binding) -> bytes:
+        return self.header.encode()
 
 
 class _UnknownUser(Exception):
@@ -302,7 +339,7 @@ class SaslClient:
     def __init__(self, mechanism: str, username: str, password: str):
         self.mechanism = mechanism
         self.username, self.password = username, password
-        self._scram = None if mechanism == "PLAIN" else _scramp().ScramClient([mechanism], username, password)
+        self._scram = None if mechanism == "PLAIN" else _ScramClient(mechanism, username, password)
         self._step = 0
 
     @property
@@ -317,7 +354,7 @@ class SaslClient:
 
     def next_token(self, server_token: bytes) -> bytes | None:
         """The answer to the server's token, or None once the exchange is complete. Raises
-        scramp.ScramException if the server's proof is wrong."""
+        ScramClientError if the server's answer is wrong (its proof, its nonce)."""
         if self.mechanism == "PLAIN":
             return None
         if self._step == 1:
@@ -329,8 +366,75 @@ class SaslClient:
         return None
 
 
+class ScramClientError(Exception):
+    """The server's SCRAM answer does not verify."""
+
+
+class _ScramClient:
+    """Kafka's ScramSaslClient: the user name as a saslname (``,`` and ``=`` escaped) and the
+    password's UTF-8 bytes as they are (no SASLprep, which scramp's client applies), an
+    iteration count below the mechanism's minimum refused, the server's signature checked."""
+
+    def __init__(self, mechanism: str, username: str, password: str):
+        self.hash = "sha256" if mechanism == "SCRAM-SHA-256" else "sha512"
+        self.password = password
+        self.nonce = base64.b64encode(os.urandom(18)).decode()
+        self.client_first_bare = f"n={sasl_name(username)},r={self.nonce}"
+        self.server_signature = b""
+
+    def get_client_first(self) -> str:
+        return "n,," + self.client_first_bare
+
+    def set_server_first(self, server_first: str) -> None:
+        self.server_first = server_first
+        attributes = _scram_attributes(server_first)
+        try:
+            self.server_nonce, salt, iterations = attributes["r"], base64.b64decode(attributes["s"]), int(attributes["i"])
+        except (KeyError, ValueError) as exc:
+            raise ScramClientError(f"invalid server first message {server_first!r}: {exc}") from None
+        if not self.server_nonce.startswith(self.nonce):
+            raise ScramClientError("the server's nonce does not start with the client's")
+        if iterations < SCRAM_MIN_ITERATIONS:
+            raise ScramClientError(f"Requested iterations {iterations} is less than the minimum "
+                                   f"{SCRAM_MIN_ITERATIONS}")
+        self.salted = hashlib.pbkdf2_hmac(self.hash, self.password.encode(), salt, iterations)
+
+    def get_client_final(self) -> str:
+        without_proof = f"c=biws,r={self.server_nonce}"
+        auth_message = f"{self.client_first_bare},{self.server_first},{without_proof}".encode()
+        client_key = hmac.new(self.salted, b"Client Key", self.hash).digest()
+        signature = hmac.new(hashlib.new(self.hash, client_key).digest(), auth_message, self.hash).digest()
+        server_key = hmac.new(self.salted, b"Server Key", self.hash).digest()
+        self.server_signature = hmac.new(server_key, auth_message, self.hash).digest()
+        proof = base64.b64encode(bytes(k ^ s for k, s in zip(client_key, signature))).decode()
+        return f"{without_proof},p={proof}"
+
+    def set_server_final(self, server_final: str) -> None:
+        try:
+            verifier = base64.b64decode(_scram_attributes(server_final).get("v", ""), validate=True)
+        except ValueError:
+            verifier = b""
+        if not hmac.compare_digest(verifier, self.server_signature):
+            raise ScramClientError("Invalid server signature in server final message")
+
+
+def _scram_attributes(message: str) -> dict:
+    attributes = dict(a.split("=", 1) for a in message.split(",") if "=" in a)
+    if "e" in attributes:
+        raise ScramClientError(f"the server refused: {attributes['e']}")
+    return attributes
+
+
+def sasl_name(username: str) -> str:
+    """ScramFormatter.saslName: ``=`` as ``=3D``, ``,`` as ``=2C``."""
+    return username.replace("=", "=3D").replace(",", "=2C")
+
+
 def scram_credential(mechanism: str, password: str, salt: bytes, iterations: int) -> tuple[bytes, bytes, bytes, int]:
-    """(salt, stored_key, server_key, iterations) as Kafka's ScramFormatter computes them."""
-    salt_out, stored_key, server_key, i = _scramp().ScramMechanism(mechanism).make_auth_info(
-        password, iteration_count=iterations, salt=salt)
-    return salt_out, stored_key, server_key, i
+    """(salt, stored_key, server_key, iterations) as Kafka's ScramFormatter computes them: from
+    the password's UTF-8 bytes (scramp's make_auth_info would SASLprep it first)."""
+    digest = "sha256" if mechanism == "SCRAM-SHA-256" else "sha512"
+    salted = hashlib.pbkdf2_hmac(digest, password.encode(), salt, iterations)
+    client_key = hmac.new(salted, b"Client Key", digest).digest()
+    server_key = hmac.new(salted, b"Server Key", digest).digest()
+    return salt, hashlib.new(digest, client_key).digest(), server_key, iterations

@@ -31,6 +31,7 @@ from kafkawire.net.authorizer import AuthorizerSettings, STANDARD_AUTHORIZER
 from kafkawire._extras import require
 from kafkawire.net.reauthentication import is_reauth_key, max_reauth_by_mechanism
 from kafkawire.net.sasl import SaslClient, require_mechanism
+from kafkawire.net.ssl_principal_mapper import MAPPING_RULES_KEY, SslPrincipalMapper
 
 __all__ = ["SslSettings", "ListenerSecurity", "JaasEntry", "resolve_listener_security",
            "controller_client_security", "inter_broker_client_security",
@@ -70,7 +71,7 @@ SASL_DEFAULTS = {
 DEFAULT_SASL_SERVER_MAX_RECEIVE_SIZE = 524288
 # Keys Kafka defines that kafkawire reads no further than accepting (their defaults are what we do).
 _ACCEPTED = {"ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.secure.random.implementation",
-             "ssl.principal.mapping.rules", "super.users",
+             MAPPING_RULES_KEY, "super.users",
              "authorizer.class.name", "allow.everyone.if.no.acl.found"}
 _LISTENER_PREFIX = re.compile(r"^listener\.name\.([^.]+)\.(.+)$")
 
@@ -120,6 +121,8 @@ class ListenerSecurity:
     # The largest frame read before authentication completes (SaslServerAuthenticator), for SASL_*.
     sasl_server_max_receive_size: int = DEFAULT_SASL_SERVER_MAX_RECEIVE_SIZE
     max_reauth_ms: dict = field(default_factory=dict)  # mechanism -> connections.max.reauth.ms
+    # ssl.principal.mapping.rules, for SSL and SASL_SSL (a certificate's principal on SSL only).
+    principal_mapper: SslPrincipalMapper | None = None
 
     @property
     def uses_ssl(self) -> bool:
@@ -195,8 +198,12 @@ def resolve_listener_security(props: dict, listener: str, protocol: str) -> List
             if mechanism == "PLAIN" and not jaas[mechanism].users():
                 raise ConfigError(jaas[mechanism].key, "(hidden)", "has no user_<name>=<password> option: "
                                                                    "no client could authenticate with PLAIN")
+    mapper = None
+    if settings is not None:        # SslChannelBuilder and SaslChannelBuilder both read the rules
+        rules, source = _lookup(props, listener, MAPPING_RULES_KEY, None)
+        mapper = SslPrincipalMapper(rules, source)
     return ListenerSecurity(listener, protocol, settings, client_auth, mechanisms, jaas, max_receive,
-                            max_reauth_by_mechanism(props, listener, mechanisms))
+                            max_reauth_by_mechanism(props, listener, mechanisms), mapper)
 
 
 def _jaas_for(props: dict, listener: str, mechanism: str) -> JaasEntry:
@@ -476,26 +483,6 @@ def _load_cadata(context, text: str, where: str) -> None:
             from None
 
 
-def _logging_sslobject(listener: str):
-    """An SSLObject class whose failed handshake is logged as Kafka's Selector logs it. The event
-    loop's TLS (asyncio's or uvloop's, through SSLContext.wrap_bio) logs such failures only in
-    debug mode; the peer's address is not known at that level."""
-    import logging
-    log = logging.getLogger(__name__)
-
-    class LoggingSSLObject(ssl.SSLObject):
-        def do_handshake(self):
-            try:
-                return super().do_handshake()
-            except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
-                raise
-            except (ssl.SSLError, ssl.CertificateError) as exc:
-                log.info("Failed authentication on listener %s (SSL handshake failed: %s)", listener,
-                         getattr(exc, "reason", None) or exc)
-                raise
-    return LoggingSSLObject
-
-
 def server_ssl_context(security: ListenerSecurity) -> ssl.SSLContext:
     """The listener's TLS context; ConfigError names the key of a missing or unreadable store
     (checked when the listener starts, as Kafka's SslFactory does, not when the file is loaded)."""
@@ -506,7 +493,6 @@ def server_ssl_context(security: ListenerSecurity) -> ssl.SSLContext:
                           "key and certificate (ssl.keystore.location, or ssl.keystore.certificate.chain and "
                           "ssl.keystore.key)")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.sslobject_class = _logging_sslobject(security.listener_name)
     _tls_range(context, s)
     _load_keystore(context, s)
     context.verify_mode = CLIENT_AUTH[security.client_auth]

@@ -258,8 +258,9 @@ class KafkaServer:
         try:
             # The event loop's transport owns the socket from here (closing it on a failed or
             # cancelled handshake); closing ours again is then a no-op.
+            listener = self.listener_name if self.security is None else self.security.listener_name
             streams = None if self._closing else await open_streams(sock, self.ssl_context,
-                                                                     self.tls_handshake_timeout_ms / 1000)
+                                                                     self.tls_handshake_timeout_ms / 1000, listener)
             if streams is None or self._closing:
                 if streams is not None:
                     streams[1].transport.abort()

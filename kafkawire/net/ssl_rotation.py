@@ -40,7 +40,6 @@ def _contexts(props: dict, listener: str, protocol: str) -> tuple[ssl.SSLContext
     security = resolve_listener_security(props, listener, protocol)
     assert security.ssl is not None                 # an SSL or SASL_SSL listener
     server = server_ssl_context(security)
-    server.sslobject_class = ssl.SSLObject          # not a client's failed authentication: no log line
     client = client_ssl_context(security.ssl)
     client.check_hostname = False
     return server, client

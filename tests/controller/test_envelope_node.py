@@ -8,6 +8,7 @@ import io
 import uuid
 
 from kafkawire.controller.factory import controller_factory
+from kafkawire.messages.alter_client_quotas_request import AlterClientQuotasRequest, EntityData, EntryData, OpData
 from kafkawire.messages.create_partitions_request import CreatePartitionsRequest, CreatePartitionsTopic
 from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
 from kafkawire.messages.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
@@ -15,6 +16,7 @@ from kafkawire.messages.envelope_request import EnvelopeRequest
 from kafkawire.messages.incremental_alter_configs_request import (AlterableConfig, AlterConfigsResource,
                                                                   IncrementalAlterConfigsRequest)
 from kafkawire.messages.metadata_request import MetadataRequest
+from kafkawire.messages.unregister_broker_request import UnregisterBrokerRequest
 from kafkawire.net.client import NetworkClient
 from kafkawire.net.envelope import serialize_principal
 from kafkawire.protocol.error_codes import Errors
@@ -26,7 +28,7 @@ from .harness import CLUSTER_ID, broker_request, heartbeat
 from .test_node_integration import config_for, free_port, wait_for
 
 ADMIN_APIS = {19: "CreateTopics", 20: "DeleteTopics", 33: "AlterConfigs", 37: "CreatePartitions",
-              44: "IncrementalAlterConfigs", 58: "Envelope"}
+              44: "IncrementalAlterConfigs", 49: "AlterClientQuotas", 58: "Envelope", 64: "UnregisterBroker"}
 
 
 async def forward(client, address, request, version, correlation_id=11):
@@ -85,6 +87,15 @@ def test_a_broker_forwards_admin_requests_to_the_node_in_envelopes(tmp_path):
                     timeout_ms=5000, topics=[DeleteTopicState(name="events")]), 6)
                 assert [(r.name, r.error_code) for r in deleted.responses] == [("events", 0)]
                 assert "events" not in controller.image.topics_by_name
+
+                # Every API Kafka's broker forwards is run, not only the topic ones.
+                quota = await forward(client, address, AlterClientQuotasRequest(entries=[EntryData(
+                    entity=[EntityData(entity_type="user", entity_name="alice")],
+                    ops=[OpData(key="producer_byte_rate", value=1024.0, remove=False)])]), 1)
+                assert [e.error_code for e in quota.entries] == [0]
+                assert controller.image.client_quotas[frozenset({("user", "alice")})] == {"producer_byte_rate": 1024.0}
+                unregistered = await forward(client, address, UnregisterBrokerRequest(broker_id=7), 0)
+                assert unregistered.error_code == 0
         finally:
             await node.stop()
     asyncio.run(go())

@@ -180,3 +180,34 @@ def test_describe_configs_needs_describe_configs_and_lists_refusals_last():
     seen.clear()                   # an unknown type: the controller fails the whole request itself
     run(handler.handle(ALICE, request((2, "theirs"), (99, "x"))))
     assert seen == [[(2, "theirs"), (99, "x")]]
+
+
+def test_create_topics_failed_as_a_whole_answers_the_refused_topics_with_its_error_too():
+    """ControllerApis.handleCreateTopics: when the controller's future fails (NOT_CONTROLLER, a
+    timeout), getErrorResponse of the request as sent answers every topic, those the authorizer
+    refused included; throttled or not. A request that succeeds still lists the refusals last."""
+    from kafkawire.controller.controller import _create_topics_error
+    from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
+    from kafkawire.messages.create_topics_response import CreatableTopicResult, CreateTopicsResponse
+    from kafkawire.net.authorizer import authorizing_create_topics
+    from kafkawire.protocol.error_codes import Errors
+    from kafkawire.protocol.handler import Throttled
+    answers = []
+
+    async def controller(ctx, request):
+        return answers.pop(0)(request)
+
+    request = CreateTopicsRequest(topics=[CreatableTopic(name="theirs"), CreatableTopic(name="mine")])
+    handler = authorizing_create_topics(ApiHandler(controller), Grants((Op.CREATE, RESOURCE_TOPIC, "mine")))
+    answers.append(lambda r: _create_topics_error(r, Errors.NOT_CONTROLLER, None))
+    response = run(handler.handle(ALICE, request))
+    assert [(t.name, t.error_code, t.error_message) for t in response.topics] == [
+        ("theirs", Errors.NOT_CONTROLLER, None), ("mine", Errors.NOT_CONTROLLER, None)]
+    answers.append(lambda r: Throttled(_create_topics_error(r, Errors.REQUEST_TIMED_OUT, "late"), 20))
+    throttled = run(handler.handle(ALICE, request))
+    assert throttled.throttle_ms == 20
+    assert [(t.name, t.error_code) for t in throttled.response.topics] == [
+        ("theirs", Errors.REQUEST_TIMED_OUT), ("mine", Errors.REQUEST_TIMED_OUT)]
+    answers.append(lambda r: CreateTopicsResponse(topics=[CreatableTopicResult(name=t.name) for t in r.topics]))
+    served = run(handler.handle(ALICE, request))
+    assert [(t.name, t.error_code) for t in served.topics] == [("mine", 0), ("theirs", Errors.TOPIC_AUTHORIZATION_FAILED)]

@@ -75,6 +75,16 @@ def test_a_wrong_password_is_answered_sasl_authentication_failed_after_the_delay
     assert waited >= DELAY_MS / 1000, f"the failure response came after {waited:.3f} s, before the delay"
 
 
+def test_a_scram_authorization_id_not_the_users_name_is_answered_kafkas_message_after_the_delay():
+    frame, closed, waited = run(_refused([(SaslHandshakeRequest(mechanism="SCRAM-SHA-256"), 1)], _request(
+        SaslAuthenticateRequest(auth_bytes=b"n,a=bob,n=alice,r=abcdefgh"), 2), DELAY_MS))
+    answer = _answer(frame, 36, 2)
+    assert (answer.error_code, answer.error_message) == (
+        Errors.SASL_AUTHENTICATION_FAILED,
+        "Authentication failed: Client requested an authorization id that is different from username")
+    assert closed and waited >= DELAY_MS / 1000
+
+
 def test_an_unsupported_mechanism_and_an_illegal_sasl_state_are_answered_after_the_delay():
     frame, closed, waited = run(_refused([], _request(SaslHandshakeRequest(mechanism="GSSAPI"), 1), DELAY_MS))
     answer = _answer(frame, 17, 1)
@@ -90,6 +100,9 @@ def test_an_unsupported_mechanism_and_an_illegal_sasl_state_are_answered_after_t
     ("a frame over sasl.server.max.receive.size", [], struct.pack(">i", 524289) + b"\0" * 16),
     ("a wrong PLAIN raw token after SaslHandshake v0", [(SaslHandshakeRequest(mechanism="PLAIN"), 0)],
      struct.pack(">i", 12) + b"\0alice\0wrong"),
+    # ScramSaslServer's one SaslAuthenticationException: an authorization id not the user's name.
+    ("a SCRAM raw token asking for another authorization id", [(SaslHandshakeRequest(mechanism="SCRAM-SHA-256"), 0)],
+     struct.pack(">i", 26) + b"n,a=bob,n=alice,r=abcdefgh"),
 ]])
 def test_a_failure_kafka_answers_with_nothing_closes_after_the_delay(what, steps, last):
     frame, closed, waited = run(_refused(steps, last, DELAY_MS))

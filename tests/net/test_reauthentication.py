@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import logging
 import os
 
 import pytest
@@ -153,7 +154,9 @@ def test_a_plain_session_re_authenticates_on_its_connection_and_keeps_being_serv
     assert seen == ["User:alice", "User:alice"]
 
 
-def test_a_request_after_the_session_ended_closes_the_connection_unanswered(clock):
+def test_a_request_after_the_session_ended_closes_the_connection_unanswered(clock, caplog):
+    caplog.set_level(logging.DEBUG, logger="kafkawire.net.authentication")
+
     async def main():
         server, seen = serving(node_config(extra="connections.max.reauth.ms=2000\n"))
         async with server:
@@ -168,6 +171,8 @@ def test_a_request_after_the_session_ended_closes_the_connection_unanswered(cloc
     before, at_end, after, closed, seen = run(main())
     assert before is not None and at_end is not None
     assert after is None and closed and len(seen) == 2
+    # Kafka's Processor: "Disconnecting expired channel", at DEBUG (an INFO log stays quiet).
+    assert [r.levelno for r in caplog.records if "Disconnecting expired channel" in r.getMessage()] == [logging.DEBUG]
 
 
 def test_without_the_setting_a_session_never_ends_and_a_handshake_is_illegal_sasl_state(clock):

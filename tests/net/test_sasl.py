@@ -234,3 +234,69 @@ def test_a_short_salt_as_kafka_stores_it_authenticates():
         assert run(authenticate(node_config(), "SCRAM-SHA-256", "short", "alice-secret")) == ["User:short"]
     finally:
         del CREDENTIALS[("SCRAM-SHA-256", "short")]
+
+
+def _scram_client_final(gs2_header: str, user: str, password: str, client_nonce: str, server_first: str) -> str:
+    """RFC 5802's client final message (SHA-256) for a client that sent ``gs2_header``: its c=
+    binds that header, authorization id and all."""
+    import base64
+    import hashlib
+    import hmac
+    attributes = dict(a.split("=", 1) for a in server_first.split(","))
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), base64.b64decode(attributes["s"]), int(attributes["i"]))
+    client_key = hmac.new(salted, b"Client Key", "sha256").digest()
+    without_proof = f"c={base64.b64encode(gs2_header.encode()).decode()},r={attributes['r']}"
+    auth_message = f"n={user},r={client_nonce},{server_first},{without_proof}"
+    signature = hmac.new(hashlib.sha256(client_key).digest(), auth_message.encode(), "sha256").digest()
+    proof = base64.b64encode(bytes(k ^ s for k, s in zip(client_key, signature))).decode()
+    return f"{without_proof},p={proof}"
+
+
+def test_a_scram_authorization_id_equal_to_the_user_name_is_taken_as_kafka_takes_it():
+    """ScramSaslServer accepts an authzid that is the user's own name (scramp alone refuses any)."""
+    async def main():
+        async with KafkaServer({METADATA: empty_metadata}, security=node_config().security_of("CONTROLLER"),
+                               scram_lookup=lookup) as server:
+            conn = await RawConnection.open(server.port)
+            await conn.send(SaslHandshakeRequest(mechanism="SCRAM-SHA-256"), 1, 1)
+            await conn.read_response(17, 1)
+            await conn.send(SaslAuthenticateRequest(auth_bytes=b"n,a=alice,n=alice,r=nonce1234"), 2, 2)
+            first = (await conn.read_response(36, 2))[1]
+            final = _scram_client_final("n,a=alice,", "alice", "alice-secret", "nonce1234", first.auth_bytes.decode())
+            await conn.send(SaslAuthenticateRequest(auth_bytes=final.encode()), 2, 3)
+            last = (await conn.read_response(36, 2))[1]
+            await conn.send(MetadataRequest(topics=[]), 12, 4)
+            metadata = await conn.read_response(METADATA, 12)
+            await conn.aclose()
+            return first, last, metadata
+    first, last, metadata = run(main())
+    assert (first.error_code, last.error_code) == (0, 0), last.error_message
+    assert last.auth_bytes.startswith(b"v=") and metadata[0] == 4
+
+
+def test_scram_user_names_with_commas_and_equals_and_passwords_saslprep_would_change_authenticate():
+    """Kafka's ScramFormatter: a saslname's =2C and =3D are decoded on the server, and the password
+    is its UTF-8 bytes on both sides (no SASLprep: U+2168 is not "IX")."""
+    from kafkawire.tools.scram_args import credential
+    user, password = "svc,team=a", "\u2168-secret"
+    for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+        stored, server = credential(mechanism, salt=SALT, iterations=4096, password=password)
+        CREDENTIALS[(mechanism, user)] = (SALT, stored, server, 4096)
+    try:
+        for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+            assert run(authenticate(node_config(), mechanism, user, password)) == [f"User:{user}"]
+        with pytest.raises(AuthenticationFailed):
+            run(authenticate(node_config(), "SCRAM-SHA-256", user, "IX-secret"))
+    finally:
+        for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+            del CREDENTIALS[(mechanism, user)]
+
+
+def test_a_scram_user_name_kafka_cannot_read_is_refused():
+    """ClientFirstMessage's saslname is ASCII, with "=" only in =2C or =3D."""
+    CREDENTIALS[("SCRAM-SHA-256", "j\u00fcrgen")] = CREDENTIALS[("SCRAM-SHA-256", "alice")]
+    try:
+        with pytest.raises(AuthenticationFailed):
+            run(authenticate(node_config(), "SCRAM-SHA-256", "j\u00fcrgen", "alice-secret"))
+    finally:
+        del CREDENTIALS[("SCRAM-SHA-256", "j\u00fcrgen")]

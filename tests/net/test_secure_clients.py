@@ -170,7 +170,7 @@ def test_confluent_kafka_without_a_client_certificate_reads_nothing(setting):
     """ssl.client.auth=required: the server refuses the handshake, confluent-kafka reports the
     broker down and reads nothing. The test stops once both happened (at most 20 s)."""
     log_dir, want, pki = setting
-    with serve(log_dir, "SSL", pki) as served, logging_to(_HandshakeRefusals(), "kafkawire.net.security") as server:
+    with serve(log_dir, "SSL", pki) as served, logging_to(_HandshakeRefusals(), "kafkawire.net.acceptor") as server:
         got, errors, _ = confluent_read(served.port, len(want), {"security.protocol": "SSL",
                                                                 "ssl.ca.location": str(pki.ca_pem)},
                                         refused=lambda: server.count > 0)

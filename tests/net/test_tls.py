@@ -101,6 +101,26 @@ def test_mutual_tls_required_gives_the_certificate_subject_as_principal(pki):
     assert run(principal_seen(server, client)) == ["User:CN=controller-client,O=kafkawire tests"]
 
 
+def test_ssl_principal_mapping_rules_map_the_certificate_subject_and_a_subject_no_rule_maps_is_closed(pki, caplog):
+    """SslPrincipalMapper on an SSL listener (listener-prefixed key first); a name no rule maps
+    fails the connection (DefaultKafkaPrincipalBuilder's "Failed to map name for ...")."""
+    mutual = f"ssl.client.auth=required\nssl.truststore.type=PEM\nssl.truststore.location={pki.ca_pem}\n"
+    client = client_settings(pem_client(pki, f"ssl.keystore.type=PEM\nssl.keystore.location={pki.client_pem}\n"))
+    mapped = node_config(pem_server(pki, mutual + "ssl.principal.mapping.rules=RULE:^O=(.*)$/$1/\n"
+                                    "listener.name.controller.ssl.principal.mapping.rules="
+                                    "RULE:^CN=(.*?),O=(.*?)$/$1@$2/U,DEFAULT\n"))
+    assert run(principal_seen(mapped, client)) == ["User:CONTROLLER-CLIENT@KAFKAWIRE TESTS"]
+    unmapped = node_config(pem_server(pki, mutual + "ssl.principal.mapping.rules=RULE:^CN=(.*?),OU=Admins$/$1/\n"))
+    with caplog.at_level(logging.INFO, logger="kafkawire.net"):
+        with pytest.raises(TransportError):
+            run(principal_seen(unmapped, client))
+    assert any("Failed to map name for 'CN=controller-client,O=kafkawire tests'" in r.getMessage()
+               for r in caplog.records), [r.getMessage() for r in caplog.records]
+    with pytest.raises(ConfigError, match="listener.name.controller.ssl.principal.mapping.rules"):
+        node_config(pem_server(pki, "listener.name.controller.ssl.principal.mapping.rules=RULE:x/y\n")).security_of(
+            "CONTROLLER")
+
+
 def test_mutual_tls_required_refuses_a_client_without_certificate(pki, caplog):
     server = node_config(pem_server(pki, f"ssl.client.auth=required\nssl.truststore.type=PEM\n"
                                          f"ssl.truststore.location={pki.ca_pem}\n"))
@@ -108,8 +128,10 @@ def test_mutual_tls_required_refuses_a_client_without_certificate(pki, caplog):
     with caplog.at_level(logging.INFO, logger="kafkawire.net"):
         with pytest.raises(TransportError):
             run(principal_seen(server, client))
-    assert any("Failed authentication on listener CONTROLLER (SSL handshake failed: PEER_DID_NOT_RETURN_A_CERTIFICATE)"
-               in r.getMessage() for r in caplog.records), [r.getMessage() for r in caplog.records]
+    # Kafka's Selector names the peer's address: "Failed authentication with /127.0.0.1 (...)".
+    assert any("Failed authentication with /127.0.0.1 (listener CONTROLLER: SSL handshake failed: "
+               "PEER_DID_NOT_RETURN_A_CERTIFICATE)" in r.getMessage() for r in caplog.records), \
+        [r.getMessage() for r in caplog.records]
 
 
 def test_requested_client_auth_serves_clients_with_and_without_certificates(pki):
