@@ -4,11 +4,12 @@ A task that raises and that nobody awaits is reported by asyncio only as "Task e
 never retrieved", on the ``asyncio`` logger, when the task is garbage-collected: a test passes
 all the same, and in production that is work that silently stopped (issue 29: a stand-in broker
 without the share coordinator's APIs hid one for weeks). This plugin notes each such report (and
-"Exception in callback", "Task was destroyed but it is pending") and warns in the test during
-which asyncio logged it, so pytest's warnings summary names that test (under pytest-xdist too),
-and lists them all at the end of the run (without xdist). The report names the task's coroutine; the task may be an earlier test's (it
-is reported when the collector frees it), which is why this warns and does not fail: which test
-sees it depends on when the collector runs."""
+"Exception in callback", "Task was destroyed but it is pending", an exception of a server's
+connection callback) and warns in the test during which asyncio logged it, so pytest's warnings
+summary names that test (under pytest-xdist too), and lists them all at the end of the run
+(without xdist). The report names the task's coroutine; the task may be an earlier test's (it is
+reported when the collector frees it), which is why this warns and does not fail: which test sees
+it depends on when the collector runs."""
 from __future__ import annotations
 
 import gc
@@ -18,7 +19,8 @@ import sys
 import pytest
 
 REPORTS = ("Task exception was never retrieved", "Future exception was never retrieved",
-           "Exception in callback", "Task was destroyed but it is pending")
+           "Exception in callback", "Task was destroyed but it is pending",
+           "Unhandled exception in client_connected_cb")          # asyncio.start_server's callback
 
 
 class AsyncioLostException(pytest.PytestWarning):

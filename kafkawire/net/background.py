@@ -14,23 +14,26 @@ import logging
 log = logging.getLogger(__name__)
 
 
-def start(coroutine, what: str, *, keep: set | None = None, logger: logging.Logger | None = None) -> asyncio.Task:
+def start(coroutine, what: str, *, keep: set | None = None, logger: logging.Logger | None = None,
+          reported: tuple[type[BaseException], ...] = ()) -> asyncio.Task:
     """Run ``coroutine`` in the background; ``what`` names its work in the message logged if it
-    raises. ``keep`` (a set) holds the task while it runs (asyncio keeps only weak references)."""
+    raises. ``keep`` (a set) holds the task while it runs (asyncio keeps only weak references);
+    ``reported``: exceptions not logged here, their cause being logged where it happened (a
+    node's failure, which every wait on the node then raises)."""
     task = asyncio.ensure_future(coroutine)
     if keep is not None:
         keep.add(task)
         task.add_done_callback(keep.discard)
-    task.add_done_callback(functools.partial(log_failure, what, logger or log))
+    task.add_done_callback(functools.partial(log_failure, what, logger or log, reported))
     return task
 
 
-def log_failure(what: str, logger: logging.Logger, task: asyncio.Future) -> None:
+def log_failure(what: str, logger: logging.Logger, reported: tuple, task: asyncio.Future) -> None:
     """A done-callback: log the task's exception, if any (a cancel is no failure), as an error
     naming ``what`` failed; retrieving it also keeps asyncio from reporting it again."""
     if task.cancelled():
         return
     failure = task.exception()
-    if failure is not None:
+    if failure is not None and not isinstance(failure, reported):
         logger.error("%s failed: %s", what, failure or type(failure).__name__,
                      exc_info=(type(failure), failure, failure.__traceback__))

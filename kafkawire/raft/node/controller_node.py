@@ -52,7 +52,7 @@ from kafkawire.net.token_credentials import TokenCredentials
 from kafkawire.protocol.handler import ApiHandler
 from kafkawire.storage.state_files import MetaProperties, StateFileError, read_meta_properties, uuid_to_kafka
 from kafkawire.raft.config import RaftConfig
-from kafkawire.raft.contract import StateMachine, StateMachineFactory, StateMachineFatal
+from kafkawire.raft.contract import NodeFailed, StateMachine, StateMachineFactory, StateMachineFatal
 from kafkawire.raft.types import Endpoints
 from kafkawire.raft.voters import VoterSet
 
@@ -274,7 +274,7 @@ class ControllerNode:
             await server.start()
         if self.state_machine is not None:
             self._tasks.append(background.start(self.state_machine.run(), f"node {c.node_id}: the state machine",
-                                                logger=log))
+                                                logger=log, reported=(NodeFailed,)))
         self._tasks.append(background.start(self._publish_metrics(), f"node {c.node_id}: publishing metrics",
                                             logger=log))
         log.info("node %d (cluster %s, directory %s) listening on %s", c.node_id, cluster_id,
