@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests import rdkafka_clients
+from tests import lost_exceptions, rdkafka_clients
 
 # Property tests check what holds, not how fast inputs come: on a loaded 2-core machine one
 # draw can stall for seconds, which would fail a run through Hypothesis's timing checks alone.
@@ -105,6 +105,7 @@ def unavailable(reason: str):
 
 def pytest_configure(config):
     rdkafka_clients.install(config)       # librdkafka clients a test leaves open: closed or named
+    lost_exceptions.install(config)       # asyncio's "Task exception was never retrieved": named per test
 
 
 def pytest_sessionstart(session):

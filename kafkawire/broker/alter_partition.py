@@ -18,6 +18,7 @@ import logging
 import uuid
 
 from kafkawire.messages.alter_partition_request import AlterPartitionRequest, BrokerState, PartitionData, TopicData
+from kafkawire.net import background
 from kafkawire.protocol.error_codes import Errors
 
 __all__ = ["AlterPartitionSender", "RETRY_BACKOFF_MS"]
@@ -54,9 +55,7 @@ class AlterPartitionSender:
             self._spawn(self._send(dict(self.unsent)))
 
     def _spawn(self, coroutine) -> None:
-        task = asyncio.ensure_future(coroutine)
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        background.start(coroutine, "Sending AlterPartition to the controller", keep=self.tasks, logger=log)
 
     def build(self, items: dict) -> AlterPartitionRequest:
         """buildRequest: the waiting changes grouped by topic id."""

@@ -102,7 +102,14 @@ def settle_writes(broker) -> None:
 
 
 async def _settle(broker, appended: list, callbacks: list) -> None:
-    code = await _wait_by_topic(broker, appended)
+    try:
+        code = await _wait_by_topic(broker, appended)
+    except asyncio.CancelledError:
+        raise
+    except Exception:                        # a bug: the parked answers still go out, with an error
+        log.exception("Waiting for the coordinator's writes to %s to be replicated failed",
+                      sorted({f"{p.topic}-{p.partition}" for p, _ in appended}))
+        code = Errors.UNKNOWN_SERVER_ERROR
     for callback in callbacks:
         try:
             callback(code)

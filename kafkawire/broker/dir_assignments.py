@@ -97,6 +97,13 @@ class DirAssignments:
     async def _send_once(self) -> bool:
         try:
             return await self._send_batch()
+        except asyncio.CancelledError:
+            raise
+        except Exception:        # a bug: logged, and the batch sent again after the backoff, not a dead sender
+            log.exception("Sending AssignReplicasToDirs to the controller failed")
+            for key, directory_id in self.inflight.items():
+                self.ready.setdefault(key, directory_id)
+            return False
         finally:
             self.inflight = {}
 

@@ -29,6 +29,7 @@ from kafkawire.messages.describe_cluster_response import DescribeClusterBroker, 
 from kafkawire.messages.metadata_response import (MetadataResponse, MetadataResponseBroker,
                                                   MetadataResponsePartition, MetadataResponseTopic)
 from kafkawire.metadata.registrations import LOST, MIGRATING, UNASSIGNED
+from kafkawire.net import background
 from kafkawire.net.client import TransportError
 from kafkawire.net.metadata_topic import CLUSTER_OPERATIONS, INT32_MIN, TOPIC_OPERATIONS, legal_topic_name
 from kafkawire.net.server import CloseConnection
@@ -144,9 +145,8 @@ class MetadataApis:
             for n in fresh])
         # CreateTopics v7 (the newest both serve): the client's header, as Kafka's broker writes it
         on_behalf = dataclasses.replace(ctx, api_key=CREATE_TOPICS, api_version=CREATE_TOPICS_VERSION, header=None)
-        task = asyncio.ensure_future(self._create(request, fresh, on_behalf))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        background.start(self._create(request, fresh, on_behalf), f"Auto topic creation of {', '.join(fresh)}",
+                         keep=self._tasks, logger=log)
 
     async def _create(self, request, names: list[str], ctx) -> None:
         try:

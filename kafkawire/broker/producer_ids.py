@@ -30,6 +30,7 @@ from typing import Callable
 
 from kafkawire.messages.allocate_producer_ids_request import AllocateProducerIdsRequest
 from kafkawire.messages.init_producer_id_response import InitProducerIdResponse
+from kafkawire.net import background
 from kafkawire.net.client import TransportError
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.raft.contract import NoLeader, NotLeader
@@ -88,11 +89,19 @@ class ProducerIdBlocks:
             return
         if self.next_block is None and not self.in_flight:
             self.in_flight = True
-            task = asyncio.ensure_future(self._request())
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
+            background.start(self._request(), "Requesting a producer id block from the controller",
+                             keep=self.tasks, logger=log)
 
     async def _request(self) -> None:
+        try:
+            await self._request_once()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self._failed()          # asked again after the backoff, not never again (in_flight stays set)
+            raise                   # logged by background.start
+
+    async def _request_once(self) -> None:
         request = AllocateProducerIdsRequest(broker_id=self.broker_id, broker_epoch=self.broker_epoch())
         try:
             async with asyncio.timeout(REQUEST_TIMEOUT_MS / 1000 + 1):

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from kafkawire.net import background
 from kafkawire.protocol.error_codes import Errors
 
 from . import share_records as rec
@@ -145,9 +146,21 @@ class ShareGroupInitializer:
         self.tasks: set = set()
 
     def start(self, group_id: str, group_epoch: int, change: dict, adopt: bool) -> None:
-        task = asyncio.ensure_future(self.run(group_id, group_epoch, change, adopt))
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        background.start(self.run_or_give_up(group_id, group_epoch, change, adopt),
+                         f"[GroupId {group_id}] Initializing the state of share-partitions", keep=self.tasks, logger=log)
+
+    async def run_or_give_up(self, group_id: str, group_epoch: int, change: dict, adopt: bool) -> None:
+        """``run``; one that fails unexpectedly (logged by background.start) leaves every
+        share-partition of ``change`` uninitialized, asked for again at a later heartbeat, as
+        Kafka's coordinator does when the persister's future fails, not initializing until
+        RETRY_INTERVAL_MS passes."""
+        try:
+            await self.run(group_id, group_epoch, change, adopt)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self.complete(group_id, {}, {t: set(ps) for t, (_, ps) in change.items()})
+            raise
 
     async def run(self, group_id: str, group_epoch: int, change: dict, adopt: bool) -> None:
         keys = [(t, p) for t, (_, ps) in change.items() for p in sorted(ps)]

@@ -30,6 +30,7 @@ import asyncio
 import logging
 import time
 
+from kafkawire.net import background
 from kafkawire.protocol.error_codes import Errors
 
 from .share_errors import FENCED, persister_error
@@ -124,9 +125,8 @@ class ShareStateKeeper:
             sp = self.share.partitions.get(key)
             changed = changes.get(key, ())
             if sp is not None and (sp.dirty or changed):
-                task = asyncio.ensure_future(self._write(key, changed))
-                self._background.add(task)
-                task.add_done_callback(self._background.discard)
+                background.start(self._write(key, changed), f"Writing the state of share-partition {key}",
+                                 keep=self._background, logger=log)
 
     def forget(self, key) -> None:
         """The share-partition's state is deleted at the share coordinator: nothing kept here."""

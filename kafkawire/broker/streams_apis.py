@@ -28,6 +28,7 @@ from kafkawire.messages.streams_group_heartbeat_response import Status, StreamsG
 from kafkawire.metadata.group_configs import GroupBounds, with_dynamic_streams_assignment_interval
 from kafkawire.metadata.image import GROUP_RESOURCE
 from kafkawire.metadata.topic_config_synonyms import dynamic_broker_configs
+from kafkawire.net import background
 from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, RESOURCE_TOPIC, Op
 from kafkawire.net.client import TransportError
 from kafkawire.protocol.error_codes import Errors
@@ -163,7 +164,8 @@ class StreamsApis:
             request = CreateTopicsRequest(timeout_ms=self.apis.broker.config.request_timeout_ms, validate_only=False,
                                           topics=wanted)
             on_behalf = dataclasses.replace(ctx, api_key=CREATE_TOPICS, api_version=CREATE_TOPICS_VERSION, header=None)
-            task = asyncio.ensure_future(self._create(on_behalf, request, error_ttl_ms))
+            task = background.start(self._create(on_behalf, request, error_ttl_ms),
+                                    f"Creating the internal topics {', '.join(t.name for t in wanted)}", logger=log)
             for t in wanted:
                 self._creating[t.name] = task
             task.add_done_callback(lambda _, names=[t.name for t in wanted]: [

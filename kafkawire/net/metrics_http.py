@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Union
 
+from kafkawire.net import background
+
 log = logging.getLogger(__name__)
 
 MISSING_CLIENT = "the metrics endpoint needs prometheus_client: pip install 'kafkawire[metrics]'"
@@ -234,9 +236,8 @@ class MetricsEndpoint:
         if len(self._connections) >= MAX_CONNECTIONS:
             writer.close()
             return
-        task = asyncio.ensure_future(self._serve(reader, writer))
-        self._connections.add(task)
-        task.add_done_callback(self._connections.discard)
+        background.start(self._serve(reader, writer), f"Answering a metrics request on port {self.port}",
+                         keep=self._connections, logger=log)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

@@ -44,6 +44,7 @@ from kafkawire.controller.broker_config_keys import broker_config_keys
 from kafkawire.controller.describe_configs import describe_configs
 from kafkawire.controller.loader import MetadataLoader
 from kafkawire.feature_versions import KRAFT_VERSION
+from kafkawire.net import background
 from kafkawire.net.authorizer import StandardAuthorizer
 from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.metrics_http import EndpointStartError, MetricsEndpoint, start_metrics_endpoint
@@ -132,7 +133,8 @@ class BrokerOnlyNode:
         await self._start_metrics_endpoint()
         loader = self.loader
         watch_metric_reporters(self, self.broker, lambda: loader.image, driver.hw_listeners)
-        self._metrics_task = asyncio.ensure_future(self._publish_metrics())
+        self._metrics_task = background.start(self._publish_metrics(), f"node {c.node_id}: publishing metrics",
+                                              logger=log)
         log.info("broker-only node %d (cluster %s) following the controller quorum on %s", c.node_id, cluster_id,
                  raft_config.listener)
 

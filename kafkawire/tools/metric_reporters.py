@@ -37,6 +37,7 @@ from kafkawire.metadata.dynamic_metric_reporters import CLIENT_TELEMETRY_EXPORTE
 from kafkawire.metadata.dynamic_reconfiguration import merged
 from kafkawire.metadata.image import BROKER_RESOURCE
 from kafkawire.metadata.topic_config_synonyms import dynamic_broker_configs
+from kafkawire.net import background
 from kafkawire.net.config_values import JMX_REPORTER
 from kafkawire.net.metrics_http import EndpointStartError
 
@@ -89,7 +90,7 @@ class MetricReportersReload:
             return
         self.running = set(wanted)
         previous = self._applying
-        self._applying = asyncio.ensure_future(self._apply(previous, added, removed))
+        self._applying = background.start(self._apply(previous, added, removed), f"Applying {_KEY}", logger=log)
 
     async def _apply(self, previous, added: set[str], removed: set[str]) -> None:
         if previous is not None:

@@ -473,6 +473,38 @@ def test_a_write_whose_partition_moved_before_its_wait_is_answered_not_coordinat
     asyncio.run(go())
 
 
+def test_a_parked_answer_whose_wait_fails_unexpectedly_is_answered_with_an_error_and_logged(
+        tmp_path, monkeypatch, caplog):
+    """settle_writes' task: a bug in the wait is logged naming the partitions, and the callbacks
+    still run (UNKNOWN_SERVER_ERROR), not a parked answer never sent and an exception nobody sees."""
+    from kafkawire.broker import coordinator_acks
+    from kafkawire.messages.heartbeat_response import HeartbeatResponse
+    from kafkawire.protocol.handler import ApiHandler
+
+    def broken_rules(broker, topic):
+        raise RuntimeError("a bug in the rules")
+    monkeypatch.setattr(coordinator_acks, "_rules", broken_rules)
+
+    async def go():
+        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=60_000)
+        await broker.load()
+        codes = []
+
+        async def write_and_park(ctx_, request):
+            assert broker.group_apis.store.persist(GROUP, [(b"k", b"v")]) == Errors.NONE
+            coordinator_acks.after_write(codes.append)
+            coordinator_acks.settle_writes(broker)
+            return HeartbeatResponse(error_code=Errors.NONE)
+        wrapped = coordinator_acks.replicated_handlers({12: ApiHandler(write_and_park)}, broker)[12].handle
+        await wrapped(ctx(4), None)
+        await until(lambda: codes)
+        broker.close()
+        return codes
+    assert asyncio.run(go()) == [Errors.UNKNOWN_SERVER_ERROR]
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [
+        "Waiting for the coordinator's writes to ['__consumer_offsets-0'] to be replicated failed"]
+
+
 def test_an_assignment_whose_write_times_out_is_cleared_and_the_group_rebalances(tmp_path):
     """GroupMetadataManager's SyncGroup appendFuture: an assignment record that does not reach the
     ISR fails every member's answer and, the group having not moved on, clears the assignment and

@@ -406,9 +406,10 @@ def test_a_marker_written_before_the_unload_is_written_again_by_the_new_coordina
     asyncio.run(go())
 
 
-@pytest.mark.parametrize("error", [OSError(5, "Input/output error"), ValueError("a torn batch")], ids=["io", "torn"])
+@pytest.mark.parametrize("error", [OSError(5, "Input/output error"), ValueError("a torn batch"),
+                                   RuntimeError("a bug in the replay")], ids=["io", "torn", "bug"])
 def test_a_load_that_fails_drops_what_it_replayed_answers_not_coordinator_and_is_tried_again(
-        tmp_path, monkeypatch, error):
+        tmp_path, monkeypatch, caplog, error):
     """The runtime's FAILED coordinator: a load that fails unloads what it replayed (before, the
     group it had replayed stayed in memory) and its groups are answered NOT_COORDINATOR, which
     ListGroups skips (before, COORDINATOR_LOAD_IN_PROGRESS, and ListGroups too, until the next
@@ -439,6 +440,8 @@ def test_a_load_that_fails_drops_what_it_replayed_answers_not_coordinator_and_is
         assert broker.group_apis.coordinator.share_groups == {}
         assert store.coordinator_error("first") == Errors.NOT_COORDINATOR
         assert await listed(broker) == (Errors.NONE, []) and store.failed == {0}
+        logged = [r.getMessage() for r in caplog.records if r.levelname == "ERROR" and OFFSETS in r.getMessage()]
+        assert len(logged) == 1 and str(error) in logged[0]        # once, naming the partition and why
 
         store.on_metadata()                                       # the next metadata update
         await until(lambda: not store.loading)

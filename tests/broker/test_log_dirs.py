@@ -164,6 +164,35 @@ def test_assignments_are_batched_sent_and_the_failed_ones_sent_again(tmp_path):
     asyncio.run(go())
 
 
+def test_a_request_that_fails_unexpectedly_is_logged_and_its_assignments_sent_again(tmp_path, caplog):
+    """Not a sender task dead with its exception unseen, its assignments never sent."""
+    async def go():
+        directory = uuid.UUID(int=0xABC)
+        image = image_of({0: registration()})
+        requests = []
+
+        async def send(request, timeout_ms):
+            requests.append(request)
+            if len(requests) == 1:
+                raise RuntimeError("a bug in the channel")
+            return AssignReplicasToDirsResponse(directories=[DirectoryData(id=d.id, topics=[TopicData(
+                topic_id=t.topic_id, partitions=[PartitionData(partition_index=p.partition_index, error_code=0)
+                                                 for p in t.partitions]) for t in d.topics])
+                for d in request.directories])
+        assignments = DirAssignments(1, send=send, broker_epoch=lambda: 7, image=lambda: image)
+        assignments.submit(TOPIC_ID, 0, directory)
+        assignments.start()
+        async with asyncio.timeout(10):
+            while assignments.sent < 1:
+                await asyncio.sleep(0.01)
+        assignments.close()
+        return requests, assignments
+    requests, assignments = asyncio.run(go())
+    assert len(requests) == 2 and assignments.ready == {} and assignments.inflight == {}
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [
+        "Sending AssignReplicasToDirs to the controller failed"]
+
+
 async def altered(broker, path, *partitions, topic="t"):
     request = AlterReplicaLogDirsRequest(dirs=[AlterReplicaLogDir(path=str(path), topics=[
         AlterReplicaLogDirTopic(name=topic, partitions=list(partitions))])])

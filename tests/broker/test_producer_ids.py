@@ -94,6 +94,34 @@ def test_a_failed_allocation_backs_off_50_ms_before_asking_again():
     assert asked_in_backoff == 1 and producer_id == 0
 
 
+def test_an_unexpected_failure_of_the_request_is_logged_and_asked_again_after_the_backoff(caplog):
+    """Not lost in a task nobody awaits, and not left in flight for ever (no id handed out again)."""
+    class Broken(FakeController):
+        async def send(self, request, timeout_ms):
+            if not self.requests:
+                self.requests.append("broken")
+                raise RuntimeError("a bug in the channel")
+            return await super().send(request, timeout_ms)
+
+    async def go():
+        now = [100.0]
+        controller = Broken()
+        blocks = ProducerIdBlocks(1, broker_epoch=lambda: 1, send=controller.send, clock=lambda: now[0])
+        with pytest.raises(ProducerIdsUnavailable):
+            blocks.generate()
+        while blocks.tasks:
+            await asyncio.gather(*blocks.tasks, return_exceptions=True)
+        now[0] += 0.05
+        with pytest.raises(ProducerIdsUnavailable):
+            blocks.generate()
+        await settle(blocks)
+        return blocks.generate()
+    assert run(go()) == 0
+    failures = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert [r.getMessage() for r in failures] == [
+        "Requesting a producer id block from the controller failed: a bug in the channel"]
+
+
 @pytest.mark.parametrize("fields, code", [
     ({"producer_id": 5, "producer_epoch": -1}, Errors.INVALID_REQUEST),
     ({"producer_id": -1, "producer_epoch": 3}, Errors.INVALID_REQUEST),

@@ -197,3 +197,23 @@ def test_a_deleted_topic_leaves_the_record_when_the_metadata_shows_it_as_kafkas_
     assert set(groups.groups["g"].initialized) == {T1} and groups.groups["g"].initializing == {}
     groups.on_metadata()                                   # nothing more deleted: nothing written
     assert len(classic.written) == written + 1
+
+
+def test_a_persister_that_raises_is_logged_and_its_partitions_asked_again_at_the_next_heartbeat(caplog):
+    class Raising(FakePersister):
+        async def initialize_many(self, group_id, keys, state_epoch, start_offset):
+            raise RuntimeError("the share coordinator's channel broke")
+
+    classic, groups, initializer, asked = setup(Raising())
+
+    async def started_and_ended():
+        initializer.start(*asked.pop())
+        while initializer.tasks:
+            await asyncio.gather(*initializer.tasks, return_exceptions=True)
+    beat(groups, "m1", 0, ["orders"])
+    asyncio.run(started_and_ended())
+    assert groups.groups["g"].initializing == {}                      # not left initializing
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [
+        "[GroupId g] Initializing the state of share-partitions failed: the share coordinator's channel broke"]
+    beat(groups, "m1", 1)                        # asked again now, not after RETRY_INTERVAL_MS
+    assert asked == [("g", 1, {T1: ("orders", frozenset({0, 1}))}, False)]

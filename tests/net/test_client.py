@@ -162,7 +162,10 @@ async def fake_peer(answer):
                 writer.write(encode_response(response, version, correlation_id))
             else:
                 await answer(correlation_id, version, writer)
-            await writer.drain()
+            try:
+                await writer.drain()
+            except ConnectionError:         # the answer hung up (hang_up): not an exception for asyncio to log
+                return
 
     return await asyncio.start_server(handle, "127.0.0.1", 0)
 

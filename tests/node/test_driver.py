@@ -327,3 +327,36 @@ def test_a_followers_commits_are_applied_after_its_next_fetch_has_left(tmp_path)
     assert deferred == [("fetch sent", 1), ("applied through", 5), ("fetch sent", 2), ("applied through", 7)]
     assert at_once == deferred + [("applied through", 10)]
     assert last == at_once + [("fetch sent", 3)]                     # 9 not applied after 10
+
+
+def test_a_request_whose_send_fails_unexpectedly_is_logged_and_failed_to_the_core(tmp_path, caplog):
+    """Not lost in a task nobody awaits: the core hears RequestFailed, as for a transport error."""
+    from kafkawire.protocol.apis import api_table
+    from kafkawire.raft.io import RequestFailed
+
+    class BrokenClient:
+        async def connect(self, address, timeout_ms):
+            raise RuntimeError("a bug in the client")
+
+        async def close(self):
+            pass
+
+    async def go():
+        endpoints = {n: Endpoints((("CONTROLLER", "127.0.0.1", n),)) for n in (1, 2)}
+        two_voters = RaftConfig(node_id=1, cluster_id="c", endpoints=endpoints[1],
+                                static_voters=VoterSet.static(endpoints), election_timeout_ms=50)
+        driver = RaftDriver(two_voters, DiskLogStore(tmp_path / "p"), client=BrokenClient(), seed=1)
+        failed = []
+        step = driver._step
+        driver._step = lambda event: (failed.append(event) if isinstance(event, RequestFailed) else None, step(event))
+        driver.start()
+        try:
+            async with asyncio.timeout(10):
+                await _until(lambda: failed)
+        finally:
+            await driver.close()
+    api_table()                 # its first call imports every API's codecs: not within the wait
+    asyncio.run(go())
+    logged = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert logged and all(m.startswith("node 1: sending ") and m.endswith("to node 2 failed: a bug in the client")
+                          for m in logged)

@@ -37,6 +37,7 @@ from kafkawire.net.authentication import sasl_handlers
 from kafkawire.net.authorizer import (CONTROLLER_API_OPERATIONS, StandardAuthorizer, authorizing_create_topics,
                                      authorizing_create_delegation_token, authorizing_handler,
                                      authorizing_list_offsets, authorizing_metadata)
+from kafkawire.net import background
 from kafkawire.net.client import NetworkClient
 from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.envelope import ENVELOPE, envelope_handler
@@ -51,7 +52,7 @@ from kafkawire.net.token_credentials import TokenCredentials
 from kafkawire.protocol.handler import ApiHandler
 from kafkawire.storage.state_files import MetaProperties, StateFileError, read_meta_properties, uuid_to_kafka
 from kafkawire.raft.config import RaftConfig
-from kafkawire.raft.contract import StateMachine, StateMachineFactory, StateMachineFatal
+from kafkawire.raft.contract import NodeFailed, StateMachine, StateMachineFactory, StateMachineFatal
 from kafkawire.raft.types import Endpoints
 from kafkawire.raft.voters import VoterSet
 
@@ -272,8 +273,10 @@ class ControllerNode:
         for server in self.servers:
             await server.start()
         if self.state_machine is not None:
-            self._tasks.append(asyncio.ensure_future(self.state_machine.run()))
-        self._tasks.append(asyncio.ensure_future(self._publish_metrics()))
+            self._tasks.append(background.start(self.state_machine.run(), f"node {c.node_id}: the state machine",
+                                                logger=log, reported=(NodeFailed,)))
+        self._tasks.append(background.start(self._publish_metrics(), f"node {c.node_id}: publishing metrics",
+                                            logger=log))
         log.info("node %d (cluster %s, directory %s) listening on %s", c.node_id, cluster_id,
                  "none" if meta.directory_id is None else uuid_to_kafka(meta.directory_id), ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
 
