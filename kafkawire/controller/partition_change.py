@@ -235,8 +235,7 @@ def isr_removal_change(partition: PartitionRegistration, target_isr: list[int], 
     elif len(target_isr) >= min_isr:
         target_elr = []
     else:                                                       # maybePopulateTargetElr
-        target_elr = [r for r in _java_int_set(old_elr + p.isr)
-                      if r not in target_isr and r not in unclean_shutdown_replicas]
+        target_elr = _populated_elr(old_elr + p.isr, target_isr, unclean_shutdown_replicas)
 
     # isValidNewLeader(r): in the target ISR (or, with none, the target ELR), acceptable, its
     # directory online; written out below, with no closure or generator made per partition.
@@ -257,14 +256,14 @@ def isr_removal_change(partition: PartitionRegistration, target_isr: list[int], 
                     and acceptable(last_known[0]) and has_online_dir(last_known[0], p)):
                 node, was_unclean = last_known[0], True
             elif unclean:
-                node = next((r for r in p.replicas if acceptable(r) and has_online_dir(r, p)), None)
+                node = _first_acceptable(p, acceptable, has_online_dir)
                 was_unclean = node is not None
             if node is None:
                 node = NO_LEADER
         if node != old_leader:
             if node in target_elr:
                 target_isr = [node]
-                target_elr = [r for r in target_elr if r != node]
+                target_elr = without(target_elr, (node,))
             leader = node
             if was_unclean:
                 isr = [node]
@@ -289,6 +288,32 @@ def isr_removal_change(partition: PartitionRegistration, target_isr: list[int], 
         return None
     return PartitionChange(leader=leader, isr=isr, eligible_leader_replicas=elr, last_known_elr=last_known_elr,
                            leader_recovery_state=recovery)
+
+
+# isr_removal_change's lists made by the helpers below, not by comprehensions in it: a
+# comprehension would make the names it reads cells, six objects made on every call.
+
+def _populated_elr(candidates, target_isr: list, unclean_shutdown_replicas) -> list[int]:
+    """maybePopulateTargetElr: the ISR and ELR members (a Java HashSet's order) outside the
+    target ISR, less the replicas that shut down uncleanly."""
+    return without(_java_int_set(candidates), (*target_isr, *unclean_shutdown_replicas))
+
+
+def _first_acceptable(partition: PartitionRegistration, acceptable, has_online_dir) -> int | None:
+    """The first replica acceptable with its directory online (an unclean election), or None."""
+    for r in partition.replicas:
+        if acceptable(r) and has_online_dir(r, partition):
+            return r
+    return None
+
+
+def without(values, gone) -> list[int]:
+    """``values`` in order, less those in ``gone``."""
+    kept = []
+    for r in values:
+        if r not in gone:
+            kept.append(r)
+    return kept
 
 
 def _differs(target: list, current: tuple) -> bool:
