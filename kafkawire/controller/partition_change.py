@@ -32,9 +32,10 @@ LEADER_EPOCH_BUMP_ON_SHRINK_BEFORE = 12      # IBP_3_6_IV0 (KAFKA-15021)
 DIRECTORY_ASSIGNMENT_SINCE = 17              # IBP_3_7_IV2 (KIP-858)
 
 
-@dataclass
+@dataclass(slots=True)
 class PartitionChange:
-    """The non-null fields of a PartitionChangeRecord (None: unchanged)."""
+    """The non-null fields of a PartitionChangeRecord (None: unchanged). Slotted: a broker's
+    fencing makes one per partition it was in (issue 28)."""
     leader: int = NO_LEADER_CHANGE
     isr: list | None = None
     eligible_leader_replicas: list | None = None
@@ -234,33 +235,35 @@ def isr_removal_change(partition: PartitionRegistration, target_isr: list[int], 
     elif len(target_isr) >= min_isr:
         target_elr = []
     else:                                                       # maybePopulateTargetElr
-        target_elr = [r for r in _java_int_set(old_elr + p.isr)
-                      if r not in target_isr and r not in unclean_shutdown_replicas]
+        target_elr = _populated_elr(old_elr + p.isr, target_isr, unclean_shutdown_replicas)
 
-    def valid(r: int) -> bool:                                  # isValidNewLeader
-        return ((r in target_isr or (not target_isr and r in target_elr))
-                and acceptable(r) and has_online_dir(r, p))
-
+    # isValidNewLeader(r): in the target ISR (or, with none, the target ELR), acceptable, its
+    # directory online; written out below, with no closure or generator made per partition.
+    candidates = target_isr or target_elr
     old_leader = p.leader
     leader, isr, recovery = NO_LEADER_CHANGE, None, NO_RECOVERY_CHANGE
-    # (the leader stays, the common case: valid(old_leader) for a leader in the target ISR)
-    if not (old_leader in target_isr and acceptable(old_leader) and has_online_dir(old_leader, p)) \
-            and not valid(old_leader):                          # electAnyLeader, then tryElection
-        node, was_unclean = next((r for r in p.replicas if valid(r)), None), False
+    # (the leader stays, the common case: valid for a leader in the target ISR)
+    if not (old_leader in candidates and acceptable(old_leader) and has_online_dir(old_leader, p)):
+        # electAnyLeader, then tryElection
+        node, was_unclean = None, False
+        for r in p.replicas:
+            if r in candidates and acceptable(r) and has_online_dir(r, p):
+                node = r
+                break
         if node is None:
             last_known = p.last_known_elr
             if (elr_enabled and not target_elr and not target_isr and len(last_known) == 1
                     and acceptable(last_known[0]) and has_online_dir(last_known[0], p)):
                 node, was_unclean = last_known[0], True
             elif unclean:
-                node = next((r for r in p.replicas if acceptable(r) and has_online_dir(r, p)), None)
+                node = _first_acceptable(p, acceptable, has_online_dir)
                 was_unclean = node is not None
             if node is None:
                 node = NO_LEADER
         if node != old_leader:
             if node in target_elr:
                 target_isr = [node]
-                target_elr = [r for r in target_elr if r != node]
+                target_elr = without(target_elr, (node,))
             leader = node
             if was_unclean:
                 isr = [node]
@@ -268,8 +271,8 @@ def isr_removal_change(partition: PartitionRegistration, target_isr: list[int], 
                     recovery = RECOVERING
     if isr is not None or not elr_enabled:                      # maybeUpdateRecordElr
         target_elr = []
-    elr = target_elr if target_elr != list(old_elr) else None
-    if isr is None and (target_isr or elr_enabled) and target_isr != list(p.isr):
+    elr = target_elr if _differs(target_elr, old_elr) else None
+    if isr is None and (target_isr or elr_enabled) and _differs(target_isr, p.isr):
         isr = target_isr
     if (metadata_version < LEADER_EPOCH_BUMP_ON_SHRINK_BEFORE and leader == NO_LEADER_CHANGE
             and isr is not None and not set(p.isr) <= set(isr)):
@@ -285,6 +288,38 @@ def isr_removal_change(partition: PartitionRegistration, target_isr: list[int], 
         return None
     return PartitionChange(leader=leader, isr=isr, eligible_leader_replicas=elr, last_known_elr=last_known_elr,
                            leader_recovery_state=recovery)
+
+
+# isr_removal_change's lists made by the helpers below, not by comprehensions in it: a
+# comprehension would make the names it reads cells, six objects made on every call.
+
+def _populated_elr(candidates, target_isr: list, unclean_shutdown_replicas) -> list[int]:
+    """maybePopulateTargetElr: the ISR and ELR members (a Java HashSet's order) outside the
+    target ISR, less the replicas that shut down uncleanly."""
+    return without(_java_int_set(candidates), (*target_isr, *unclean_shutdown_replicas))
+
+
+def _first_acceptable(partition: PartitionRegistration, acceptable, has_online_dir) -> int | None:
+    """The first replica acceptable with its directory online (an unclean election), or None."""
+    for r in partition.replicas:
+        if acceptable(r) and has_online_dir(r, partition):
+            return r
+    return None
+
+
+def without(values, gone) -> list[int]:
+    """``values`` in order, less those in ``gone``."""
+    kept = []
+    for r in values:
+        if r not in gone:
+            kept.append(r)
+    return kept
+
+
+def _differs(target: list, current: tuple) -> bool:
+    """``target != list(current)``, with no list made when the lengths say it (a broker's fencing
+    shortens an ISR per partition and leaves most ELRs empty)."""
+    return len(target) != len(current) or (len(target) > 0 and target != list(current))
 
 
 def _assignment_changes(record: PartitionChange, partition: PartitionRegistration, builder: _Builder,
@@ -313,9 +348,15 @@ def change_record(topic_id, partition_id: int, change: PartitionChange, metadata
     """The PartitionChangeRecord frame of ``change`` at the metadata version's record version.
     The message is handed to the controller's own apply (frames.built_frame): ``change`` must
     not change afterwards."""
+    return change_frame(topic_id, partition_id, change, partition_record_version(metadata_version))
+
+
+def change_frame(topic_id, partition_id: int, change: PartitionChange, record_version: int) -> bytes:
+    """``change_record`` at a PartitionChangeRecord version the caller looked up once
+    (versions.partition_record_version) for many records."""
     return built_frame(PartitionChangeRecord(
         partition_id=partition_id, topic_id=topic_id, leader=change.leader, isr=change.isr,
         eligible_leader_replicas=change.eligible_leader_replicas, last_known_elr=change.last_known_elr,
         leader_recovery_state=change.leader_recovery_state, directories=change.directories,
         replicas=change.replicas, removing_replicas=change.removing_replicas,
-        adding_replicas=change.adding_replicas), partition_record_version(metadata_version))
+        adding_replicas=change.adding_replicas), record_version)

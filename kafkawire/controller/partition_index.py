@@ -118,6 +118,21 @@ class _BrokerSets:
                     shards = by_broker[broker_id] = [set() for _ in range(SHARDS)]
                 shards[shard].add(key)
 
+    def move(self, key: int, shard: int, before: int, after: int) -> None:
+        """``change(key, shard, (before,), (after,))`` for two different brokers (a leader
+        change), with no tuples made: a broker's fencing moves up to 100,000 leaders at 1M."""
+        by_broker = self.by_broker
+        shards = by_broker.get(before)
+        if shards is not None:
+            keys = shards[shard]
+            keys.discard(key)
+            if not keys and not any(shards):
+                del by_broker[before]
+        shards = by_broker.get(after)
+        if shards is None:
+            shards = by_broker[after] = [set() for _ in range(SHARDS)]
+        shards[shard].add(key)
+
     def of(self, broker_id: int) -> _Keys:
         shards = self.by_broker.get(broker_id)
         return _NO_KEYS if shards is None else _Keys(shards)
@@ -169,7 +184,7 @@ class PartitionIndex:
             if before.elr != after.elr:
                 self._elr.change(key, shard, before.elr, after.elr)
             if before.leader != after.leader:
-                self._leader.change(key, shard, (before.leader,), (after.leader,))
+                self._leader.move(key, shard, before.leader, after.leader)
             return
         self._isr.change(key, shard, before.isr if before else (), after.isr if after else ())
         self._elr.change(key, shard, before.elr if before else (), after.elr if after else ())

@@ -14,7 +14,7 @@ from kafkawire.metadata.registrations import LOST, MIGRATING, NO_LEADER, UNASSIG
 
 from .activation import BROKER_RESOURCE, MIN_INSYNC_REPLICAS
 from .frames import frame
-from .partition_change import build_change, change_record, isr_removal_change
+from .partition_change import build_change, change_frame, isr_removal_change, without
 from .state import ControllerState
 from .versions import elr_enabled, partition_record_version
 
@@ -97,6 +97,7 @@ def leader_and_isr_updates(image: MetadataImage, *, broker_to_remove: int, broke
     partition_change.isr_removal_change, build_change's rules for this case written out (the
     same record bytes, tests/controller/test_move_cost.py); one being reassigned, build_change."""
     mv = image.metadata_version or 0
+    record_version = partition_record_version(mv)
     elr = elr_enabled(image.metadata_version, image.finalized_features)
     gone = (broker_to_remove, unclean_shutdown)
     unclean_shutdown_replicas = () if unclean_shutdown == NO_LEADER else (unclean_shutdown,)
@@ -119,7 +120,7 @@ def leader_and_isr_updates(image: MetadataImage, *, broker_to_remove: int, broke
             last_topic = topic
             min_isr = effective_min_isr(image, topic, static_min_isr)
             unclean = unclean_election_enabled(image, topic)
-        target_isr = [r for r in partition.isr if r not in gone]
+        target_isr = without(partition.isr, gone)         # (a comprehension: a function made per partition)
         if partition.removing_replicas or partition.adding_replicas:
             change = build_change(partition, target_isr=target_isr, acceptable_leader=acceptor(partition),
                                   min_isr=min_isr, elr_enabled=elr, unclean=unclean, metadata_version=mv,
@@ -128,7 +129,7 @@ def leader_and_isr_updates(image: MetadataImage, *, broker_to_remove: int, broke
             change = isr_removal_change(partition, target_isr, acceptable, has_online_dir_of, min_isr, elr, unclean,
                                         mv, unclean_shutdown_replicas)
         if change is not None:
-            out.append(change_record(topic.id, pid, change, mv))
+            out.append(change_frame(topic.id, pid, change, record_version))
     return out
 
 

@@ -27,7 +27,8 @@ import logging
 from dataclasses import dataclass, field
 
 from kafkawire import messages
-from kafkawire.metadata.frame import MetadataRecordError, decode_metadata_record
+from kafkawire.messages.partition_change_record import PartitionChangeRecord
+from kafkawire.metadata.frame import MetadataRecordError, decode_metadata_message
 from kafkawire.metadata.image import ImageError, MetadataImage, Provenance
 from kafkawire.raft.contract import StateMachineFatal
 
@@ -143,13 +144,24 @@ class ControllerState:
 
     # --- replay -------------------------------------------------------------------------------
     def apply_batch(self, base_offset: int, epoch: int, append_time_ms: int, values: list[bytes]) -> None:
-        """One committed batch: every record in order; the batch is one delta for the feature order."""
+        """One committed batch: every record in order; the batch is one delta for the feature order.
+
+        A PartitionChangeRecord outside a transaction, the most frequent record (a broker's
+        fencing writes one per partition it was in, topic by topic), goes straight to its
+        apply, and a run of them to one topic looks the topic up once (``run``: the topic id's
+        bits and the image's topic; any other record ends the run, as it may change the topic)."""
         new_features: list[str] = []
-        for i, value in enumerate(values):
-            offset = base_offset + i
+        run = [None, None]
+        offset = base_offset
+        for value in values:
             message = self._decode(value, offset)
             if message is not None:
-                self._replay(message, offset, new_features)
+                if type(message) is PartitionChangeRecord and self._transaction is None:
+                    self._apply_partition_change(message, offset, run)
+                else:
+                    run[0] = None
+                    self._replay(message, offset, new_features)
+            offset += 1
         self._note_new_features(new_features)
         if values:
             self.next_offset = base_offset + len(values)
@@ -190,7 +202,7 @@ class ControllerState:
         if message is not None:
             return message
         try:
-            return decode_metadata_record(value).message
+            return decode_metadata_message(value)
         except MetadataRecordError as exc:
             self._problem(offset, str(exc))
             return None
@@ -259,12 +271,21 @@ class ControllerState:
             elif message.name not in self.feature_order and message.name not in new_features:
                 new_features.append(message.name)
 
-    def _apply_partition_change(self, message, offset: int) -> None:
+    def _apply_partition_change(self, message, offset: int, run: list | None = None) -> None:
         """``_apply`` of a PartitionChangeRecord, the most frequent record (a broker's fencing
         writes one per partition it was in): the image gives the registration before and after,
-        which the index takes as they are, with no other lookup of the topic (issue 28)."""
+        which the index takes as they are, with no other lookup of the topic (issue 28).
+        ``run`` (apply_batch's): the topic of the record before, [topic id bits, topic], kept
+        up to date; None: look the topic up."""
         try:
-            before, after = self.image.apply_partition_change(message)
+            if run is None:
+                before, after = self.image.apply_partition_change(message)
+            else:
+                bits = message.topic_id.int         # an int compared in C: a UUID hashes in Python
+                if run[0] != bits:
+                    run[1] = self.image.writable_topic(message)
+                    run[0] = bits
+                before, after = self.image.apply_partition_change(message, run[1])
         except ImageError as exc:
             self._problem(offset, f"PartitionChangeRecord: {exc}")
             return

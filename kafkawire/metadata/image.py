@@ -335,6 +335,12 @@ class MetadataImage:
             if not colliding:
                 del self.topics_with_collision_chars[unified]
 
+    def writable_topic(self, r) -> TopicImage:
+        """The topic of a partition's record ``r``, this image's own to change (ImageError: no such
+        topic). It stays the topic's, the same object, while only PartitionChangeRecords are
+        applied and no view of the image is taken."""
+        return self._topic_or_throw(r)
+
     def _topic_or_throw(self, r) -> TopicImage:
         """The topic of a partition's record ``r``, this image's own to change."""
         topic = self._writable_topic(r.topic_id)
@@ -350,10 +356,13 @@ class MetadataImage:
     def _partition_change(self, r):
         self.apply_partition_change(r)
 
-    def apply_partition_change(self, r) -> tuple[PartitionRegistration, PartitionRegistration]:
+    def apply_partition_change(self, r, topic: TopicImage | None = None) -> tuple[PartitionRegistration, PartitionRegistration]:
         """``apply`` of a PartitionChangeRecord, returning the partition's registrations before
-        and after (the controller's partition index needs both: one topic lookup, not three)."""
-        topic = self._topic_or_throw(r)
+        and after (the controller's partition index needs both: one topic lookup, not three).
+        ``topic``: ``writable_topic(r)``, when the caller has it from the record before (a run
+        of changes to one topic's partitions, as a broker's fencing writes them)."""
+        if topic is None:
+            topic = self._topic_or_throw(r)
         partition = topic.partitions.get(r.partition_id)
         if partition is None:
             raise ImageError(f"Unable to find partition {kafka_uuid(r.topic_id)}:{r.partition_id}")

@@ -145,8 +145,7 @@ class PartitionRegistration:
             if len(set(self.replicas)) != len(self.replicas):
                 raise ImageError(f"duplicate broker id in the replicas {java_list(self.replicas)} of partition "
                                  f"{record.partition_id}")
-            current = dict(zip(self.replicas, self.directory_ids))
-            directories = tuple([current.get(r, UNASSIGNED.int) for r in record.replicas])
+            directories = _kept_directories(self.replicas, self.directory_ids, record.replicas)
         else:
             directories = self.directory_ids
         if not directories:
@@ -184,6 +183,14 @@ class PartitionRegistration:
                 f"lastKnownElr={java_list(self.last_known_elr)}, leader={self.leader}, "
                 f"leaderRecoveryState={LEADER_RECOVERY_STATES[self.leader_recovery_state]}, "
                 f"leaderEpoch={self.leader_epoch}, partitionEpoch={self.partition_epoch})")
+
+
+def _kept_directories(replicas, directory_ids, new_replicas) -> tuple:
+    """DirectoryId.createDirectoriesFrom: each of ``new_replicas`` keeps its directory if it was a
+    replica, else UNASSIGNED. (Not a comprehension in ``merge``: that would make a cell on every
+    merge, one per PartitionChangeRecord applied.)"""
+    current = dict(zip(replicas, directory_ids))
+    return tuple([current.get(r, UNASSIGNED.int) for r in new_replicas])
 
 
 _SLOT_SETTERS = tuple(getattr(PartitionRegistration, name).__set__ for name in (

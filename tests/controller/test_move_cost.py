@@ -14,6 +14,7 @@ from kafkawire.messages.feature_level_record import FeatureLevelRecord
 from kafkawire.messages.partition_change_record import PartitionChangeRecord
 from kafkawire.messages.partition_record import PartitionRecord
 from kafkawire.messages.register_broker_record import RegisterBrokerRecord
+from kafkawire.messages.remove_topic_record import RemoveTopicRecord
 from kafkawire.messages.topic_record import TopicRecord
 from kafkawire.metadata.frame import FRAME_VERSION, decode_metadata_record, encode_metadata_record
 from kafkawire.metadata.registrations import LOST, MIGRATING, UNASSIGNED, PartitionRegistration, directory_ints
@@ -161,3 +162,48 @@ def test_the_isr_removal_fast_path_writes_build_changes_records_byte_for_byte():
         else:
             outcomes["isr only"] += 1
     assert min(outcomes.values()) >= 100, outcomes          # every kind of outcome was compared
+
+
+def test_a_batch_applies_its_runs_of_partition_changes_as_one_record_at_a_time_does():
+    """apply_batch looks a run of PartitionChangeRecords' topic up once: random batches of changes
+    (runs to one topic, another topic between them, a topic removed and made again under the same
+    name, changes to a topic or partition that is not there) leave the image, the partition index
+    and the problems as applying the same records one batch each does."""
+    rng = random.Random(2028)
+    for trial in range(40):
+        topics = [uuid.UUID(int=rng.getrandbits(128)) for _ in range(3)]
+        values = []
+        for i, topic in enumerate(topics):
+            values.append(encode_metadata_record(TopicRecord(name=f"t{i}", topic_id=topic), 0))
+            for pid in range(3):
+                values.append(encode_metadata_record(PartitionRecord(
+                    partition_id=pid, topic_id=topic, replicas=[1, 2, 3], isr=[1, 2, 3], leader=1), 0))
+        for _ in range(30):
+            roll = rng.random()
+            if roll < 0.08:                         # the topic made again: a new id under the same name
+                at = rng.randrange(3)
+                values.append(encode_metadata_record(PartitionChangeRecord(partition_id=0, topic_id=topics[at],
+                                                                           isr=[1, 2]), 0))
+                values.append(encode_metadata_record(RemoveTopicRecord(topic_id=topics[at]), 0))
+                values.append(encode_metadata_record(PartitionChangeRecord(partition_id=0, topic_id=topics[at],
+                                                                           isr=[1, 3]), 0))    # gone: refused
+                topics[at] = uuid.UUID(int=rng.getrandbits(128))
+                values.append(encode_metadata_record(TopicRecord(name=f"t{at}", topic_id=topics[at]), 0))
+                values.append(encode_metadata_record(PartitionRecord(
+                    partition_id=0, topic_id=topics[at], replicas=[1, 2, 3], isr=[1, 2, 3], leader=2), 0))
+                continue
+            topic = uuid.UUID(int=rng.getrandbits(128)) if roll < 0.1 else rng.choice(topics)
+            isr = rng.sample([1, 2, 3], rng.randint(1, 3))
+            for pid in rng.sample(range(4), rng.randint(1, 3)):           # partition 3 is not there
+                values.append(encode_metadata_record(PartitionChangeRecord(
+                    partition_id=pid, topic_id=topic, leader=rng.choice(isr), isr=isr), 0))
+        whole, one_by_one = ControllerState(), ControllerState()
+        whole.apply_batch(0, 1, 0, values)
+        for offset, value in enumerate(values):
+            one_by_one.apply_batch(offset, 1, 0, [value])
+        assert whole.image.topics_by_name.keys() == one_by_one.image.topics_by_name.keys()
+        for topic_id, topic in one_by_one.image.topics_by_id.items():
+            assert whole.image.topics_by_id[topic_id].partitions == topic.partitions, trial
+        assert whole.partition_index.as_sets() == one_by_one.partition_index.as_sets()
+        assert [str(p) for p in whole.problems] == [str(p) for p in one_by_one.problems]
+        assert whole.problems, "every trial names a partition that is not there"

@@ -60,3 +60,34 @@ def test_kafka_read_error_names_the_failure_as_kafkas_serde_does():
     assert kafka_read_error(b"\x01\x02\x00\x02") == "Failed to deserialize record with type 2"
     assert kafka_read_error(encode_metadata_record(messages.by_name("NoOpRecord")(), 0) + b"\x00\x00") == \
         "Found 2 byte(s) of garbage after 20"
+
+
+def test_the_checked_header_shortcut_decodes_and_refuses_as_reading_the_whole_frame_does():
+    """A frame whose header was checked once is decoded without reading it again: for every
+    metadata record type and version, the message and the error for a cut-off record are the
+    ones the full read gives (its first sight of that header), and decode_metadata_message is
+    decode_metadata_record's message."""
+    from kafkawire.metadata import frame
+    checked = 0
+    for name, _, kind, _ in messages.REGISTRY.index:
+        if kind != "metadata":
+            continue
+        cls = messages.by_name(name)
+        for version in cls.versions():
+            value = encode_metadata_record(cls(), version)
+            cut = value[:-1]
+            frame._CHECKED_ONE_BYTE_HEADERS.pop(cls.API_KEY << 7 | version, None)
+            first = decode_metadata_record(value)
+            with pytest.raises(MetadataRecordError) as first_error:
+                decode_metadata_record(cut)
+            assert cls.API_KEY << 7 | version in frame._CHECKED_ONE_BYTE_HEADERS, (name, version)
+            again = decode_metadata_record(value)
+            assert (again.api_key, again.version, again.message) == (first.api_key, first.version, first.message)
+            assert frame.decode_metadata_message(bytearray(value)) == first.message
+            with pytest.raises(MetadataRecordError) as again_error:
+                frame.decode_metadata_message(cut)
+            assert str(again_error.value) == str(first_error.value), (name, version)
+            checked += 1
+    assert checked >= 38          # the 38 versions of the 27 metadata record types today
+    with pytest.raises(MetadataRecordError, match="version 9 is not one we know"):
+        decode_metadata_record(b"\x01\x05\x09\x00")          # a version never checked is read in full
