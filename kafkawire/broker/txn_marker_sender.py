@@ -16,7 +16,11 @@ TRANSACTION_COORDINATOR_FENCED give the transaction up (a newer producer or coor
 A partition whose topic is gone (no leader in the metadata) is skipped, as Kafka skips it.
 Kafka treats any other error as a bug and stops; here it is logged as an error and the partition
 is taken out, so the transactional id does not stay stuck. A failed write of the request itself
-(an exception) is tried again.
+(an exception) is tried again. Any other unexpected exception while sending (a bug, a failed
+CompleteX write) is logged as an error and the whole send tried again after the backoff, as
+Kafka's channel manager keeps a transaction's markers queued until they are written or the
+transaction is removed: here until ``cancel`` (its coordinator partition unloaded) or a newer
+``send`` for the same transactional id; otherwise the transaction would stay in PrepareX for good.
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ import logging
 
 from kafkawire.messages.write_txn_markers_request import (WritableTxnMarker, WritableTxnMarkerTopic,
                                                           WriteTxnMarkersRequest)
+from kafkawire.net import background
 from kafkawire.protocol.error_codes import Errors
 
 __all__ = ["MarkerSender", "RETRY_BACKOFF_MS"]
@@ -64,9 +69,10 @@ class MarkerSender:
         previous = self.tasks.get(metadata.transactional_id)
         if previous is not None:
             previous.cancel()
-        task = asyncio.ensure_future(self._run(metadata, coordinator_epoch, committed, complete))
+        task = background.start(self._run_until_sent(metadata, coordinator_epoch, committed, complete),
+                                f"Sending the transaction markers of {metadata.transactional_id}", logger=log)
         self.tasks[metadata.transactional_id] = task
-        task.add_done_callback(lambda t, key=metadata.transactional_id: self._done(key, t))
+        task.add_done_callback(lambda t, key=metadata.transactional_id: self._forget(key, t))
 
     def cancel(self, transactional_id: str) -> None:
         """removeMarkersForTxn: the transaction's markers are no longer sent (its coordinator
@@ -77,11 +83,23 @@ class MarkerSender:
                      transactional_id)
             task.cancel()
 
-    def _done(self, key: str, task: asyncio.Task) -> None:
-        if self.tasks.get(key) is task:
+    def _forget(self, key: str, task: asyncio.Task) -> None:
+        if self.tasks.get(key) is task:     # not replaced by a newer send meanwhile
             del self.tasks[key]
-        if not task.cancelled() and task.exception() is not None:
-            log.error("sending the markers of %s failed", key, exc_info=task.exception())
+
+    async def _run_until_sent(self, metadata, coordinator_epoch: int, committed: bool, complete) -> None:
+        """``_run`` until it ends, again after the backoff each time it raises: only a cancel
+        (``cancel``, a newer ``send``, ``close``) stops it, during the backoff or a write. Each
+        failure is logged once, here; its traceback only the first time in a row."""
+        failures = 0
+        while True:
+            try:
+                return await self._run(metadata, coordinator_epoch, committed, complete)
+            except Exception as exc:        # noqa: BLE001 -- CancelledError is no Exception: a cancel still ends it
+                failures += 1
+                log.error("Sending the transaction markers of %s failed (failure %d in a row), retrying in %d ms: %r",
+                          metadata.transactional_id, failures, self.retry_backoff_ms, exc, exc_info=failures == 1)
+            await asyncio.sleep(self.retry_backoff_ms / 1000)
 
     async def _run(self, metadata, coordinator_epoch: int, committed: bool, complete) -> None:
         try:

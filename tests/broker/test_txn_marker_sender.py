@@ -1,10 +1,12 @@
 """The coordinator's markers (kafkawire.broker.txn_marker_sender) with Kafka's per-partition rules
 (TransactionMarkerRequestCompletionHandler): done partitions leave the transaction, retriable
 errors are sent again, a fenced producer or coordinator gives the transaction up, a partition
-whose topic is gone is skipped, a failed write is tried again; CompleteX is written after."""
+whose topic is gone is skipped, a failed write is tried again; CompleteX is written after; any
+other failure of the send is logged and the send tried again, until it is cancelled."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 
@@ -18,10 +20,14 @@ STEPS = 2000
 
 
 class Coordinator:
-    def __init__(self):
+    def __init__(self, failures=0):
         self.completed = []
+        self.failures = failures                # complete raises this many times first
 
     def complete(self, metadata, epoch, transit):
+        if self.failures:
+            self.failures -= 1
+            raise OSError("the __transaction_state write failed")
         self.completed.append((metadata.transactional_id, epoch, transit))
         return Errors.NONE
 
@@ -34,7 +40,7 @@ def answer(request, codes):
         for t in m.topics])])
 
 
-def run(script, *, known=lambda topic, partition: True, partitions=(("t", 0), ("t", 1))):
+def run(script, *, known=lambda topic, partition: True, partitions=(("t", 0), ("t", 1)), complete_failures=0):
     """Send one transaction's markers; ``script``: per write, {partition: code} or an exception."""
     sent = []
 
@@ -47,7 +53,7 @@ def run(script, *, known=lambda topic, partition: True, partitions=(("t", 0), ("
         return answer(request, step)
 
     async def go():
-        coordinator = Coordinator()
+        coordinator = Coordinator(complete_failures)
         sender = MarkerSender(write=write, leader_known=known, retry_backoff_ms=0)
         sender.coordinator = coordinator
         metadata = TransactionMetadata("tx", 5, producer_epoch=2, state=PREPARE_COMMIT, partitions=set(partitions))
@@ -88,3 +94,59 @@ def test_unsupported_partitions_leave_the_transaction():
 def test_a_deleted_topic_is_skipped_and_a_failed_write_is_tried_again():
     sent, completed, _ = run([ConnectionError("down"), {}], known=lambda topic, partition: partition == 0)
     assert sent == [[("t", 0)], [("t", 0)]] and len(completed) == 1
+
+
+def errors_logged(caplog):
+    return [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_an_unexpected_failure_is_logged_once_and_the_send_tried_again(caplog):
+    calls = []
+
+    def known_after_one_failure(topic, partition):
+        calls.append((topic, partition))
+        if len(calls) == 1:
+            raise RuntimeError("metadata cache bug")
+        return True
+    sent, completed, metadata = run([{}], known=known_after_one_failure)
+    assert sent == [[("t", 0), ("t", 1)]] and completed == [("tx", 3, "complete")] and metadata.partitions == set()
+    failures = errors_logged(caplog)
+    assert len(failures) == 1 and "metadata cache bug" in failures[0].getMessage()
+
+
+def test_a_failed_complete_is_written_again(caplog):
+    sent, completed, _ = run([{}], complete_failures=2)
+    assert len(sent) == 1 and completed == [("tx", 3, "complete")]
+    assert len(errors_logged(caplog)) == 2
+
+
+def test_a_cancelled_transaction_is_not_tried_again():
+    calls = []
+
+    def always_failing(topic, partition):
+        calls.append((topic, partition))
+        raise RuntimeError("metadata cache bug")
+
+    async def go():
+        coordinator = Coordinator()
+        sender = MarkerSender(write=None, leader_known=always_failing, retry_backoff_ms=0)
+        sender.coordinator = coordinator
+        metadata = TransactionMetadata("tx", 5, producer_epoch=2, state=PREPARE_COMMIT, partitions={("t", 0)})
+        sender.send(metadata, 3, True, "complete")
+        task = sender.tasks["tx"]
+        for _ in range(STEPS):
+            if len(calls) >= 2:
+                break
+            await asyncio.sleep(0)
+        assert len(calls) >= 2                  # retried after the first failure
+        sender.cancel("tx")
+        for _ in range(STEPS):
+            if task.done():
+                break
+            await asyncio.sleep(0)
+        tried = len(calls)
+        for _ in range(10):
+            await asyncio.sleep(0)
+        return task, tried, sender, coordinator
+    task, tried, sender, coordinator = asyncio.run(go())
+    assert task.cancelled() and len(calls) == tried and not sender.tasks and coordinator.completed == []
