@@ -119,6 +119,7 @@ def _slope_mb_per_10_min(samples: list[tuple[float, float]]) -> float:
 
 async def churn(run: Run, seconds: float, every: float, reassign: int) -> None:
     fakes = FakeBrokers(run.address(), run.quorum.ours.cluster_id, run.broker_count)
+    beats = None
     try:
         await run.timed("build", run._build(fakes), lambda _, wall, cpu: f"{run.size / wall:,.0f} partitions/s")
         log = LeaderLog(run.quorum.ours.log_path(run.leader))
@@ -154,6 +155,8 @@ async def churn(run: Run, seconds: float, every: float, reassign: int) -> None:
               f"{log.freezes} freezes ({log.after_writes} after a snapshot's write or load), "
               f"gc.get_freeze_count() after each of the others: {log.frozen_counts}")
     finally:
+        if beats is not None and not beats.done():      # a round failed: the heartbeats stop with it
+            beats.cancel()
         await fakes.close()
 
 
