@@ -1,11 +1,12 @@
 """The lookups a write over many partitions makes once against the image it is generated from
 (ElectLeaders' walk, a reassignment request), not per partition: each broker's acceptability,
-the directories online, the metadata version, ELR and each topic's min ISR. Kafka makes them
-per partition; per partition here they were most of an ElectLeaders walk's CPU and 5-10% of a
-reassignment cancel's at 100k partitions (issue 28)."""
+the directories online, the metadata version, ELR, each topic's min ISR and unclean election
+setting, each broker's default directory. Kafka makes them per partition; per partition here
+they were most of an ElectLeaders walk's CPU and 5-10% of a reassignment cancel's at 100k
+partitions (issue 28)."""
 from __future__ import annotations
 
-from .replication import _OnlineDirectories, effective_min_isr, is_active
+from .replication import _OnlineDirectories, effective_min_isr, is_active, unclean_election_enabled
 from .topics import _default_dir
 from .versions import elr_enabled
 
@@ -20,11 +21,18 @@ class ImageLookups:
         self.active = {b: is_active(image, b) for b in image.brokers}.get      # an unknown id: None
         self.has_online_dir = _OnlineDirectories(image).has_online_dir
         self._min_isr: dict = {}
+        self._default_dirs: dict = {}
+        self._unclean: dict = {}
+        self._topic_arguments: dict = {}
+
+    # (each topic's by its name, unique in an image: a str keeps its hash, a UUID computes it anew)
 
     def min_isr(self, topic) -> int:
-        if topic.id not in self._min_isr:
-            self._min_isr[topic.id] = effective_min_isr(self.image, topic, self.static_min_isr)
-        return self._min_isr[topic.id]
+        try:
+            return self._min_isr[topic.name]
+        except KeyError:
+            found = self._min_isr[topic.name] = effective_min_isr(self.image, topic, self.static_min_isr)
+            return found
 
     def acceptable(self, partition):
         """leader_acceptor(image, partition, is_active) over the lookups."""
@@ -32,9 +40,25 @@ class ImageLookups:
         return lambda r: bool(active(r)) and online(r, partition)
 
     def default_dir(self, broker_id: int):
-        return _default_dir(self.image, broker_id)
+        try:
+            return self._default_dirs[broker_id]
+        except KeyError:
+            found = self._default_dirs[broker_id] = _default_dir(self.image, broker_id)
+            return found
+
+    def unclean_enabled(self, topic) -> bool:
+        """unclean_election_enabled(image, topic), once a topic."""
+        try:
+            return self._unclean[topic.name]
+        except KeyError:
+            found = self._unclean[topic.name] = unclean_election_enabled(self.image, topic)
+            return found
 
     def build_arguments(self, topic, partition) -> dict:
-        """build_change's arguments that come from the image."""
-        return dict(acceptable_leader=self.acceptable(partition), min_isr=self.min_isr(topic),
-                    elr_enabled=self.elr, metadata_version=self.mv, default_dir=self.default_dir)
+        """build_change's arguments that come from the image (all but the leader acceptor once a topic)."""
+        common = self._topic_arguments.get(topic.name)
+        if common is None:
+            common = self._topic_arguments[topic.name] = dict(
+                min_isr=self.min_isr(topic), elr_enabled=self.elr, metadata_version=self.mv,
+                default_dir=self.default_dir)
+        return dict(common, acceptable_leader=self.acceptable(partition))

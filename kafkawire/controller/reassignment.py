@@ -28,7 +28,6 @@ from .errors import ApiError
 from .partition_change import build_change, change_record
 from .partition_creation import check_assignment
 from .image_lookups import ImageLookups
-from .replication import unclean_election_enabled
 from .state import ControllerState
 
 
@@ -68,7 +67,6 @@ def _revert(name: str, partition_id: int, partition):
 
 
 def _change(state: ControllerState, topic, partition_id: int, target, allow_rf_change: bool, lookups: ImageLookups):
-    image = state.image
     partition = topic.partitions.get(partition_id)
     if partition is None:
         raise ApiError(Errors.UNKNOWN_TOPIC_OR_PARTITION,
@@ -78,7 +76,7 @@ def _change(state: ControllerState, topic, partition_id: int, target, allow_rf_c
         if not in_progress(partition):
             raise ApiError(Errors.NO_REASSIGNMENT_IN_PROGRESS, None)
         replicas, isr, unclean = _revert(topic.name, partition_id, partition)
-        allowed = unclean_election_enabled(image, topic)
+        allowed = lookups.unclean_enabled(topic)
         if unclean and not allowed:
             raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT,
                            f"Unable to revert partition assignment for {topic.name}:{partition_id} because it would "
@@ -102,10 +100,10 @@ def alter_partition_reassignments(state: ControllerState, request, static_min_is
     lookups = ImageLookups(state.image, static_min_isr)
     for topic_request in request.topics:
         results = []
+        topic = state.image.topics_by_name.get(topic_request.name)
         for target in topic_request.partitions:
             code, message = 0, None
             try:
-                topic = state.image.topics_by_name.get(topic_request.name)
                 if topic is None:
                     raise ApiError(Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                    f"Unable to find a topic named {topic_request.name}.")

@@ -194,7 +194,7 @@ class ServerConfig:
     share_coordinator_write_timeout_ms: int = 5000
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10_000
     transaction_remove_expired_transaction_cleanup_interval_ms: int = 3_600_000
-    kafkawire_gc_freeze_after_ms: int = 500          # 0: never (kafkawire.raft.node.gc_pauses)
+    kafkawire_gc_freeze_after_ms: int = 50           # 0: never (kafkawire.raft.node.gc_pauses)
     kafkawire_quorum_append_queue_max_ms: int = 40   # 0: no time bound (kafkawire.raft.node.driver_appends)
     log_retention_ms: int | None = None
     log_retention_minutes: int | None = None

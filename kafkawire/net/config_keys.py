@@ -330,7 +330,7 @@ _KEYS = (
     # kafkawire's: where PrometheusReporter serves GET /metrics (9404, the JMX exporter's usual port)
     _Key("kafkawire.metrics.prometheus.listener", lambda k, v: _http_listener(k, v), "http://:9404", "kafkawire"),
     # kafkawire's: freeze what survived a full garbage collection this long (kafkawire.raft.node.gc_pauses)
-    _Key("kafkawire.gc.freeze.after.ms", lambda k, v: _int(k, v, 0), "500", "kafkawire"),
+    _Key("kafkawire.gc.freeze.after.ms", lambda k, v: _int(k, v, 0), "50", "kafkawire"),
     # kafkawire's: a raft leader's time bound on scheduled appends (kafkawire.raft.node.driver_appends)
     _Key("kafkawire.quorum.append.queue.max.ms", lambda k, v: _int(k, v, 0), "40", "kafkawire"),
     # The replica fetchers (ReplicationConfigs; kafkawire.broker.replica_fetcher): INT 1 atLeast(1);

@@ -126,3 +126,27 @@ def test_refusals():
             assert outcome(fixed) == [("t", 0, "INVALID_REPLICATION_FACTOR", "The replication factor is changed from 2 to 3")]
             assert new_records(quorum, mark) == []
     run(go())
+
+
+def test_the_records_directories_keep_the_staying_replicas_and_give_a_new_one_its_brokers():
+    """The directories a start and a cancel write (compared as the registration's ints, made
+    UUIDs only for the record): a replica that stays keeps its directory, a new one gets its
+    broker's only directory, the cancel keeps the staying replicas' own (in the order the revert
+    leaves them: the replicas less the adding one)."""
+    async def go():
+        quorum, leader, running, topic_id = await setup()
+        async with running:
+            before = leader.image.topics_by_id[topic_id].partitions[0].directories        # replicas 1, 2
+            broker_3 = leader.image.brokers[3].directories
+            assert len(broker_3) == 1 and broker_3[0] not in before
+            mark = quorum.end_offset
+            await leader.handlers()[45].handle(Ctx(1), reassign(("t", 0, [3, 2])))
+            (_, record), = new_records(quorum, mark)
+            assert record.message.replicas == [3, 2, 1]
+            assert record.message.directories == [broker_3[0], before[1], before[0]]
+            mark = quorum.end_offset
+            await leader.handlers()[45].handle(Ctx(1), reassign(("t", 0, None)))
+            (_, record), = new_records(quorum, mark)
+            assert (record.message.replicas, record.message.directories) == ([2, 1], [before[1], before[0]])
+            assert leader.image.topics_by_id[topic_id].partitions[0].directories == (before[1], before[0])
+    run(go())

@@ -100,10 +100,10 @@ def test_no_freezing_when_the_setting_is_0(_unfrozen):
     assert gc.get_freeze_count() == 0
 
 
-def test_the_setting_defaults_to_500_ms_and_refuses_a_negative_value():
+def test_the_setting_defaults_to_50_ms_and_refuses_a_negative_value():
     base = ("process.roles=controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
             "listeners=CONTROLLER://127.0.0.1:9093\ncontroller.quorum.voters=1@127.0.0.1:9093\n")
-    assert parse_server_config(base).kafkawire_gc_freeze_after_ms == 500
+    assert parse_server_config(base).kafkawire_gc_freeze_after_ms == 50
     assert parse_server_config(base + "kafkawire.gc.freeze.after.ms=0\n").kafkawire_gc_freeze_after_ms == 0
     with pytest.raises(ConfigError, match="kafkawire.gc.freeze.after.ms"):
         parse_server_config(base + "kafkawire.gc.freeze.after.ms=-1\n")
