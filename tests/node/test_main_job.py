@@ -10,7 +10,8 @@ def test_the_main_job_runs_a_quorum_fails_over_and_dumps_the_log(tmp_path):
                             capture_output=True, text=True, timeout=240)
     out = result.stdout
     assert result.returncode == 0, result.stderr[-3000:]
-    first = int(re.search(r"^leader: node (\d) in epoch 1$", out, re.M).group(1))
+    # The first election may need a second epoch (a split vote on a loaded machine): any epoch.
+    first = int(re.search(r"^leader: node (\d) in epoch \d+$", out, re.M).group(1))
     assert re.search(r"^broker 100 registered with broker epoch \d+ and unfenced; topic demo-events created", out, re.M)
     statuses = re.findall(r"^LeaderId:\s+(\d+)$", out, re.M)
     assert len(statuses) == 2 and int(statuses[0]) == first and int(statuses[1]) != first
