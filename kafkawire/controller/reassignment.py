@@ -78,7 +78,7 @@ def _change(state: ControllerState, topic, partition_id: int, target, allow_rf_c
         if not in_progress(partition):
             raise ApiError(Errors.NO_REASSIGNMENT_IN_PROGRESS, None)
         replicas, isr, unclean = _revert(topic.name, partition_id, partition)
-        allowed = unclean_election_enabled(image, topic)
+        allowed = unclean_election_enabled(image, topic, state.node_configs)
         if unclean and not allowed:
             raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT,
                            f"Unable to revert partition assignment for {topic.name}:{partition_id} because it would "
