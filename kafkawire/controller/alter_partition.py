@@ -111,11 +111,12 @@ def alter_partition(state: ControllerState, request, request_version: int, *,
             continue
         for data in topic_data.partitions:
             answer.partitions.append(_one_partition(image, topic, data, request, request_version, records,
-                                                    mv=mv, elr=elr, static_min_isr=static_min_isr))
+                                                    mv=mv, elr=elr, static_min_isr=static_min_isr,
+                                                    node_configs=state.node_configs))
     return records, response
 
 
-def _one_partition(image, topic, data, request, request_version, records, *, mv, elr, static_min_isr):
+def _one_partition(image, topic, data, request, request_version, records, *, mv, elr, static_min_isr, node_configs):
     pid = data.partition_index
     partition = topic.partitions.get(pid)
     isr = _requested_isr(data, request_version)
@@ -125,7 +126,7 @@ def _one_partition(image, topic, data, request, request_version, records, *, mv,
     change = build_change(partition, target_isr=[b for b, _ in isr],
                           acceptable_leader=leader_acceptor(image, partition, lambda r: is_active(image, r)),
                           min_isr=effective_min_isr(image, topic, static_min_isr), elr_enabled=elr,
-                          unclean=unclean_election_enabled(image, topic), metadata_version=mv,
+                          unclean=unclean_election_enabled(image, topic, node_configs), metadata_version=mv,
                           target_recovery_state=data.leader_recovery_state)
     if change is not None:
         records.append(change_record(topic.id, pid, change, mv))

@@ -60,7 +60,7 @@ def assign_replicas_to_dirs(state: ControllerState, request, *,
                         partition, target_isr=list(partition.isr),
                         acceptable_leader=leader_acceptor(image, partition, lambda r: is_active(image, r)),
                         min_isr=effective_min_isr(image, topic, static_min_isr), elr_enabled=elr,
-                        unclean=unclean_election_enabled(image, topic), metadata_version=mv,
+                        unclean=unclean_election_enabled(image, topic, state.node_configs), metadata_version=mv,
                         target_directories={broker_id: directory})
                     if change is not None:
                         records.append(change_record(topic.id, pid, change, mv))
@@ -72,5 +72,5 @@ def assign_replicas_to_dirs(state: ControllerState, request, *,
     if offline:
         unique = list({(t.id, pid): (t, pid, p) for t, pid, p in offline}.values())
         records += leader_and_isr_updates(image, broker_to_remove=broker_id, broker_to_add=NO_LEADER, chosen=unique,
-                                          static_min_isr=static_min_isr)
+                                          static_min_isr=static_min_isr, node_configs=state.node_configs)
     return records, response

@@ -283,7 +283,7 @@ def offline_dirs_records(state: ControllerState, broker, broker_epoch: int, offl
         moves.start_dir_job(state, broker.id, gone)
         records = [change]
     else:
-        records = offline_replica_updates(state.image, broker.id, gone, _broker_isrs_and_elrs(state, broker.id),
+        records = offline_replica_updates(state, broker.id, gone, _broker_isrs_and_elrs(state, broker.id),
                                           static_min_isr) + [change]
         if moves is not None:
             moves.dirs_checked.add(broker.id)
@@ -302,7 +302,7 @@ def _recheck_offline_dirs(state: ControllerState, broker, offline, static_min_is
         moves.start_dir_job(state, broker.id, gone)
         return []
     moves.dirs_checked.add(broker.id)
-    return offline_replica_updates(state.image, broker.id, gone, _broker_isrs_and_elrs(state, broker.id),
+    return offline_replica_updates(state, broker.id, gone, _broker_isrs_and_elrs(state, broker.id),
                                    static_min_isr)
 
 

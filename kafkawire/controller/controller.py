@@ -70,6 +70,7 @@ from .state import ControllerState, SnapshotLoad
 from .state_release import release_in_steps
 from .stats import ControllerStats
 from .topics import TopicDefaults, create_topics
+from .node_configs import NodeConfigs
 from .unclean_elections import UNCLEAN_ELECTION_INTERVAL_MS, UncleanElectionTask
 from .versions import SUPPORTED_FEATURES
 from .unregister_broker import unregister_broker_handlers
@@ -122,7 +123,8 @@ class MetadataController:
                  acls_enabled: bool = False, group_bounds: GroupBounds = GroupBounds(),
                  delegation_tokens: DelegationTokenSettings = DelegationTokenSettings(),
                  wall_clock_ms=_wall_clock_ms, mutation_quota_window: tuple[int, int] = (11, 1),
-                 unclean_election_interval_ms: int = UNCLEAN_ELECTION_INTERVAL_MS):
+                 unclean_election_interval_ms: int = UNCLEAN_ELECTION_INTERVAL_MS,
+                 static_unclean_election: bool = False):
         """``listeners``: this node's controller listeners as (name, host, port, security protocol),
         which it registers; ``bootstrap_records``: the metadata record frames of bootstrap.checkpoint
         (factory.load_bootstrap_records); ``clock``: monotonic milliseconds; ``acls_enabled``: the
@@ -131,7 +133,9 @@ class MetadataController:
         BrokerHeartbeat's deadline (ControllerApis.handleBrokerHeartbeatRequest);
         ``delegation_tokens``: the delegation.token.* settings (delegation_tokens.py), whose
         timestamps are ``wall_clock_ms()`` milliseconds; ``mutation_quota_window``: controller.quota.window.*;
-        ``unclean_election_interval_ms``: unclean.leader.election.interval.ms (unclean_elections.py)."""
+        ``unclean_election_interval_ms``: unclean.leader.election.interval.ms (unclean_elections.py);
+        ``static_unclean_election``: unclean.leader.election.enable in server.properties, the
+        default of a topic that sets none when no dynamic config does (node_configs.py)."""
         self.raft = raft
         self.acls_enabled = acls_enabled
         self.delegation_tokens = delegation_tokens
@@ -153,6 +157,7 @@ class MetadataController:
         self.group_bounds = group_bounds        # group.consumer.*: what a GROUP config is checked against
         self.mutation_quotas = ControllerMutationQuotas(lambda: self.image, *mutation_quota_window, clock=clock)
         self.state = ControllerState(self.supported_features)
+        self.state.node_configs = NodeConfigs(self.node_id, static_unclean_election)
         self.committed = CommittedImage(self.state)     # what readers see: committed records only
         self.sessions = BrokerHeartbeatManager(session_timeout_ms)
         self.moves = PartitionMoves()               # a broker's partitions moved in bounded events (fencing.py)

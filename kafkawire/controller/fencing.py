@@ -226,7 +226,7 @@ class PartitionMoves:
             keys = keys_in_turn.take(budget)        # None: this step sorted keys instead (unfencing.py)
             if keys is None:
                 break
-            records += _updates(state.image, job, _present(state.image, keys, broker_id, field_name), static_min_isr)
+            records += _updates(state, job, _present(state.image, keys, broker_id, field_name), static_min_isr)
             budget -= len(keys)
             if keys_in_turn.left <= 0:
                 job.parts.pop(0)
@@ -320,12 +320,14 @@ def _present(image, keys, broker_id: int, field_name: str) -> list:
     return chosen
 
 
-def _updates(image, job: _Job, chosen: list, static_min_isr: int) -> list[bytes]:
+def _updates(state: ControllerState, job: _Job, chosen: list, static_min_isr: int) -> list[bytes]:
+    image, node_configs = state.image, state.node_configs
     if job.kind.unclean:
         return leader_and_isr_updates(image, broker_to_remove=NO_LEADER, broker_to_add=NO_LEADER, chosen=chosen,
-                                      static_min_isr=static_min_isr, unclean_shutdown=job.broker_id)
+                                      static_min_isr=static_min_isr, node_configs=node_configs,
+                                      unclean_shutdown=job.broker_id)
     return leader_and_isr_updates(image, broker_to_remove=job.broker_id, broker_to_add=NO_LEADER, chosen=chosen,
-                                  static_min_isr=static_min_isr)
+                                  static_min_isr=static_min_isr, node_configs=node_configs)
 
 
 def _release(job: _Job, error: Exception | None = None) -> None:

@@ -6,7 +6,7 @@ they were most of an ElectLeaders walk's CPU and 5-10% of a reassignment cancel'
 partitions (issue 28)."""
 from __future__ import annotations
 
-from .replication import _OnlineDirectories, effective_min_isr, is_active, unclean_election_enabled
+from .replication import _OnlineDirectories, effective_min_isr, is_active, topic_unclean_election, unclean_election_default
 from .topics import _default_dir
 from .versions import elr_enabled
 
@@ -14,8 +14,9 @@ from .versions import elr_enabled
 class ImageLookups:
     """One write's lookups against ``image`` (the image does not change under a write's generate)."""
 
-    def __init__(self, image, static_min_isr: int):
+    def __init__(self, image, static_min_isr: int, node_configs):
         self.image, self.static_min_isr = image, static_min_isr
+        self.unclean_default = unclean_election_default(image, node_configs)
         self.mv = image.metadata_version or 0
         self.elr = elr_enabled(image.metadata_version, image.finalized_features)
         self.active = {b: is_active(image, b) for b in image.brokers}.get      # an unknown id: None
@@ -47,11 +48,11 @@ class ImageLookups:
             return found
 
     def unclean_enabled(self, topic) -> bool:
-        """unclean_election_enabled(image, topic), once a topic."""
+        """unclean_election_enabled(image, topic, node_configs), once a topic."""
         try:
             return self._unclean[topic.name]
         except KeyError:
-            found = self._unclean[topic.name] = unclean_election_enabled(self.image, topic)
+            found = self._unclean[topic.name] = topic_unclean_election(self.image, topic, self.unclean_default)
             return found
 
     def build_arguments(self, topic, partition) -> dict:

@@ -35,7 +35,7 @@ class _Election(ImageLookups):
     (the write's generate, so the image does not change under it), and the refusals' errors."""
 
     def __init__(self, state: ControllerState, election: int, static_min_isr: int):
-        super().__init__(state.image, static_min_isr)
+        super().__init__(state.image, static_min_isr, state.node_configs)
         self.election = election
         self.not_needed = ApiError(Errors.ELECTION_NOT_NEEDED, Errors.ELECTION_NOT_NEEDED.message)
         error = Errors.PREFERRED_LEADER_NOT_AVAILABLE if election == PREFERRED else Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE

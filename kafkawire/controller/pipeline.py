@@ -137,7 +137,7 @@ class WritePipeline:
         state = self.state
         rebuilt = ControllerState(state.supported_features, ReplayStats())
         self.replay_committed(_Replayer(rebuilt))
-        kept = {"replay_stats": state.replay_stats, "problems": state.problems}
+        kept = {"replay_stats": state.replay_stats, "problems": state.problems, "node_configs": state.node_configs}
         state.__dict__.update(rebuilt.__dict__)
         state.__dict__.update(kept)
 

@@ -97,7 +97,7 @@ def alter_partition_reassignments(state: ControllerState, request, static_min_is
     """(records, AlterPartitionReassignmentsResponse)."""
     allow_rf_change = getattr(request, "allow_replication_factor_change", True)
     records, responses = BoundedList(), []
-    lookups = ImageLookups(state.image, static_min_isr)
+    lookups = ImageLookups(state.image, static_min_isr, state.node_configs)
     for topic_request in request.topics:
         results = []
         topic = state.image.topics_by_name.get(topic_request.name)

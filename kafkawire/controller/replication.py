@@ -14,6 +14,7 @@ from kafkawire.metadata.registrations import LOST, MIGRATING, NO_LEADER, UNASSIG
 
 from .activation import BROKER_RESOURCE, MIN_INSYNC_REPLICAS
 from .frames import frame
+from .node_configs import NodeConfigs
 from .partition_change import build_change, change_frame, isr_removal_change, without
 from .state import ControllerState
 from .versions import elr_enabled, partition_record_version
@@ -76,24 +77,49 @@ def effective_min_isr(image: MetadataImage, topic, static_min_isr: int) -> int:
     return min(min_isr, replication_factor) if replication_factor > 0 else min_isr
 
 
-def unclean_election_enabled(image: MetadataImage, topic) -> bool:
-    value = _config(image, topic.name, UNCLEAN_LEADER_ELECTION)
-    return value is not None and value.strip().lower() == "true"
+def _is_true(value: str) -> bool:
+    return value.strip().lower() == "true"
+
+
+def unclean_election_default(image: MetadataImage, node: NodeConfigs) -> bool:
+    """unclean.leader.election.enable for a topic that does not set it: as Kafka's controller
+    resolves it, the active controller's own dynamic config (its node id's BROKER resource),
+    then the cluster default, then its static server.properties. The same for every topic, so
+    a caller over many partitions looks it up once."""
+    node_resources = () if node.node_id is None else ((BROKER_RESOURCE, str(node.node_id)),)
+    for resource in (*node_resources, (BROKER_RESOURCE, "")):
+        value = image.configs.get(resource, {}).get(UNCLEAN_LEADER_ELECTION)
+        if value is not None:
+            return _is_true(value)
+    return node.static_unclean_election
+
+
+def topic_unclean_election(image: MetadataImage, topic, default: bool) -> bool:
+    """The topic's own unclean.leader.election.enable, else ``default`` (unclean_election_default)."""
+    value = image.configs.get((TOPIC_RESOURCE, topic.name), {}).get(UNCLEAN_LEADER_ELECTION)
+    return default if value is None else _is_true(value)
+
+
+def unclean_election_enabled(image: MetadataImage, topic, node: NodeConfigs) -> bool:
+    """ConfigurationControlManager.uncleanLeaderElectionEnabledForTopic."""
+    return topic_unclean_election(image, topic, unclean_election_default(image, node))
 
 
 def leader_and_isr_updates(image: MetadataImage, *, broker_to_remove: int, broker_to_add: int, chosen,
-                           static_min_isr: int, unclean_shutdown: int = NO_LEADER, out: list | None = None) -> list[bytes]:
+                           static_min_isr: int, node_configs: NodeConfigs, unclean_shutdown: int = NO_LEADER,
+                           out: list | None = None) -> list[bytes]:
     """generateLeaderAndIsrUpdates: PartitionChangeRecords for the ``chosen`` partitions (as
     (topic, partition id, registration), from the state's PartitionIndex) with ``broker_to_remove`` taken out of the ISR, ``broker_to_add`` an
-    acceptable leader even while still fenced, and ``unclean_shutdown`` (a broker whose new
+    acceptable leader even while still fenced, ``node_configs`` the controller's own config
+    layers (node_configs.py), and ``unclean_shutdown`` (a broker whose new
     incarnation found it had not shut down cleanly) out of both the ISR and the ELR
     (NO_LEADER for none). The records are appended to ``out`` (given: a BoundedList stops the
     walk when full, as Kafka's does) and returned.
 
     Nothing is applied while the records are generated, so what does not depend on the
-    partition is looked up once: each broker's acceptability and directories, each topic's
-    configs (``chosen`` comes topic by topic). A fencing moves up to 100,000 leaders of a
-    broker at 1M partitions this way (issue 28), so a partition outside a reassignment takes
+    partition is looked up once: each broker's acceptability and directories, the unclean
+    election default, each topic's configs (``chosen`` comes topic by topic). A fencing moves up
+    to 100,000 leaders of a broker at 1M partitions this way (issue 28), so a partition outside a reassignment takes
     partition_change.isr_removal_change, build_change's rules for this case written out (the
     same record bytes, tests/controller/test_move_cost.py); one being reassigned, build_change."""
     mv = image.metadata_version or 0
@@ -102,6 +128,7 @@ def leader_and_isr_updates(image: MetadataImage, *, broker_to_remove: int, broke
     gone = (broker_to_remove, unclean_shutdown)
     unclean_shutdown_replicas = () if unclean_shutdown == NO_LEADER else (unclean_shutdown,)
     online_dirs = _OnlineDirectories(image)
+    unclean_default = unclean_election_default(image, node_configs)
     # Each broker's acceptability, once per call: any other id is neither registered nor
     # broker_to_add, so not acceptable (the lookup's None).
     acceptable_by_broker = {b: b not in gone and (b == broker_to_add or is_active(image, b))
@@ -119,7 +146,7 @@ def leader_and_isr_updates(image: MetadataImage, *, broker_to_remove: int, broke
         if topic is not last_topic:
             last_topic = topic
             min_isr = effective_min_isr(image, topic, static_min_isr)
-            unclean = unclean_election_enabled(image, topic)
+            unclean = topic_unclean_election(image, topic, unclean_default)
         target_isr = without(partition.isr, gone)         # (a comprehension: a function made per partition)
         if partition.removing_replicas or partition.adding_replicas:
             change = build_change(partition, target_isr=target_isr, acceptable_leader=acceptor(partition),
@@ -176,7 +203,7 @@ def updates_removing(state: ControllerState, broker_id: int, static_min_isr: int
     image = state.image
     return leader_and_isr_updates(image, broker_to_remove=broker_id, broker_to_add=NO_LEADER,
                                   chosen=state.partition_index.with_broker_in_isr(image, broker_id),
-                                  static_min_isr=static_min_isr)
+                                  static_min_isr=static_min_isr, node_configs=state.node_configs)
 
 
 def unclean_shutdown_pass(image: MetadataImage, clean: bool) -> bool:
@@ -191,10 +218,12 @@ def updates_for_shutdown(state: ControllerState, broker_id: int, clean: bool, st
     if unclean_shutdown_pass(image, clean):
         return (leader_and_isr_updates(image, broker_to_remove=NO_LEADER, broker_to_add=NO_LEADER,
                                        chosen=index.with_broker_in_isr(image, broker_id),
-                                       static_min_isr=static_min_isr, unclean_shutdown=broker_id)
+                                       static_min_isr=static_min_isr, node_configs=state.node_configs,
+                                       unclean_shutdown=broker_id)
                 + leader_and_isr_updates(image, broker_to_remove=NO_LEADER, broker_to_add=NO_LEADER,
                                          chosen=index.with_broker_in_elr(image, broker_id),
-                                         static_min_isr=static_min_isr, unclean_shutdown=broker_id))
+                                         static_min_isr=static_min_isr, node_configs=state.node_configs,
+                                       unclean_shutdown=broker_id))
     return updates_removing(state, broker_id, static_min_isr)
 
 
@@ -203,4 +232,4 @@ def updates_adding(state: ControllerState, broker_id: int, static_min_isr: int) 
     image = state.image
     return leader_and_isr_updates(image, broker_to_remove=NO_LEADER, broker_to_add=broker_id,
                                   chosen=state.partition_index.without_leader(image),
-                                  static_min_isr=static_min_isr)
+                                  static_min_isr=static_min_isr, node_configs=state.node_configs)

@@ -34,6 +34,7 @@ from kafkawire.raft.contract import StateMachineFatal
 
 from .frames import take_built
 from .java_order import grown_capacity, string_hashmap_order
+from .node_configs import NodeConfigs
 from .partition_index import PartitionIndex
 from .stats import ReplayStats
 from .versions import METADATA_VERSION
@@ -96,6 +97,7 @@ class ControllerState:
         self.problems: list[Problem] = []
         self._transaction: _Transaction | None = None
         self._offsets_marked = False          # a Mark holds register_broker_offsets: copy it before a change
+        self.node_configs = NodeConfigs()     # the controller's own, not the log's: kept by adopt
 
     # --- queries ------------------------------------------------------------------------------
     @property
@@ -183,8 +185,9 @@ class ControllerState:
         stats.elr_elections += loaded.replay_stats.elr_elections
         stats.errors += loaded.replay_stats.errors
         old = dict(self.__dict__)
+        node_configs = self.node_configs
         self.__dict__.update(loaded.__dict__)
-        self.replay_stats = stats
+        self.replay_stats, self.node_configs = stats, node_configs
         return old
 
     def _load_record(self, value, end_offset: int, new_features: list[str]) -> None:

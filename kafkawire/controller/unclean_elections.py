@@ -28,7 +28,7 @@ import uuid
 from .errors import ApiError
 from .java_order import uuid_tree_order
 from .partition_index import PID_BITS, partition_id_of
-from .replication import UNCLEAN_LEADER_ELECTION, unclean_election_enabled
+from .replication import UNCLEAN_LEADER_ELECTION, topic_unclean_election, unclean_election_default
 from .state import ControllerState
 
 log = logging.getLogger(__name__)
@@ -38,24 +38,26 @@ MAX_ELECTIONS_PER_IMBALANCE = 1000          # ReplicationControlManager.MAX_ELEC
 IMMEDIATE_PERIOD_MS = 10                    # PeriodicTask.DEFAULT_IMMEDIATE_PERIOD_NS
 
 
-def _any_topic_may_allow(image) -> bool:
-    """Whether some config resource sets unclean.leader.election.enable to true: when none does,
-    no topic allows it and no partition need be looked at (the default is false)."""
-    return any((values.get(UNCLEAN_LEADER_ELECTION) or "").strip().lower() == "true"
-               for values in image.configs.values())
+def _any_topic_may_allow(state: ControllerState) -> bool:
+    """Whether the controller's server.properties or some config resource sets
+    unclean.leader.election.enable to true: when none does, no topic allows it and no partition
+    need be looked at (the default is false)."""
+    return state.node_configs.static_unclean_election or any((values.get(UNCLEAN_LEADER_ELECTION) or "").strip().lower() == "true"
+               for values in state.image.configs.values())
 
 
 def _leaderless_of_unclean_topics(state: ControllerState):
     """(topic, partition id, registration) of each partition without a leader whose topic allows
     unclean elections, topic by topic in the image's order, then by partition id."""
     image = state.image
-    if not state.partition_index.leaderless_count() or not _any_topic_may_allow(image):
+    if not state.partition_index.leaderless_count() or not _any_topic_may_allow(state):
         return
     by_topic: dict[int, list[int]] = {}
     for key in state.partition_index.leaderless_keys():
         by_topic.setdefault(key >> PID_BITS, []).append(partition_id_of(key))
     topics = [image.topics_by_id.get(uuid.UUID(int=topic_int)) for topic_int in by_topic]
-    allowed = [t for t in topics if t is not None and unclean_election_enabled(image, t)]
+    default = unclean_election_default(image, state.node_configs)
+    allowed = [t for t in topics if t is not None and topic_unclean_election(image, t, default)]
     for topic in uuid_tree_order([t.id for t in allowed]):
         topic = image.topics_by_id[topic]
         for pid in sorted(by_topic[topic.id.int]):

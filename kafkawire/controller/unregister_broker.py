@@ -48,7 +48,7 @@ def unregister_broker(state: ControllerState, broker_id: int, *, static_min_isr:
     records = bounded.BoundedList()
     for chosen in (index.walk_isr(image, broker_id), index.walk_elr(image, broker_id)):
         leader_and_isr_updates(image, broker_to_remove=broker_id, broker_to_add=NO_LEADER, chosen=chosen,
-                               static_min_isr=static_min_isr, out=records)
+                               static_min_isr=static_min_isr, node_configs=state.node_configs, out=records)
     records.append(frame("UnregisterBrokerRecord", 0, broker_id=broker_id, broker_epoch=registration.epoch))
     return records, UnregisterBrokerResponse()
 

@@ -89,6 +89,7 @@ class ServerConfig:
     kafkawire_metrics_prometheus_listener: tuple[str | None, int]    # (host, None for every interface; port)
     broker_heartbeat_interval_ms: int = 2000
     unclean_leader_election_interval_ms: int = 300_000
+    unclean_leader_election_enable: bool = False
     auto_create_topics_enable: bool = True
     num_partitions: int = 1
     default_replication_factor: int = 1

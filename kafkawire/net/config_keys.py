@@ -84,6 +84,9 @@ _KEYS = (
     # ReplicationConfigs: LONG 5 minutes atLeast(1), internal; the active controller's electUnclean
     # task (kafkawire.controller.unclean_elections)
     _Key("unclean.leader.election.interval.ms", lambda k, v: _long(k, v, 1), "300000", "ReplicationConfigs"),
+    # ReplicationConfigs BOOLEAN false: on the active controller, the default of a topic that sets
+    # none when neither its node's nor the cluster's dynamic config does (controller/node_configs.py)
+    _Key("unclean.leader.election.enable", _bool, "false", "ReplicationConfigs"),
     # The broker role (process.roles=broker,controller): KRaftConfigs INT 2000; ServerLogConfigs
     # BOOLEAN true, INT 1 atLeast(1); ReplicationConfigs INT 1; ServerConfigs INT 1048588 atLeast(0),
     # INT 55 MiB atLeast(1024); LogConfig INT 1 GiB atLeast(1 MiB), STRING in(CreateTime, LogAppendTime),

@@ -6,6 +6,7 @@ elections of an unfencing sweep cut short by the change of leader (as it finishe
 import pytest
 
 from kafkawire.controller.frames import frame
+from kafkawire.controller.activation import BROKER_RESOURCE
 from kafkawire.metadata.image import TOPIC_RESOURCE
 from kafkawire.metadata.registrations import NO_LEADER
 from kafkawire.net.config import ConfigError, parse_server_config
@@ -20,9 +21,9 @@ RECOVERING = 1
 INTERVAL_MS = 5000
 
 
-async def _start(clock):
+async def _start(clock, **settings):
     quorum = FakeQuorum()
-    leader = add_controller(quorum, 1, clock=clock, unclean_election_interval_ms=INTERVAL_MS)
+    leader = add_controller(quorum, 1, clock=clock, unclean_election_interval_ms=INTERVAL_MS, **settings)
     running = Running(leader)
     await running.__aenter__()
     quorum.elect(1)
@@ -140,4 +141,44 @@ def test_a_new_active_controller_finishes_the_unclean_elections_of_a_sweep_cut_s
             await until(lambda: other.is_active() and not other.moves and not other.pipeline.in_flight,
                         "the new controller's sweep")
             assert all(p.leader == 3 for p in other.image.topics_by_id[orders].partitions.values())
+    run(go())
+
+
+# (unclean.leader.election.enable in the controller's server.properties, dynamic BROKER configs
+# as {resource name: value}, whether the topic, which sets none, gets an unclean leader)
+CONTROLLER_LAYERS = [
+    (True, {}, True),                           # the static setting alone
+    (True, {"1": "false"}, False),              # the controller's own node config before it
+    (True, {"": "false"}, False),               # the cluster default before it
+    (False, {"1": "true", "": "false"}, True),  # the node config before the cluster default
+    (False, {"2": "true"}, False),              # another node's config is not the controller's
+]
+
+
+@pytest.mark.parametrize("static, dynamic, elected", CONTROLLER_LAYERS)
+def test_a_topic_without_the_setting_takes_the_active_controllers_own(monkeypatch, static, dynamic, elected):
+    """ConfigurationControlManager.uncleanLeaderElectionEnabledForTopic: the topic's config, then
+    the active controller's node config, the cluster default, its static setting. Broker 2,
+    unfenced while every partition is leaderless and outside every ISR and ELR, can lead only
+    uncleanly: its unfencing (leader_and_isr_updates) elects it where the layers allow it."""
+    async def go():
+        _seeded(monkeypatch)
+        quorum, leader, running = await _start(FakeClock(), static_unclean_election=static)
+        async with running:
+            await leader.write(lambda: ([frame("ConfigRecord", resource_type=BROKER_RESOURCE, resource_name=name,
+                                               name="unclean.leader.election.enable", value=value)
+                                         for name, value in dynamic.items()], None))
+            for b in (1, 2, 3):
+                await register_unfenced(quorum, leader, b)
+            orders = await create(leader, "orders", partitions=2, rf=3)
+            for b in (2, 3, 1):
+                await _beat(leader, quorum, b, want_fence=True)
+                await until(lambda: not leader.moves and not leader.pipeline.in_flight, "fenced")
+            partitions = leader.image.topics_by_id[orders].partitions.values()
+            assert all(p.leader == NO_LEADER and 2 not in p.isr and 2 not in p.elr for p in partitions)
+            assert not (await _beat(leader, quorum, 2)).is_fenced
+            await until(lambda: not leader.moves and not leader.pipeline.in_flight, "unfenced")
+            partitions = leader.image.topics_by_id[orders].partitions.values()
+            expected = (2, RECOVERING) if elected else (NO_LEADER, 0)
+            assert [(p.leader, p.leader_recovery_state) for p in partitions] == [expected, expected]
     run(go())
