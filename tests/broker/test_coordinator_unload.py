@@ -277,6 +277,17 @@ async def listed(broker) -> tuple[int, list]:
     return answer.error_code, sorted(g.group_id for g in answer.groups)
 
 
+async def two_groups_then_lost(tmp_path):
+    """A share broker whose groups "first" and "second" are written and replicated, then its
+    __consumer_offsets partition led elsewhere: (broker, the partition it led)."""
+    broker = share_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+    await broker.load()
+    for group_id in ("first", "second"):
+        answer = await answered(broker, share_heartbeat(broker, "m", group_id), replicated=True)
+        assert answer.error_code == Errors.NONE
+    return broker, lose_leadership(broker, OFFSETS)
+
+
 def test_a_partition_lost_while_it_is_loading_has_its_load_cancelled_and_what_it_replayed_dropped(
         tmp_path, monkeypatch):
     """CoordinatorRuntime's unload (and removeLoadingPartitionWithEpoch) cancels a load under way:
@@ -284,12 +295,7 @@ def test_a_partition_lost_while_it_is_loading_has_its_load_cancelled_and_what_it
     the load stopped at its next read and left that group in memory, listed by ListGroups until
     the partition was loaded again); led again, the partition is loaded in full."""
     async def go():
-        broker = share_broker(tmp_path, offsets_commit_timeout_ms=10_000)
-        await broker.load()
-        for group_id in ("first", "second"):
-            answer = await answered(broker, share_heartbeat(broker, "m", group_id), replicated=True)
-            assert answer.error_code == Errors.NONE
-        partition = lose_leadership(broker, OFFSETS)
+        broker, partition = await two_groups_then_lost(tmp_path)
         assert await listed(broker) == (Errors.NONE, [])
 
         monkeypatch.setattr(group_log, "LOAD_READ_BYTES", 1)      # a batch (one group's heartbeat) at a time
@@ -415,12 +421,7 @@ def test_a_load_that_fails_drops_what_it_replayed_answers_not_coordinator_and_is
     ListGroups skips (before, COORDINATOR_LOAD_IN_PROGRESS, and ListGroups too, until the next
     metadata update, though no load was under way); the next metadata update loads it again."""
     async def go():
-        broker = share_broker(tmp_path, offsets_commit_timeout_ms=10_000)
-        await broker.load()
-        for group_id in ("first", "second"):
-            answer = await answered(broker, share_heartbeat(broker, "m", group_id), replicated=True)
-            assert answer.error_code == Errors.NONE
-        partition = lose_leadership(broker, OFFSETS)
+        broker, partition = await two_groups_then_lost(tmp_path)
 
         monkeypatch.setattr(group_log, "LOAD_READ_BYTES", 1)      # a batch (one group's heartbeat) at a time
         reads = []
