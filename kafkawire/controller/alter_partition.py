@@ -125,7 +125,7 @@ def _one_partition(image, topic, data, request, request_version, records, *, mv,
         return PartitionData(partition_index=pid, error_code=int(error))
     change = build_change(partition, target_isr=[b for b, _ in isr],
                           acceptable_leader=leader_acceptor(image, partition, lambda r: is_active(image, r)),
-                          min_isr=effective_min_isr(image, topic, static_min_isr), elr_enabled=elr,
+                          min_isr=effective_min_isr(image, topic, static_min_isr, node_configs), elr_enabled=elr,
                           unclean=unclean_election_enabled(image, topic, node_configs), metadata_version=mv,
                           target_recovery_state=data.leader_recovery_state)
     if change is not None:

@@ -59,7 +59,7 @@ def assign_replicas_to_dirs(state: ControllerState, request, *,
                     change = build_change(
                         partition, target_isr=list(partition.isr),
                         acceptable_leader=leader_acceptor(image, partition, lambda r: is_active(image, r)),
-                        min_isr=effective_min_isr(image, topic, static_min_isr), elr_enabled=elr,
+                        min_isr=effective_min_isr(image, topic, static_min_isr, state.node_configs), elr_enabled=elr,
                         unclean=unclean_election_enabled(image, topic, state.node_configs), metadata_version=mv,
                         target_directories={broker_id: directory})
                     if change is not None:

@@ -6,7 +6,8 @@ they were most of an ElectLeaders walk's CPU and 5-10% of a reassignment cancel'
 partitions (issue 28)."""
 from __future__ import annotations
 
-from .replication import _OnlineDirectories, effective_min_isr, is_active, topic_unclean_election, unclean_election_default
+from .replication import (_OnlineDirectories, is_active, min_isr_default, topic_min_isr, topic_unclean_election,
+                          unclean_election_default)
 from .topics import _default_dir
 from .versions import elr_enabled
 
@@ -15,7 +16,8 @@ class ImageLookups:
     """One write's lookups against ``image`` (the image does not change under a write's generate)."""
 
     def __init__(self, image, static_min_isr: int, node_configs):
-        self.image, self.static_min_isr = image, static_min_isr
+        self.image = image
+        self.min_isr_default = min_isr_default(image, node_configs, static_min_isr)
         self.unclean_default = unclean_election_default(image, node_configs)
         self.mv = image.metadata_version or 0
         self.elr = elr_enabled(image.metadata_version, image.finalized_features)
@@ -32,7 +34,7 @@ class ImageLookups:
         try:
             return self._min_isr[topic.name]
         except KeyError:
-            found = self._min_isr[topic.name] = effective_min_isr(self.image, topic, self.static_min_isr)
+            found = self._min_isr[topic.name] = topic_min_isr(self.image, topic, self.min_isr_default)
             return found
 
     def acceptable(self, partition):

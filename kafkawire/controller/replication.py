@@ -55,26 +55,45 @@ def leader_acceptor(image: MetadataImage, partition, is_acceptable):
     return lambda r: is_acceptable(r) and has_online_dir(image, r, replica_directory(partition, r))
 
 
-def _config(image: MetadataImage, topic_name: str, key: str) -> str | None:
-    """A topic config, else the cluster-level default (the BROKER resource named "")."""
-    for resource in ((TOPIC_RESOURCE, topic_name), (BROKER_RESOURCE, "")):
-        value = image.configs.get(resource, {}).get(key)
+def _node_layers(node: NodeConfigs) -> tuple:
+    """The dynamic config resources a topic config falls back to on the active controller, in
+    Kafka's order (KafkaConfigSchema.resolveEffectiveTopicConfig): its own node id's BROKER
+    resource, then the cluster default (the BROKER resource named "")."""
+    own = () if node.node_id is None else ((BROKER_RESOURCE, str(node.node_id)),)
+    return (*own, (BROKER_RESOURCE, ""))
+
+
+def min_isr_default(image: MetadataImage, node: NodeConfigs, static_min_isr: int) -> int:
+    """min.insync.replicas for a topic that does not set it: the active controller's own dynamic
+    config, then the cluster default, then ``static_min_isr`` (its server.properties). The same
+    for every topic, so a caller over many topics looks it up once."""
+    for resource in _node_layers(node):
+        value = image.configs.get(resource, {}).get(MIN_INSYNC_REPLICAS)
         if value is not None:
-            return value
-    return None
+            try:
+                return int(value)
+            except ValueError:          # (never written: AlterConfigs checks the value)
+                return static_min_isr
+    return static_min_isr
 
 
-def effective_min_isr(image: MetadataImage, topic, static_min_isr: int) -> int:
-    """getTopicEffectiveMinIsr: min.insync.replicas, at most the replication factor, which Kafka
-    reads from partition 0 (a reassignment can leave partitions with different factors)."""
-    value = _config(image, topic.name, MIN_INSYNC_REPLICAS)
+def topic_min_isr(image: MetadataImage, topic, default: int) -> int:
+    """getTopicEffectiveMinIsr: the topic's min.insync.replicas, else ``default``
+    (min_isr_default), at most the replication factor, which Kafka reads from partition 0 (a
+    reassignment can leave partitions with different factors)."""
+    value = image.configs.get((TOPIC_RESOURCE, topic.name), {}).get(MIN_INSYNC_REPLICAS)
     try:
-        min_isr = int(value) if value is not None else static_min_isr
+        min_isr = int(value) if value is not None else default
     except ValueError:
-        min_isr = static_min_isr
+        min_isr = default
     first = topic.partitions.get(0)
     replication_factor = len(first.replicas) if first is not None else 0
     return min(min_isr, replication_factor) if replication_factor > 0 else min_isr
+
+
+def effective_min_isr(image: MetadataImage, topic, static_min_isr: int, node: NodeConfigs) -> int:
+    """getTopicEffectiveMinIsr over ConfigurationControlManager.getTopicConfig's layers."""
+    return topic_min_isr(image, topic, min_isr_default(image, node, static_min_isr))
 
 
 def _is_true(value: str) -> bool:
@@ -86,8 +105,7 @@ def unclean_election_default(image: MetadataImage, node: NodeConfigs) -> bool:
     resolves it, the active controller's own dynamic config (its node id's BROKER resource),
     then the cluster default, then its static server.properties. The same for every topic, so
     a caller over many partitions looks it up once."""
-    node_resources = () if node.node_id is None else ((BROKER_RESOURCE, str(node.node_id)),)
-    for resource in (*node_resources, (BROKER_RESOURCE, "")):
+    for resource in _node_layers(node):
         value = image.configs.get(resource, {}).get(UNCLEAN_LEADER_ELECTION)
         if value is not None:
             return _is_true(value)
@@ -118,7 +136,7 @@ def leader_and_isr_updates(image: MetadataImage, *, broker_to_remove: int, broke
 
     Nothing is applied while the records are generated, so what does not depend on the
     partition is looked up once: each broker's acceptability and directories, the unclean
-    election default, each topic's configs (``chosen`` comes topic by topic). A fencing moves up
+    election and min ISR defaults, each topic's configs (``chosen`` comes topic by topic). A fencing moves up
     to 100,000 leaders of a broker at 1M partitions this way (issue 28), so a partition outside a reassignment takes
     partition_change.isr_removal_change, build_change's rules for this case written out (the
     same record bytes, tests/controller/test_move_cost.py); one being reassigned, build_change."""
@@ -129,6 +147,7 @@ def leader_and_isr_updates(image: MetadataImage, *, broker_to_remove: int, broke
     unclean_shutdown_replicas = () if unclean_shutdown == NO_LEADER else (unclean_shutdown,)
     online_dirs = _OnlineDirectories(image)
     unclean_default = unclean_election_default(image, node_configs)
+    min_isr_fallback = min_isr_default(image, node_configs, static_min_isr)
     # Each broker's acceptability, once per call: any other id is neither registered nor
     # broker_to_add, so not acceptable (the lookup's None).
     acceptable_by_broker = {b: b not in gone and (b == broker_to_add or is_active(image, b))
@@ -145,7 +164,7 @@ def leader_and_isr_updates(image: MetadataImage, *, broker_to_remove: int, broke
     for topic, pid, partition in chosen:
         if topic is not last_topic:
             last_topic = topic
-            min_isr = effective_min_isr(image, topic, static_min_isr)
+            min_isr = topic_min_isr(image, topic, min_isr_fallback)
             unclean = topic_unclean_election(image, topic, unclean_default)
         target_isr = without(partition.isr, gone)         # (a comprehension: a function made per partition)
         if partition.removing_replicas or partition.adding_replicas:

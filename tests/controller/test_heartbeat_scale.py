@@ -315,6 +315,7 @@ def test_a_controlled_shutdown_asks_the_index_whether_the_broker_still_leads(mon
 def test_the_effective_min_isr_caps_at_partition_zeros_replication_factor():
     """getTopicEffectiveMinIsr reads the replication factor of partition 0 (a reassignment can
     leave the others with another), and so costs one lookup, not a walk of the topic."""
+    from kafkawire.controller.node_configs import NodeConfigs
     from kafkawire.controller.replication import effective_min_isr
     from kafkawire.metadata.image import TOPIC_RESOURCE, MetadataImage, TopicImage
     from kafkawire.metadata.registrations import PartitionRegistration
@@ -326,6 +327,6 @@ def test_the_effective_min_isr_caps_at_partition_zeros_replication_factor():
     image = MetadataImage()
     topic = TopicImage("t", uuid.uuid4(), {1: partition((4,)), 0: partition((1, 2, 3))})
     image.configs[(TOPIC_RESOURCE, "t")] = {"min.insync.replicas": "2"}
-    assert effective_min_isr(image, topic, 1) == 2
+    assert effective_min_isr(image, topic, 1, NodeConfigs()) == 2
     topic.partitions = {0: partition((4,)), 1: partition((1, 2, 3))}
-    assert effective_min_isr(image, topic, 1) == 1
+    assert effective_min_isr(image, topic, 1, NodeConfigs()) == 1
