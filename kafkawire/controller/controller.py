@@ -217,8 +217,8 @@ class MetadataController:
             self.pipeline.committed(base_offset, records)       # the committed image moves with it
         else:
             if self.pipeline.in_flight:
-                # Commits come in log order: a batch not applied ahead while writes are in
-                # flight means the log is not the one they were applied to.
+                # Commits come in log order: a batch not applied ahead while writes are in flight
+                # means the log is not the one they were applied to, or another writer's came first.
                 log.error("controller %d: committed batch at offset %d is not the writes applied ahead up to %d; "
                           "going back to the committed state", self.node_id, base_offset, self.state.next_offset - 1)
                 self.pipeline.roll_back(not_controller(None))

@@ -97,8 +97,21 @@ class WritePipeline:
         return write
 
     def applied_ahead(self, base_offset: int, records: list[bytes]) -> bool:
-        """Whether this committed batch is one the state already holds (applied ahead)."""
-        return bool(self._in_flight) and base_offset + len(records) <= self.state.next_offset
+        """Whether this committed batch is writes the state already holds (applied ahead): it
+        starts where the oldest write in flight starts and ends where one of them ends (the
+        raft log puts whole appends in a batch, never part of one). Any other batch (one that
+        another writer queued before the writes, below their offsets) is not, even when it ends
+        below the state's end: taken for theirs, it would never be applied (issue 28)."""
+        if not self._in_flight:
+            return False
+        oldest = self._in_flight[0]
+        if base_offset != oldest.last_offset - oldest.records + 1:
+            return False
+        last = base_offset + len(records) - 1
+        for write in self._in_flight:
+            if write.last_offset >= last:
+                return write.last_offset == last
+        return False
 
     def committed(self, base_offset: int, records: list[bytes]) -> None:
         """A batch applied ahead committed: answer every write it ends (in order)."""

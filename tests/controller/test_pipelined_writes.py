@@ -9,7 +9,10 @@ never committed stays visible.
 Before issue 28 the controller wrote one batch per commit: the second write waited for the
 first one's commit, so only one batch was ever held here."""
 import asyncio
+import uuid
 
+from kafkawire import messages
+from kafkawire.metadata.frame import encode_metadata_record
 from kafkawire.messages.alter_client_quotas_request import AlterClientQuotasRequest, EntityData, EntryData, OpData
 from kafkawire.messages.list_partition_reassignments_request import ListPartitionReassignmentsRequest
 from kafkawire.protocol.error_codes import Errors
@@ -177,3 +180,31 @@ def test_a_write_generates_from_the_state_with_the_writes_in_flight_not_from_the
     removals = [m.remove for _, m in quorum.records() if type(m).NAME == "ClientQuotaRecord"]
     assert removals == [False, True]
     assert leader.image.client_quotas == {}
+
+
+def test_a_batch_queued_below_the_writes_in_flight_is_replayed_not_taken_for_theirs():
+    """Another writer's batch queued before a write takes offsets below it (next_offset counts
+    it), so once the write is applied ahead it ends below the state's end. It is not the
+    write's: its commit rolls the writes in flight back (answered NOT_CONTROLLER) and is
+    replayed, and the write is applied as its own batch commits. Taken for the write's by its
+    offsets alone (before), it was never applied: the leader lacked a topic its follower had."""
+    quorum, leader = held_leader()
+    follower = add_controller(quorum, 2)
+    foreign = encode_metadata_record(messages.by_name("TopicRecord")(name="foreign", topic_id=uuid.UUID(int=77)), 0)
+
+    async def go():
+        async with Running(leader):
+            await lead_with_a_broker(quorum, leader)
+            quorum.holding = True
+            quorum.append([foreign])
+            call = asyncio.ensure_future(leader.handlers()[19].handle(Ctx(7), create("mine")))
+            await until(lambda: len(quorum.held) == 2, "the write appended after the other batch")
+            quorum.release()
+            return await call
+
+    reply = run(go())
+    assert sorted(leader.state.image.topics_by_name) == ["foreign", "mine"]
+    assert sorted(follower.state.image.topics_by_name) == ["foreign", "mine"]
+    assert leader.state.next_offset == follower.state.next_offset == quorum.end_offset
+    assert leader.state.problems == [] and follower.state.problems == [] and leader.pipeline.in_flight == 0
+    assert reply.topics[0].error_code == Errors.NOT_CONTROLLER

@@ -158,6 +158,39 @@ def test_queued_appends_reach_the_core_before_any_later_input(tmp_path):
     assert last == expected + 1
 
 
+def test_a_control_batch_an_input_writes_goes_after_the_appends_queued_before_it(tmp_path):
+    """The controller applies a write at the offsets next_offset() gives, then queues it
+    (prepare_append; issue 28). An input that makes the leader write a control batch, here
+    UpdateFeatures raising kraft.version (a KRaftVersionRecord and a VotersRecord in one batch,
+    as AddRaftVoter, RemoveRaftVoter and UpdateRaftVoter write theirs), arriving before the
+    queue's drain, hands the queue to the core first: the control batch goes after the write,
+    whose offsets hold (Kafka's control records take their offsets from the same accumulator)."""
+    from kafkawire.messages.update_features_request import FeatureUpdateKey, UpdateFeaturesRequest
+
+    class Ctx:
+        api_version, peer = 1, ("127.0.0.1", 1)
+
+    upgrade = UpdateFeaturesRequest(timeout_ms=10_000, feature_updates=[FeatureUpdateKey(
+        feature="kraft.version", max_version_level=1, upgrade_type=1)])
+
+    async def work(driver, recorder):
+        await driver.append([b"warm-up"])
+        # The request's task runs on the next loop turn, before the drain prepare_append schedules.
+        request = asyncio.ensure_future(driver.handle_request(Ctx(), upgrade))
+        expected = driver.next_offset()
+        appended = driver.prepare_append([b"x", b"y"])
+        answer = await asyncio.wait_for(request, 10)
+        last = await asyncio.wait_for(appended, 10)
+        end = driver.core.log.end_offset
+        batches = [(b.base_offset, b.last_offset, b.is_control) for b in driver.store.data_batches(expected, end)]
+        return expected, last, answer.error_code, driver.kraft_version(), batches, recorder.committed[-2:]
+
+    expected, last, error, kraft_version, batches, committed = asyncio.run(single_voter(tmp_path / "p", 7, work))
+    assert (error, kraft_version) == (0, 1)
+    assert last == expected + 1 and committed == [(expected, b"x"), (expected + 1, b"y")]
+    assert batches[:2] == [(expected, expected + 1, False), (expected + 2, expected + 3, True)]
+
+
 class HeldFsync:
     """Wraps a DiskLogStore's prepare_flush so that every fsync (on the driver's disk thread)
     waits until the test releases it; ``started`` is set once one is waiting."""
