@@ -99,3 +99,25 @@ def test_a_broker_level_config_is_read_for_this_broker_then_for_every_broker_the
     del image.configs[(BROKER_RESOURCE, "1")]
     assert configs.broker_value(image, "log.segment.delete.delay.ms", 60_000) == 6
     assert configs.broker_value(None, "log.segment.delete.delay.ms", 60_000) == 60_000
+
+
+def test_min_insync_replicas_and_log_configs_set_for_this_broker_beat_the_cluster_default_and_the_file():
+    """DynamicBrokerConfig's per-broker layer (issue 29): min.insync.replicas set for node 1 is
+    what Produce, replication and the metrics read on node 1 (TopicConfigs.produce_settings),
+    over the cluster default and server.properties; node 2's value is not node 1's. The same for
+    a log config read through its log.-prefixed synonym; a topic's own value still wins."""
+    file_config = dataclasses.replace(CONFIG, min_insync_replicas=1, log_retention_bytes=100)
+    image = image_with({(BROKER_RESOURCE, "1"): {"min.insync.replicas": "3", "log.retention.bytes": "300"},
+                        (BROKER_RESOURCE, "2"): {"min.insync.replicas": "4", "log.retention.bytes": "400"},
+                        (BROKER_RESOURCE, ""): {"min.insync.replicas": "2", "log.retention.bytes": "200"},
+                        (TOPIC_RESOURCE, "own"): {"min.insync.replicas": "5"}})
+    configs = TopicConfigs(file_config)
+    assert configs.produce_settings(image, "t").min_insync_replicas == 3
+    assert configs.log_settings(image, "t").retention_bytes == 300
+    assert configs.produce_settings(image, "own").min_insync_replicas == 5
+    on_node_2 = TopicConfigs(dataclasses.replace(file_config, node_id=2))
+    assert on_node_2.produce_settings(image, "t").min_insync_replicas == 4
+    del image.configs[(BROKER_RESOURCE, "1")]
+    image.provenance = Provenance(5, 1, -1)           # a batch applied to the image
+    assert configs.produce_settings(image, "t").min_insync_replicas == 2
+    assert configs.log_settings(image, "t").retention_bytes == 200

@@ -23,7 +23,7 @@ from kafkawire.net.config import parse_server_config
 from kafkawire.broker.txn_markers import TxnMarkersApi
 from kafkawire.broker.txn_verification import transaction_checks
 from kafkawire.broker.validation import validate_produce
-from kafkawire.metadata.image import TOPIC_RESOURCE
+from kafkawire.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
 from kafkawire.messages.write_txn_markers_request import (WritableTxnMarker, WritableTxnMarkerTopic,
                                                           WriteTxnMarkersRequest)
 from kafkawire.protocol.error_codes import Errors
@@ -538,3 +538,13 @@ def test_a_consumer_offsets_marker_is_not_leader_while_the_group_coordinator_loa
         assert await fetched(broker, True) == (Errors.NONE, 50)
         broker.close()
     asyncio.run(go())
+
+
+def test_min_insync_replicas_set_for_this_broker_alone_refuses_an_acks_all_write(broker):
+    """The per-broker dynamic layer (issue 29): min.insync.replicas=2 set for node 1 only (the
+    cluster default and server.properties say 1) makes a write to a two-replica partition whose
+    ISR is the leader alone NOT_ENOUGH_REPLICAS, as Kafka's broker answers."""
+    broker.image().configs[(BROKER_RESOURCE, str(NODE))] = {"min.insync.replicas": "2"}
+    broker.image().configs[(BROKER_RESOURCE, "")] = {"min.insync.replicas": "1"}
+    broker.image().topics_by_name["orders"].partitions[0] = SimpleNamespace(leader=NODE, isr=[NODE], replicas=[NODE, 2])
+    assert results(write(broker, marker(7, [0]))) == {(7, "orders", 0): Errors.NOT_ENOUGH_REPLICAS}
