@@ -21,7 +21,8 @@ Partitions: after each metadata change, every partition of the image whose leade
 broker gets its log opened (``log.dirs/<topic>-<partition>``, kafkawire.broker.partition) and
 its leader epoch updated; a partition no longer assigned here (reassigned away, or its topic
 deleted) is closed, renamed and removed later (kafkawire.broker.log_deletion), as Kafka's
-ReplicaManager.applyDelta deletes it. Before the first logs open, the partition directories the
+ReplicaManager.applyDelta deletes it (opening, leading and closing the logs:
+kafkawire.broker.hosted_partitions). Before the first logs open, the partition directories the
 image does not assign here are set aside ``-stray`` (kafkawire.broker.stray_logs). A partition
 whose replicas include this broker and whose leader is another one is followed
 (kafkawire.broker.replica_roles: its log kept or opened, its leader's replica fetcher copying
@@ -45,7 +46,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import os
 import socket
 import uuid
 import weakref
@@ -86,14 +86,15 @@ from .cordoned_dirs import CordonedDirs
 from .dir_assignments import DirAssignments
 from .alter_log_dirs import AlterLogDirsApi
 from .log_dir_copy import find_future_logs
-from .log_dir_failure import BrokerHalted, fail_log_dir, open_failure, skips_creation, state_file_failure
+from .log_dir_failure import BrokerHalted, fail_log_dir, skips_creation, state_file_failure
 from .state_writes import StateWrites
 from .stray_logs import mark_stray_logs
 from .telemetry_apis import client_telemetry
 from .log_manager import LogManager
 from .metrics import BrokerTopicStats
 from .metadata_apis import MetadataApis
-from .partition import LeaderPartition, partition_dir_name
+from .hosted_partitions import HostedPartitions
+from .partition import LeaderPartition
 from .produce import ProduceApi
 from .replica_roles import ReplicaRoles
 from .replica_selector import SelectorError, replica_selector
@@ -113,14 +114,13 @@ DESCRIBE_CONFIGS_MIN_VERSION = 1         # Kafka 4.x's broker serves DescribeCon
 INIT_PRODUCER_ID = 22
 DELETE_RECORDS = 21
 DESCRIBE_PRODUCERS = 61
-DIRECTORY_ASSIGNMENT_LEVEL = 17           # metadata.version 3.7-IV2: KIP-858's directory assignment
 
 
 class BrokerStartError(RuntimeError):
     """The broker role cannot start: the reason names the key or file."""
 
 
-class Broker:
+class Broker(HostedPartitions):
     """The broker part of a combined node: listeners serving the data APIs, the lifecycle with the
     active controller, and a LeaderPartition per partition the committed metadata says it leads."""
 
@@ -481,73 +481,6 @@ class Broker:
         log.critical("broker %d: %s", self.node_id, reason)
         if self._halted is not None and not self._halted.done():
             self._halted.set_exception(reason)
-
-    def _assign_directories(self, image) -> None:
-        """ReplicaManager.maybeUpdateTopicAssignment: each replica here whose log is not in the
-        directory the metadata names is assigned to its own (from metadata.version 3.7-IV2)."""
-        if (getattr(image, "metadata_version", None) or 0) < DIRECTORY_ASSIGNMENT_LEVEL:
-            return
-        for (name, index), partition in self.log_manager.replicas().items():
-            actual = self.log_dirs.id_of_log(partition.log.directory)
-            topic = image.topics_by_name.get(name)
-            registration = None if topic is None else topic.partitions.get(index)
-            if actual is None or registration is None or topic.id != partition.topic_id:
-                continue
-            if assigned_directory(registration, self.node_id) != actual:
-                self.dir_assignments.submit(topic.id, index, actual)
-
-    def _take_from_followers(self, key, topic_id) -> None:
-        """A partition followed here until now is led from now on with its open log (makeLeader)."""
-        partition = self.replica_roles.take(key, topic_id)
-        if partition is not None:
-            self.partitions[key] = partition
-
-    def _lead(self, image, topic, index: int, leader_epoch: int) -> bool:
-        """Lead the partition; whether its log was opened now."""
-        partition = self.partitions.get((topic.name, index))
-        if partition is not None and partition.topic_id == topic.id:
-            partition.leader_epoch = leader_epoch
-            self.log_manager.configure(partition, image)
-            return False
-        if partition is not None:          # the topic was deleted and created again
-            self.log_deleter.delete(self.partitions.pop((topic.name, index)))
-        partition = self.open_partition(image, topic, index, leader_epoch)
-        if partition is None:
-            return False
-        self.partitions[(topic.name, index)] = partition
-        log.info("broker %d: leading %s-%d in epoch %d", self.node_id, topic.name, index, leader_epoch)
-        return True
-
-    def open_partition(self, image, topic, index: int, leader_epoch: int) -> LeaderPartition | None:
-        """The partition's log opened (recovered), or None with the reason logged. A leader epoch of
-        -1 assigns none (a follower's epochs come from its leader's batches)."""
-        registration = topic.partitions.get(index)
-        assigned = None if registration is None else assigned_directory(registration, self.node_id)
-        log_dir = self.log_dirs.place(topic.name, index, assigned, self.log_manager.logs_per_dir())
-        directory = os.path.join(log_dir, partition_dir_name(topic.name, index))
-        existed = os.path.isdir(directory)
-        try:
-            if existed:
-                self.log_manager.remove_stray_files(directory, f"{topic.name}-{index}")
-            partition = LeaderPartition.open(
-                log_dir, topic.name, index, topic.id, leader_epoch=leader_epoch,
-                producer_id_expiration_ms=self.log_manager.producer_id_expiration_ms(image),
-                expiration_check_interval_ms=self.config.producer_id_expiration_check_interval_ms,
-                state_writes=self.state_writes,
-                **self.log_manager.open_options(image, topic.name, index, topic.id, log_dir),
-                high_watermark=self.log_manager.checkpointed_high_watermark(topic.name, index, topic.id, log_dir))
-            self.log_manager.opened(partition)
-        except OSError as exc:          # the directory goes offline, as LogManager.getOrCreateLog's failure
-            open_failure(self, (topic.name, index), topic.id, log_dir, exc, existed=existed)
-            return None
-        return partition
-
-    @staticmethod
-    def close_partition(partition: LeaderPartition) -> None:
-        try:
-            partition.close()
-        except OSError as exc:
-            log.warning("closing %s: %s", partition.name, exc)
 
     # -- appends and the fetches waiting for them --
 

@@ -18,13 +18,14 @@ one name space as in Kafka: a consumer member joining an empty classic group rep
 joining a classic group with members converts it (``group.consumer.migration.policy``,
 kafkawire.broker.consumer_migration), and the last consumer-protocol member leaving a group of
 classic members converts it back. Classic members' requests are kafkawire.broker.consumer_classic's.
+The view of the image's topics and the metadata hash every group type shares are
+kafkawire.broker.topics_view's (re-exported here).
 """
 from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass
 
 from kafkawire.messages.consumer_group_heartbeat_response import (Assignment, ConsumerGroupHeartbeatResponse,
                                                                    TopicPartitions)
@@ -32,7 +33,6 @@ from kafkawire.protocol.error_codes import Errors
 
 from . import consumer_records as rec
 from .consumer_assignors import ASSIGNORS, MemberSpec
-from .consumer_hash import group_hash, topic_hash
 from .consumer_migration import (ConversionRefused, downgrade, downgrade_allowed, replayed, retire_classic,
                                  upgrade_records)
 from .consumer_group import (LEAVE_EPOCH, STATIC_LEAVE_EPOCH, UNREVOKED_PARTITIONS, ConsumerGroup,
@@ -41,6 +41,7 @@ from .consumer_reconcile import FencedMemberEpoch, reconcile
 from .consumer_regex import regex_error
 from .consumer_regex_refresh import REGEX_UPDATED_AND_RESOLVED, NO_CHANGE, RegexRefresher, leaving_tombstones
 from .group_records import group_tombstone
+from .topics_view import TopicsView, metadata_hash   # re-exported: the share and streams groups import them here
 
 __all__ = ["ConsumerCoordinator", "ConsumerSettings", "TopicsView", "GroupError"]
 
@@ -63,44 +64,12 @@ class ConsumerSettings:
     # consumer.assignment.interval.ms through ``assignment_interval``.
 
 
-@dataclass(frozen=True)
-class TopicsView:
-    """The topics of the metadata image: name -> (topic id, partitions), id -> name, and
-    ``racks(name)``: each partition's replica racks (for the metadata hash; none by default)."""
-    by_name: dict
-    by_id: dict
-    racks: Callable = lambda name: ()
-    hashes: dict = field(default_factory=dict)       # name -> its topic hash, computed once per view
-    version: int = -1                                # the image's offset (a resolved regex's Version)
-
-    @classmethod
-    def of(cls, topics, racks: Callable = lambda name: (), version: int = -1) -> "TopicsView":
-        """``topics`` is an iterable of (name, topic id, partition count)."""
-        by_name = {name: (topic_id, count) for name, topic_id, count in topics}
-        return cls(by_name, {topic_id: name for name, (topic_id, _) in by_name.items()}, racks, version=version)
-
-    def ids(self, names) -> set:
-        return {self.by_name[n][0] for n in names if n in self.by_name}
-
-    def topic_hash(self, name: str) -> int:
-        if name not in self.hashes:
-            topic_id, count = self.by_name[name]
-            self.hashes[name] = topic_hash(name, topic_id, count, self.racks(name))
-        return self.hashes[name]
-
-
 class GroupError(Exception):
     """A heartbeat refused with ``code`` and Kafka's ``message``."""
 
     def __init__(self, code: int, message: str | None = None):
         super().__init__(message)
         self.code, self.message = code, message
-
-
-def metadata_hash(names, view: TopicsView) -> int:
-    """ModernGroup.computeMetadataHash: Kafka's hash of the subscribed topics that exist (0 without
-    any); it changes when one is created, deleted or grows, or its replicas' racks change."""
-    return group_hash({name: view.topic_hash(name) for name in names if name in view.by_name})
 
 
 def session_key(group_id: str, member_id: str) -> str:

@@ -211,7 +211,7 @@ def rebalance_key(group_id: str, member_id: str) -> str:
 class StreamsCoordinator:
     """The streams groups of ``classic`` (a kafkawire.broker.group_coordinator.GroupCoordinator,
     whose timer, clock and persist it shares); ``topics()`` gives a
-    kafkawire.broker.consumer_coordinator.TopicsView of the image."""
+    kafkawire.broker.topics_view.TopicsView of the image."""
 
     def __init__(self, classic, *, topics, settings=lambda group_id: StreamsSettings(), max_size: int = 2**31 - 1):
         """``settings(group_id)``: the group's StreamsSettings; ``max_size``: group.streams.max.size."""

@@ -8,8 +8,9 @@ controller keeps beside it) and registers itself with the active controller
 committed before its epoch began (Kafka's rule for handleLeaderChange): it appends the
 activation records (activation.py), then serves ControllerRegistration, BrokerRegistration,
 BrokerHeartbeat and CreateTopics, appends a NoOpRecord every metadata.max.idle.interval.ms,
-and fences brokers whose session expired. Every other node answers those requests with
-NOT_CONTROLLER, naming the active controller when it knows it.
+and fences brokers whose session expired (these periodic duties are in periodic_duties.py).
+Every other node answers those requests with NOT_CONTROLLER, naming the active controller when
+it knows it.
 
 Writes are pipelined as in Kafka's QuorumController (pipeline.py): a write generates its
 records from the controller's state, which are applied to that state at once and appended as
@@ -51,18 +52,17 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 from kafkawire.raft.contract import NotLeader, RaftHandle, SnapshotLoadInSteps
 
-from . import admin_apis, broker_apis, cluster, registration_apis
+from . import admin_apis, broker_apis, registration_apis
 from .acl_apis import acl_handlers
 from .activation import BootstrapError, activation_records
 from .bounded import BoundedListTooLong, excessive_batch
 from .committed import CommittedImage
-from .delegation_tokens import (MAX_RECORDS_PER_EXPIRATION, DelegationTokenSettings, delegation_token_handlers,
-                                expired_token_records)
+from .delegation_tokens import DelegationTokenSettings, delegation_token_handlers
 from .errors import ApiError, WriteTimedOut, not_controller
 from .fencing import PartitionMoves
-from .frames import frame
 from .heartbeats import HEARTBEAT_INTERVAL_MS, SESSION_TIMEOUT_MS, BrokerHeartbeatManager
 from .mutation_quota import ControllerMutationQuotas
+from .periodic_duties import PeriodicDuties
 from .pipeline import InFlight, WritePipeline
 from .registration import ControllerRegistrationManager
 from .snapshot import image_records, iter_image_records
@@ -103,11 +103,7 @@ async def _wait(event: asyncio.Event, seconds: float | None) -> None:
         pass
 
 
-def _counted(records: list[bytes]):
-    return records, len(records)
-
-
-class MetadataController:
+class MetadataController(PeriodicDuties):
     """The metadata controller of one KRaft node (Kafka's QuorumController for a controller-only
     quorum): it replays committed __cluster_metadata records into its state and, while its node
     leads, answers the controller APIs (registrations, heartbeats, topics, configs, ACLs, ...) by
@@ -311,25 +307,6 @@ class MetadataController:
             if self.moves and self.is_active():
                 await self._move_partitions()
 
-    def _seconds_to_next_duty(self) -> float | None:
-        if not self.is_active():
-            return None
-        if self.moves:
-            return 0
-        now = self.clock()
-        due = [self._next_noop_ms] if self.max_idle_interval_ms > 0 else []
-        if self.state.image.delegation_tokens:     # a sweep of no tokens writes nothing: no need to wake
-            due.append(self._next_token_sweep_ms)
-        if self.unclean_elections.next_due_ms(self.state) is not None:
-            due.append(self.unclean_elections.due_ms)
-        expiry = self.sessions.next_expiry_ms(self._unfenced_brokers())
-        if expiry is not None:
-            due.append(expiry)
-        return max(min(due) - now, 0) / 1000 if due else None
-
-    def _unfenced_brokers(self) -> list[int]:
-        return [b.id for b in self.state.image.brokers.values() if not b.fenced]
-
     async def _activate(self, epoch: int) -> None:
         while self._writing or self.pipeline.in_flight:     # a write of an earlier epoch still ending
             await self._write_done.wait()
@@ -383,57 +360,6 @@ class MetadataController:
         self.sessions.activate(self.state.image.brokers, now)
         self.moves.resume(self.state)
         self.stats.contacted(self.state.image.brokers, now)
-
-    async def _periodic_duties(self) -> None:
-        now = self.clock()
-        if self.max_idle_interval_ms > 0 and now >= self._next_noop_ms:
-            # Kafka writes one every metadata.max.idle.interval.ms while active, busy or not.
-            self._next_noop_ms = now + self.max_idle_interval_ms
-            try:
-                await self._write(lambda: ([frame("NoOpRecord")], None))
-            except ApiError:
-                return
-        if now >= self._next_token_sweep_ms and self.state.image.delegation_tokens:
-            await self._sweep_expired_tokens(now)
-        await self.unclean_elections.run_if_due(self, now)
-        stale = self.sessions.stale_broker(self._unfenced_brokers(), self.clock())
-        if stale is not None:
-            log.info("controller %d: fencing broker %d, whose session expired", self.node_id, stale)
-            try:
-                await self._write(lambda: (cluster.fence_records(self.state, stale, self.static_min_insync_replicas,
-                                                                 self.moves), None))
-            except ApiError:
-                return
-
-    async def _move_partitions(self) -> None:
-        """One event of the partition moves in progress (fencing.py), appended without waiting
-        for its commit (the pipeline bounds how many wait), then the loop is yielded, so the
-        requests that came meanwhile run before the next event."""
-        await self._turn(None)
-        if self.is_active() and self.moves:
-            called_ms = self.clock()
-            records, _ = self._generate(lambda: (self.moves.next_records(self.state, self.static_min_insync_replicas),
-                                                 None), called_ms)
-            write = None
-            if records:
-                try:
-                    write = self._append_ahead(records)
-                except ApiError:
-                    return
-            self.moves.log_when_leaderships_committed(self.node_id, self.pipeline.last_answer() if write is None
-                                                      else write.answer)
-        await asyncio.sleep(0)
-
-    async def _sweep_expired_tokens(self, now: int) -> None:
-        """QuorumController's expireDelegationTokens task: every delegation.token.expiry.check.interval.ms,
-        and again at once while a sweep hit its batch limit."""
-        self._next_token_sweep_ms = now + self.delegation_tokens.expiry_check_interval_ms
-        try:
-            count, _ = await self._write(lambda: _counted(expired_token_records(self.state.image, self.wall_clock_ms())))
-        except ApiError:
-            return
-        if count >= MAX_RECORDS_PER_EXPIRATION:
-            self._next_token_sweep_ms = now
 
     async def _append(self, records: list[bytes]) -> int:
         """Append one batch and wait until this node has applied it, or raise NotLeader when

@@ -10,7 +10,8 @@ in quorum_state.py, when to take them lives here. The handlers are split by idea
 epoch announcements (voting.py), the follower's fetch (fetching.py), the leader's appends
 (appends.py) and polling (polling.py) are parts of this class (mixins, see parts.py); the
 leader's parked fetches (fetching.py), snapshot fetching (snapshot_fetch.py) and membership
-changes (reconfig.py) are objects that see the core only through its Effects (effects.py).
+changes (reconfig.py) are objects that see the core only through its Effects (effects.py, where
+its adapter CoreEffects lives too).
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from . import rpc
 from .appends import LocalAppends
 from .config import RaftConfig
 from .control import ControlState
-from .effects import Answerable, Outbox, RaftInvariantError
+from .effects import CoreEffects, Outbox, RaftInvariantError
 from .fetching import FollowerFetching, ParkedFetches
 from .io import (CleanLog, Input, LogFlushed, OutboundRequest, OutboundResponse, Propose, RaftStatus, Ready, ReplicaProgress,
                  RequestFailed, RequestReceived, Resign, ResponseReceived, Shutdown, SnapshotFrozen, Tick)
@@ -53,59 +54,6 @@ __all__ = ["RaftCore", "RaftInvariantError"]
 def _unknown_input(event: Never) -> NoReturn:
     """The type checker proves every input type is handled; this names the one that is not."""
     raise TypeError(f"unknown input {event!r}")
-
-
-class CoreEffects:
-    """The core as its helpers see it (effects.Effects): each call goes to the core's method
-    of the moment, so a subclass of RaftCore (the simulator's mutants) changes it too."""
-
-    def __init__(self, core: RaftCore):
-        self._core = core
-
-    @property
-    def now_ms(self) -> int:
-        return self._core.now_ms
-
-    @property
-    def shutting_down(self) -> bool:
-        return self._core.shutdown_deadline_ms is not None
-
-    def send(self, destination: int, address: tuple[str, int] | None, body: Any, api: str) -> int:
-        return self._core._send(destination, address, body, api)
-
-    def respond(self, request: Answerable, body: Any) -> None:
-        self._core._out.respond.append(OutboundResponse(request.request_id, request.api_version, body))
-
-    def warn(self, message: str) -> None:
-        self._core._warn(message)
-
-    def count(self, counter: str) -> None:
-        self._core.counters[counter] = self._core.counters.get(counter, 0) + 1
-
-    def valid_cluster_id(self, cluster_id: str | None) -> bool:
-        return self._core._valid_cluster_id(cluster_id)
-
-    def validate_leader_only_request(self, request_epoch: int) -> int:
-        return self._core._validate_leader_only_request(request_epoch)
-
-    def leader_fields(self) -> dict[str, Any]:
-        return self._core._leader_fields()
-
-    def handle_common_response(self, error: int, leader_id: int | None, epoch: int,
-                               endpoints: Endpoints) -> bool | None:
-        return self._core._maybe_handle_common_response(error, leader_id, epoch, endpoints)
-
-    def handle_unexpected_error(self, error: int) -> bool:
-        return self._core._handle_unexpected_error(error)
-
-    def on_successful_fetch(self, state: Follower) -> None:
-        self._core._on_successful_fetch(state)
-
-    def on_leader_high_watermark_update(self) -> None:
-        self._core._on_leader_high_watermark_update()
-
-    def append_control_records(self, records: list[tuple[int, object]]) -> int:
-        return self._core.append_control_records(records)
 
 
 class RaftCore(VoteHandling, FollowerFetching, LocalAppends, SnapshotHandling, Polling):

@@ -4,16 +4,22 @@ a step's output, and ask of the core, without reaching into it.
 ``Outbox`` collects a step's messages and notices until ``RaftCore`` turns them into a
 frozen Ready. ``Effects`` is the narrow interface the core hands its helpers: send a request,
 answer one, warn, count, and the validations every handler shares. The core implements it
-with an adapter (``core.CoreEffects``); a helper never sees the core itself.
+with an adapter, ``CoreEffects``, a helper gets instead of the core itself. The adapter lives here,
+beside the interface it implements, rather than in core.py: it is the whole of what a helper may
+reach, best read next to the interface, and core.py keeps the step loop within the project's
+module-size limit.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .io import OutboundRequest, OutboundResponse
 from .states import Follower
 from .types import Endpoints
+
+if TYPE_CHECKING:
+    from .core import RaftCore
 
 
 class RaftInvariantError(RuntimeError):
@@ -76,3 +82,56 @@ class Effects(Protocol):
 
     def append_control_records(self, records: list[tuple[int, object]]) -> int:
         """Append one control batch as the leader; returns its base offset."""
+
+
+class CoreEffects:
+    """The core as its helpers see it (effects.Effects): each call goes to the core's method
+    of the moment, so a subclass of RaftCore (the simulator's mutants) changes it too."""
+
+    def __init__(self, core: RaftCore):
+        self._core = core
+
+    @property
+    def now_ms(self) -> int:
+        return self._core.now_ms
+
+    @property
+    def shutting_down(self) -> bool:
+        return self._core.shutdown_deadline_ms is not None
+
+    def send(self, destination: int, address: tuple[str, int] | None, body: Any, api: str) -> int:
+        return self._core._send(destination, address, body, api)
+
+    def respond(self, request: Answerable, body: Any) -> None:
+        self._core._out.respond.append(OutboundResponse(request.request_id, request.api_version, body))
+
+    def warn(self, message: str) -> None:
+        self._core._warn(message)
+
+    def count(self, counter: str) -> None:
+        self._core.counters[counter] = self._core.counters.get(counter, 0) + 1
+
+    def valid_cluster_id(self, cluster_id: str | None) -> bool:
+        return self._core._valid_cluster_id(cluster_id)
+
+    def validate_leader_only_request(self, request_epoch: int) -> int:
+        return self._core._validate_leader_only_request(request_epoch)
+
+    def leader_fields(self) -> dict[str, Any]:
+        return self._core._leader_fields()
+
+    def handle_common_response(self, error: int, leader_id: int | None, epoch: int,
+                               endpoints: Endpoints) -> bool | None:
+        return self._core._maybe_handle_common_response(error, leader_id, epoch, endpoints)
+
+    def handle_unexpected_error(self, error: int) -> bool:
+        return self._core._handle_unexpected_error(error)
+
+    def on_successful_fetch(self, state: Follower) -> None:
+        self._core._on_successful_fetch(state)
+
+    def on_leader_high_watermark_update(self) -> None:
+        self._core._on_leader_high_watermark_update()
+
+    def append_control_records(self, records: list[tuple[int, object]]) -> int:
+        return self._core.append_control_records(records)
