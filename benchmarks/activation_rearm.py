@@ -89,7 +89,7 @@ async def measure(partitions: int, brokers: int, fenced: int, leaderless: int, r
     for _ in range(steps):
         if not moves:
             break
-        step_ms.append(_cpu_ms(lambda: moves.next_records(state, controller.static_min_insync_replicas)))
+        step_ms.append(_cpu_ms(lambda: moves.next_records(state)))
     gc.unfreeze()
     return {"built s": built_s, "still leading": still_leading, "led": led, "leaderless": index.leaderless_count(),
             "rearm p50 ms": statistics.median(rearm_ms), "rearm max ms": max(rearm_ms),

@@ -79,7 +79,7 @@ def _leader_steps(state: ControllerState):
             topic = image.topics_by_id[topic_id]
             chosen.append((topic, pid, topic.partitions[pid]))
         records = leader_and_isr_updates(image, broker_to_remove=VICTIM, broker_to_add=NO_LEADER, chosen=chosen,
-                                         static_min_isr=1, node_configs=state.node_configs)
+                                         node_configs=state.node_configs)
         generated = time.process_time()
         state.apply_batch(offset, 1, 0, records)
         offset += len(records)

@@ -147,7 +147,7 @@ def handlers(controller) -> dict:
     async def reassign(ctx, request):
         try:
             return await _write(controller, lambda: alter_partition_reassignments(
-                controller.state, request, controller.static_min_insync_replicas), request.timeout_ms)
+                controller.state, request), request.timeout_ms)
         except ApiError as exc:
             return _reassignments_error(request, exc)
 
@@ -163,7 +163,7 @@ def handlers(controller) -> dict:
             if needs_steps(controller.state, request):       # every partition of a large cluster
                 return await elect_every_partition_in_steps(controller, request, ctx.api_version, request.timeout_ms)
             return await _write(controller, lambda: elect_leaders(
-                controller.state, request, ctx.api_version, controller.static_min_insync_replicas), request.timeout_ms)
+                controller.state, request, ctx.api_version), request.timeout_ms)
         except ApiError as exc:
             return _elect_leaders_error(request, exc, ctx.api_version)
 

@@ -91,8 +91,8 @@ def validation_error(image: MetadataImage, broker_id: int, partition, data, isr)
     return Errors.NONE
 
 
-def alter_partition(state: ControllerState, request, request_version: int, *,
-                    static_min_isr: int) -> tuple[list[bytes], AlterPartitionResponse]:
+def alter_partition(state: ControllerState, request,
+                    request_version: int) -> tuple[list[bytes], AlterPartitionResponse]:
     """The PartitionChangeRecords to append and the answer; ApiError (STALE_BROKER_EPOCH) for the whole request."""
     check_broker_epoch(state, request.broker_id, request.broker_epoch)
     image = state.image
@@ -111,12 +111,12 @@ def alter_partition(state: ControllerState, request, request_version: int, *,
             continue
         for data in topic_data.partitions:
             answer.partitions.append(_one_partition(image, topic, data, request, request_version, records,
-                                                    mv=mv, elr=elr, static_min_isr=static_min_isr,
+                                                    mv=mv, elr=elr,
                                                     node_configs=state.node_configs))
     return records, response
 
 
-def _one_partition(image, topic, data, request, request_version, records, *, mv, elr, static_min_isr, node_configs):
+def _one_partition(image, topic, data, request, request_version, records, *, mv, elr, node_configs):
     pid = data.partition_index
     partition = topic.partitions.get(pid)
     isr = _requested_isr(data, request_version)
@@ -125,7 +125,7 @@ def _one_partition(image, topic, data, request, request_version, records, *, mv,
         return PartitionData(partition_index=pid, error_code=int(error))
     change = build_change(partition, target_isr=[b for b, _ in isr],
                           acceptable_leader=leader_acceptor(image, partition, lambda r: is_active(image, r)),
-                          min_isr=effective_min_isr(image, topic, static_min_isr, node_configs), elr_enabled=elr,
+                          min_isr=effective_min_isr(image, topic, node_configs), elr_enabled=elr,
                           unclean=unclean_election_enabled(image, topic, node_configs), metadata_version=mv,
                           target_recovery_state=data.leader_recovery_state)
     if change is not None:

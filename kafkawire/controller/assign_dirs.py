@@ -26,8 +26,7 @@ from .state import ControllerState
 from .versions import directory_assignment_supported, elr_enabled
 
 
-def assign_replicas_to_dirs(state: ControllerState, request, *,
-                            static_min_isr: int) -> tuple[list[bytes], AssignReplicasToDirsResponse]:
+def assign_replicas_to_dirs(state: ControllerState, request) -> tuple[list[bytes], AssignReplicasToDirsResponse]:
     image = state.image
     mv = image.metadata_version or 0
     if not directory_assignment_supported(mv):
@@ -59,7 +58,7 @@ def assign_replicas_to_dirs(state: ControllerState, request, *,
                     change = build_change(
                         partition, target_isr=list(partition.isr),
                         acceptable_leader=leader_acceptor(image, partition, lambda r: is_active(image, r)),
-                        min_isr=effective_min_isr(image, topic, static_min_isr, state.node_configs), elr_enabled=elr,
+                        min_isr=effective_min_isr(image, topic, state.node_configs), elr_enabled=elr,
                         unclean=unclean_election_enabled(image, topic, state.node_configs), metadata_version=mv,
                         target_directories={broker_id: directory})
                     if change is not None:
@@ -72,5 +71,5 @@ def assign_replicas_to_dirs(state: ControllerState, request, *,
     if offline:
         unique = list({(t.id, pid): (t, pid, p) for t, pid, p in offline}.values())
         records += leader_and_isr_updates(image, broker_to_remove=broker_id, broker_to_add=NO_LEADER, chosen=unique,
-                                          static_min_isr=static_min_isr, node_configs=state.node_configs)
+                                          node_configs=state.node_configs)
     return records, response

@@ -36,8 +36,7 @@ def handlers(controller) -> dict:
     async def alter(ctx, request):
         try:
             response, _ = await controller.write(
-                lambda: alter_partition(controller.state, request, ctx.api_version,
-                                        static_min_isr=controller.static_min_insync_replicas))
+                lambda: alter_partition(controller.state, request, ctx.api_version))
         except ApiError as exc:
             return AlterPartitionResponse(error_code=exc.code)
         return response
@@ -45,8 +44,7 @@ def handlers(controller) -> dict:
     async def assign(ctx, request):
         try:
             response, _ = await controller.write(
-                lambda: assign_replicas_to_dirs(controller.state, request,
-                                                static_min_isr=controller.static_min_insync_replicas))
+                lambda: assign_replicas_to_dirs(controller.state, request))
         except ApiError as exc:
             return AssignReplicasToDirsResponse(error_code=exc.code)
         return response

@@ -143,7 +143,7 @@ def _checked_log_dirs(image, request) -> list:
 
 def broker_registration_records(state: ControllerState, request, *, cluster_id: str, broker_epoch: int,
                                 sessions: BrokerHeartbeatManager, now_ms: int, kraft_version: int,
-                                request_version: int = 0, static_min_isr: int = 1,
+                                request_version: int = 0,
                                 moves: PartitionMoves | None = None) -> tuple[list[bytes], int]:
     """ClusterControlManager.registerBroker: the records and the broker epoch. A new incarnation
     first leaves the ISRs (and, after an unclean shutdown with ELR on, the ELRs) its previous
@@ -189,7 +189,7 @@ def broker_registration_records(state: ControllerState, request, *, cluster_id: 
             if moves is not None and existing.fenced and moves.needs_job(state, request.broker_id, kind):
                 moves.start(state, request.broker_id, kind)
                 return [], moves.waiter(request.broker_id)
-            records = updates_for_shutdown(state, request.broker_id, clean, static_min_isr)
+            records = updates_for_shutdown(state, request.broker_id, clean)
         fields.update(broker_epoch=broker_epoch, fenced=True)     # the batch's first offset, as in Kafka
     else:
         fields.update(broker_epoch=existing.epoch, fenced=existing.fenced,
@@ -198,7 +198,7 @@ def broker_registration_records(state: ControllerState, request, *, cluster_id: 
     return records, fields["broker_epoch"]
 
 
-def fence_records(state: ControllerState, broker_id: int, static_min_isr: int,
+def fence_records(state: ControllerState, broker_id: int,
                   moves: PartitionMoves | None = None) -> list[bytes]:
     """handleBrokerFenced: partitions lose the broker first, then the fence record; with
     ``moves`` (the active controller's), for a broker in more ISRs than one event moves, the
@@ -208,10 +208,10 @@ def fence_records(state: ControllerState, broker_id: int, static_min_isr: int,
     if moves is not None and moves.needs_job(state, broker_id):
         moves.start(state, broker_id)
         return [fence]
-    return updates_removing(state, broker_id, static_min_isr) + [fence]
+    return updates_removing(state, broker_id) + [fence]
 
 
-def unfence_records(state: ControllerState, broker_id: int, broker_epoch: int, static_min_isr: int,
+def unfence_records(state: ControllerState, broker_id: int, broker_epoch: int,
                     moves: PartitionMoves | None = None) -> list[bytes]:
     """handleBrokerUnfenced: the unfence record, then leaders for partitions that have none; with
     ``moves`` (the active controller's), when more partitions have none than one event visits,
@@ -221,11 +221,11 @@ def unfence_records(state: ControllerState, broker_id: int, broker_epoch: int, s
     if moves is not None and moves.needs_sweep(state):
         moves.start_sweep(state)
         return records
-    return records + updates_adding(state, broker_id, static_min_isr)
+    return records + updates_adding(state, broker_id)
 
 
 def controlled_shutdown_records(state: ControllerState, broker_id: int, broker_epoch: int,
-                                static_min_isr: int, moves: PartitionMoves | None = None) -> list[bytes]:
+                                moves: PartitionMoves | None = None) -> list[bytes]:
     """handleBrokerInControlledShutdown: mark it (once), then move its partitions away (with
     ``moves``, in later events when they are more than one event moves: fencing.py)."""
     records = []
@@ -235,7 +235,7 @@ def controlled_shutdown_records(state: ControllerState, broker_id: int, broker_e
     if moves is not None and moves.needs_job(state, broker_id):
         moves.start(state, broker_id)
         return records
-    return records + updates_removing(state, broker_id, static_min_isr)
+    return records + updates_removing(state, broker_id)
 
 
 def cordoned_dirs_records(broker, broker_epoch: int, cordoned) -> list[bytes]:
@@ -260,7 +260,7 @@ def _broker_isrs_and_elrs(state: ControllerState, broker_id: int) -> list:
     return list(chosen.values())
 
 
-def offline_dirs_records(state: ControllerState, broker, broker_epoch: int, offline, static_min_isr: int,
+def offline_dirs_records(state: ControllerState, broker, broker_epoch: int, offline,
                          moves: PartitionMoves | None = None) -> list[bytes]:
     """handleDirectoriesOffline (metadata.version 3.7-IV2 on): for each of the heartbeat's
     OfflineLogDirs the registration still lists, the broker's replicas assigned to it leave the
@@ -274,7 +274,7 @@ def offline_dirs_records(state: ControllerState, broker, broker_epoch: int, offl
     newly_offline = [d for d in broker.directories if d in offline]
     if not newly_offline:
         if moves is not None and offline and broker.id not in moves.dirs_checked:
-            return _recheck_offline_dirs(state, broker, offline, static_min_isr, moves)
+            return _recheck_offline_dirs(state, broker, offline, moves)
         return []
     gone = set(newly_offline)
     online = [d for d in broker.directories if d not in gone]
@@ -283,8 +283,7 @@ def offline_dirs_records(state: ControllerState, broker, broker_epoch: int, offl
         moves.start_dir_job(state, broker.id, gone)
         records = [change]
     else:
-        records = offline_replica_updates(state, broker.id, gone, _broker_isrs_and_elrs(state, broker.id),
-                                          static_min_isr) + [change]
+        records = offline_replica_updates(state, broker.id, gone, _broker_isrs_and_elrs(state, broker.id)) + [change]
         if moves is not None:
             moves.dirs_checked.add(broker.id)
     log.warning("Directories %s in broker %d marked offline, remaining directories: %s",
@@ -292,7 +291,7 @@ def offline_dirs_records(state: ControllerState, broker, broker_epoch: int, offl
     return records
 
 
-def _recheck_offline_dirs(state: ControllerState, broker, offline, static_min_isr: int,
+def _recheck_offline_dirs(state: ControllerState, broker, offline,
                           moves: PartitionMoves) -> list[bytes]:
     """The broker's replicas in ``offline`` directories its registration no longer lists that
     are still in an ISR or ELR (a previous active controller's directory job cut short): in this
@@ -302,8 +301,7 @@ def _recheck_offline_dirs(state: ControllerState, broker, offline, static_min_is
         moves.start_dir_job(state, broker.id, gone)
         return []
     moves.dirs_checked.add(broker.id)
-    return offline_replica_updates(state, broker.id, gone, _broker_isrs_and_elrs(state, broker.id),
-                                   static_min_isr)
+    return offline_replica_updates(state, broker.id, gone, _broker_isrs_and_elrs(state, broker.id))
 
 
 def has_uncordoned_dirs(broker) -> bool:
@@ -322,7 +320,7 @@ class HeartbeatReply:
 
 
 def heartbeat(state: ControllerState, request, *, sessions: BrokerHeartbeatManager, now_ms: int,
-              static_min_isr: int, moves: PartitionMoves | None = None) -> tuple[list[bytes], HeartbeatReply]:
+              moves: PartitionMoves | None = None) -> tuple[list[bytes], HeartbeatReply]:
     """QuorumController.processBrokerHeartbeat + ReplicationControlManager.processBrokerHeartbeat.
     ``moves``: the active controller's partition moves (fencing.py); a fenced broker whose
     partitions are still being moved stays fenced until they are, as in Kafka, where the
@@ -352,15 +350,15 @@ def heartbeat(state: ControllerState, request, *, sessions: BrokerHeartbeatManag
     records: list[bytes] = []
     if next_state is not current:
         if next_state in (BrokerState.FENCED, BrokerState.SHUTDOWN_NOW):
-            records = fence_records(state, broker_id, static_min_isr, moves)
+            records = fence_records(state, broker_id, moves)
         elif next_state is BrokerState.UNFENCED:
-            records = unfence_records(state, broker_id, broker.epoch, static_min_isr, moves)
+            records = unfence_records(state, broker_id, broker.epoch, moves)
         elif next_state is BrokerState.CONTROLLED_SHUTDOWN:
-            records = controlled_shutdown_records(state, broker_id, broker.epoch, static_min_isr, moves)
+            records = controlled_shutdown_records(state, broker_id, broker.epoch, moves)
     sessions.touch(broker_id, now_ms, request.current_metadata_offset)
     if directory_assignment_supported(image.metadata_version or 0):
         records = records + offline_dirs_records(state, broker, broker.epoch, getattr(request, "offline_log_dirs", None),
-                                                 static_min_isr, moves)
+                                                 moves)
     if cordoned_log_dirs_supported(image.metadata_version or 0):
         records = records + cordoned_dirs_records(broker, broker.epoch, getattr(request, "cordoned_log_dirs", None))
     reply = HeartbeatReply(is_caught_up=request.current_metadata_offset >= register_offset,

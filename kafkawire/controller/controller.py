@@ -146,14 +146,13 @@ class MetadataController(PeriodicDuties):
         self.supported_features = dict(supported_features or SUPPORTED_FEATURES)
         self.incarnation_id = incarnation_id or uuid.uuid4()
         self.max_idle_interval_ms = max_idle_interval_ms
-        self.static_min_insync_replicas = static_min_insync_replicas
         self.topic_defaults = topic_defaults
         self.clock = clock
         self.rng = rng or random.Random()
         self.group_bounds = group_bounds        # group.consumer.*: what a GROUP config is checked against
         self.mutation_quotas = ControllerMutationQuotas(lambda: self.image, *mutation_quota_window, clock=clock)
         self.state = ControllerState(self.supported_features)
-        self.state.node_configs = NodeConfigs(self.node_id, static_unclean_election)
+        self.state.node_configs = NodeConfigs(self.node_id, static_unclean_election, static_min_insync_replicas)
         self.committed = CommittedImage(self.state)     # what readers see: committed records only
         self.sessions = BrokerHeartbeatManager(session_timeout_ms)
         self.moves = PartitionMoves()               # a broker's partitions moved in bounded events (fencing.py)
@@ -320,7 +319,7 @@ class MetadataController(PeriodicDuties):
                 metadata_version=self.state.metadata_version,
                 transaction_start_offset=self.state.transaction_start_offset,
                 bootstrap_records=self.bootstrap_records, bootstrap_source=self.bootstrap_source,
-                static_min_insync_replicas=self.static_min_insync_replicas)
+                static_min_insync_replicas=self.state.node_configs.static_min_isr)
         except BootstrapError as exc:
             # Kafka's controller halts here; this one stays a non-active voter and says why.
             if self.activation_error != str(exc):

@@ -60,7 +60,6 @@ async def elect_every_partition_in_steps(controller, request, api_version: int, 
         def generate():
             budget.next_step()
             records, step_results = elect_in_topics(controller.state, names, election,
-                                                    controller.static_min_insync_replicas,
                                                     BoundedList(MAX_RECORDS_PER_USER_OP), budget)
             if written[0] + len(records) > MAX_RECORDS_PER_USER_OP:
                 raise BoundedListTooLong(f"Cannot add another element to the list because it would exceed the "

@@ -203,14 +203,14 @@ class PartitionMoves:
         for job in jobs.values():
             _release(job, not_controller(None))
 
-    def next_records(self, state: ControllerState, static_min_isr: int) -> list[bytes]:
+    def next_records(self, state: ControllerState) -> list[bytes]:
         """One event of the oldest job: the records of its next MAX_MOVES_PER_EVENT partitions
         that still hold the broker in their ISR (in the ELR part, their ELR), possibly none; the
         job ends with its last partition, or when its broker's registration is gone or another
         incarnation's, and the requests waiting for it go on. With none: a step of the oldest
         directory job, else of the sweep (unfencing.py)."""
         if not self._jobs:
-            return self._step_of_the_others(state, static_min_isr)
+            return self._step_of_the_others(state)
         broker_id = next(iter(self._jobs))
         job = self._jobs[broker_id]
         broker = state.image.brokers.get(broker_id)
@@ -226,7 +226,7 @@ class PartitionMoves:
             keys = keys_in_turn.take(budget)        # None: this step sorted keys instead (unfencing.py)
             if keys is None:
                 break
-            records += _updates(state, job, _present(state.image, keys, broker_id, field_name), static_min_isr)
+            records += _updates(state, job, _present(state.image, keys, broker_id, field_name))
             budget -= len(keys)
             if keys_in_turn.left <= 0:
                 job.parts.pop(0)
@@ -255,17 +255,17 @@ class PartitionMoves:
             else:
                 answer.add_done_callback(committed)
 
-    def _step_of_the_others(self, state: ControllerState, static_min_isr: int) -> list[bytes]:
+    def _step_of_the_others(self, state: ControllerState) -> list[bytes]:
         if self._dir_jobs:
             broker_id = next(iter(self._dir_jobs))
             job = self._dir_jobs[broker_id]
-            records = job.next_records(state, self.max_moves_per_event, static_min_isr)
+            records = job.next_records(state, self.max_moves_per_event)
             if job.done():
                 del self._dir_jobs[broker_id]
             return records
         if self._sweep is None:
             return []
-        records = self._sweep.next_records(state, self.max_moves_per_event, static_min_isr)
+        records = self._sweep.next_records(state, self.max_moves_per_event)
         if self._sweep.done():
             self._sweep = None
         return records
@@ -320,14 +320,14 @@ def _present(image, keys, broker_id: int, field_name: str) -> list:
     return chosen
 
 
-def _updates(state: ControllerState, job: _Job, chosen: list, static_min_isr: int) -> list[bytes]:
+def _updates(state: ControllerState, job: _Job, chosen: list) -> list[bytes]:
     image, node_configs = state.image, state.node_configs
     if job.kind.unclean:
         return leader_and_isr_updates(image, broker_to_remove=NO_LEADER, broker_to_add=NO_LEADER, chosen=chosen,
-                                      static_min_isr=static_min_isr, node_configs=node_configs,
+                                      node_configs=node_configs,
                                       unclean_shutdown=job.broker_id)
     return leader_and_isr_updates(image, broker_to_remove=job.broker_id, broker_to_add=NO_LEADER, chosen=chosen,
-                                  static_min_isr=static_min_isr, node_configs=node_configs)
+                                  node_configs=node_configs)
 
 
 def _release(job: _Job, error: Exception | None = None) -> None:

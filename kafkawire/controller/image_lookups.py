@@ -15,9 +15,9 @@ from .versions import elr_enabled
 class ImageLookups:
     """One write's lookups against ``image`` (the image does not change under a write's generate)."""
 
-    def __init__(self, image, static_min_isr: int, node_configs):
+    def __init__(self, image, node_configs):
         self.image = image
-        self.min_isr_default = min_isr_default(image, node_configs, static_min_isr)
+        self.min_isr_default = min_isr_default(image, node_configs)
         self.unclean_default = unclean_election_default(image, node_configs)
         self.mv = image.metadata_version or 0
         self.elr = elr_enabled(image.metadata_version, image.finalized_features)

@@ -34,8 +34,8 @@ class _Election(ImageLookups):
     """One ElectLeaders walk's lookups (ImageLookups), made once against the image of its moment
     (the write's generate, so the image does not change under it), and the refusals' errors."""
 
-    def __init__(self, state: ControllerState, election: int, static_min_isr: int):
-        super().__init__(state.image, static_min_isr, state.node_configs)
+    def __init__(self, state: ControllerState, election: int):
+        super().__init__(state.image, state.node_configs)
         self.election = election
         self.not_needed = ApiError(Errors.ELECTION_NOT_NEEDED, Errors.ELECTION_NOT_NEEDED.message)
         error = Errors.PREFERRED_LEADER_NOT_AVAILABLE if election == PREFERRED else Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE
@@ -99,13 +99,13 @@ def election_type(request, api_version: int) -> int:
     return election
 
 
-def elect_leaders(state: ControllerState, request, api_version: int, static_min_isr: int):
+def elect_leaders(state: ControllerState, request, api_version: int):
     """(records, ElectLeadersResponse)."""
     election = election_type(request, api_version)
     if request.topic_partitions is None:
-        records, results = elect_in_topics(state, list(state.image.topics_by_name), election, static_min_isr)
+        records, results = elect_in_topics(state, list(state.image.topics_by_name), election)
         return records, ElectLeadersResponse(error_code=0, replica_election_results=results)
-    records, results, lookups = BoundedList(), [], _Election(state, election, static_min_isr)
+    records, results, lookups = BoundedList(), [], _Election(state, election)
     for t in request.topic_partitions:
         results.append(ReplicaElectionResult(topic=t.topic, partition_result=[
             _result(pid, _elect(lookups, t.topic, pid, records)) for pid in t.partitions]))
@@ -130,14 +130,14 @@ class StepBudget:
         return self.visited >= self.partitions or self.tried >= self.elections
 
 
-def elect_in_topics(state: ControllerState, names: list[str], election: int, static_min_isr: int,
+def elect_in_topics(state: ControllerState, names: list[str], election: int,
                     records: BoundedList | None = None, budget: StepBudget | None = None) -> tuple[list, list]:
     """The "every partition" walk over the topics ``names`` (one gone meanwhile left out):
     (records, [ReplicaElectionResult]) with the partitions that needed no election left out.
     With ``budget``: from its position on, until the step's budget is spent (the position moved
     past the topics walked)."""
     records = BoundedList() if records is None else records
-    results, lookups = [], _Election(state, election, static_min_isr)
+    results, lookups = [], _Election(state, election)
     start = 0 if budget is None else budget.position
     for index in range(start, len(names)):
         if budget is not None:

@@ -17,6 +17,8 @@ __all__ = ["NodeConfigs"]
 @dataclass(frozen=True)
 class NodeConfigs:
     """``node_id``: the controller's node id, None for a state no controller runs (a loader);
-    ``static_unclean_election``: unclean.leader.election.enable in its server.properties."""
+    ``static_unclean_election``: unclean.leader.election.enable in its server.properties;
+    ``static_min_isr``: min.insync.replicas in its server.properties."""
     node_id: int | None = None
     static_unclean_election: bool = False
+    static_min_isr: int = 1

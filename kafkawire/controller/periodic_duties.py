@@ -66,7 +66,7 @@ class PeriodicDuties:
         if stale is not None:
             log.info("controller %d: fencing broker %d, whose session expired", self.node_id, stale)
             try:
-                await self._write(lambda: (cluster.fence_records(self.state, stale, self.static_min_insync_replicas,
+                await self._write(lambda: (cluster.fence_records(self.state, stale,
                                                                  self.moves), None))
             except ApiError:
                 return
@@ -78,7 +78,7 @@ class PeriodicDuties:
         await self._turn(None)
         if self.is_active() and self.moves:
             called_ms = self.clock()
-            records, _ = self._generate(lambda: (self.moves.next_records(self.state, self.static_min_insync_replicas),
+            records, _ = self._generate(lambda: (self.moves.next_records(self.state),
                                                  None), called_ms)
             write = None
             if records:

@@ -93,11 +93,11 @@ def _change(state: ControllerState, topic, partition_id: int, target, allow_rf_c
     return None if change is None else change_record(topic.id, partition_id, change, lookups.mv)
 
 
-def alter_partition_reassignments(state: ControllerState, request, static_min_isr: int):
+def alter_partition_reassignments(state: ControllerState, request):
     """(records, AlterPartitionReassignmentsResponse)."""
     allow_rf_change = getattr(request, "allow_replication_factor_change", True)
     records, responses = BoundedList(), []
-    lookups = ImageLookups(state.image, static_min_isr, state.node_configs)
+    lookups = ImageLookups(state.image, state.node_configs)
     for topic_request in request.topics:
         results = []
         topic = state.image.topics_by_name.get(topic_request.name)

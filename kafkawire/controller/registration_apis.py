@@ -43,7 +43,7 @@ def handlers(controller) -> dict:
             records, epoch = cluster.broker_registration_records(
                 controller.state, request, cluster_id=controller.cluster_id, broker_epoch=controller.next_offset(),
                 sessions=controller.sessions, now_ms=controller.clock(), kraft_version=controller.raft.kraft_version(),
-                request_version=ctx.api_version, static_min_isr=controller.static_min_insync_replicas, moves=moves)
+                request_version=ctx.api_version, moves=moves)
             if not isinstance(epoch, int):
                 return records, epoch               # the job's end, to wait for
             # As Kafka's registerBroker, the session changes with the records, before they commit.
@@ -71,7 +71,7 @@ def handlers(controller) -> dict:
         controller.stats.contacted([request.broker_id], controller.clock())     # before any check, as Kafka
         def generate():
             return cluster.heartbeat(controller.state, request, sessions=controller.sessions, now_ms=controller.clock(),
-                                     static_min_isr=controller.static_min_insync_replicas, moves=controller.moves)
+                                     moves=controller.moves)
         track_heartbeat(request, expired=False)
         try:
             reply, last_offset = await controller.write(generate, timeout_ms=controller.heartbeat_deadline_ms,

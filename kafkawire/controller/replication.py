@@ -63,9 +63,9 @@ def _node_layers(node: NodeConfigs) -> tuple:
     return (*own, (BROKER_RESOURCE, ""))
 
 
-def min_isr_default(image: MetadataImage, node: NodeConfigs, static_min_isr: int) -> int:
+def min_isr_default(image: MetadataImage, node: NodeConfigs) -> int:
     """min.insync.replicas for a topic that does not set it: the active controller's own dynamic
-    config, then the cluster default, then ``static_min_isr`` (its server.properties). The same
+    config, then the cluster default, then ``node.static_min_isr`` (its server.properties). The same
     for every topic, so a caller over many topics looks it up once."""
     for resource in _node_layers(node):
         value = image.configs.get(resource, {}).get(MIN_INSYNC_REPLICAS)
@@ -73,8 +73,8 @@ def min_isr_default(image: MetadataImage, node: NodeConfigs, static_min_isr: int
             try:
                 return int(value)
             except ValueError:          # (never written: AlterConfigs checks the value)
-                return static_min_isr
-    return static_min_isr
+                return node.static_min_isr
+    return node.static_min_isr
 
 
 def topic_min_isr(image: MetadataImage, topic, default: int) -> int:
@@ -91,9 +91,9 @@ def topic_min_isr(image: MetadataImage, topic, default: int) -> int:
     return min(min_isr, replication_factor) if replication_factor > 0 else min_isr
 
 
-def effective_min_isr(image: MetadataImage, topic, static_min_isr: int, node: NodeConfigs) -> int:
+def effective_min_isr(image: MetadataImage, topic, node: NodeConfigs) -> int:
     """getTopicEffectiveMinIsr over ConfigurationControlManager.getTopicConfig's layers."""
-    return topic_min_isr(image, topic, min_isr_default(image, node, static_min_isr))
+    return topic_min_isr(image, topic, min_isr_default(image, node))
 
 
 def _is_true(value: str) -> bool:
@@ -124,7 +124,7 @@ def unclean_election_enabled(image: MetadataImage, topic, node: NodeConfigs) -> 
 
 
 def leader_and_isr_updates(image: MetadataImage, *, broker_to_remove: int, broker_to_add: int, chosen,
-                           static_min_isr: int, node_configs: NodeConfigs, unclean_shutdown: int = NO_LEADER,
+                           node_configs: NodeConfigs, unclean_shutdown: int = NO_LEADER,
                            out: list | None = None) -> list[bytes]:
     """generateLeaderAndIsrUpdates: PartitionChangeRecords for the ``chosen`` partitions (as
     (topic, partition id, registration), from the state's PartitionIndex) with ``broker_to_remove`` taken out of the ISR, ``broker_to_add`` an
@@ -147,7 +147,7 @@ def leader_and_isr_updates(image: MetadataImage, *, broker_to_remove: int, broke
     unclean_shutdown_replicas = () if unclean_shutdown == NO_LEADER else (unclean_shutdown,)
     online_dirs = _OnlineDirectories(image)
     unclean_default = unclean_election_default(image, node_configs)
-    min_isr_fallback = min_isr_default(image, node_configs, static_min_isr)
+    min_isr_fallback = min_isr_default(image, node_configs)
     # Each broker's acceptability, once per call: any other id is neither registered nor
     # broker_to_add, so not acceptable (the lookup's None).
     acceptable_by_broker = {b: b not in gone and (b == broker_to_add or is_active(image, b))
@@ -217,12 +217,12 @@ class _OnlineDirectories:
 _UNASSIGNED_INT, _MIGRATING_INT, _LOST_INT = UNASSIGNED.int, MIGRATING.int, LOST.int
 
 
-def updates_removing(state: ControllerState, broker_id: int, static_min_isr: int) -> list[bytes]:
+def updates_removing(state: ControllerState, broker_id: int) -> list[bytes]:
     """Every partition with ``broker_id`` in its ISR loses it (fencing, controlled shutdown)."""
     image = state.image
     return leader_and_isr_updates(image, broker_to_remove=broker_id, broker_to_add=NO_LEADER,
                                   chosen=state.partition_index.with_broker_in_isr(image, broker_id),
-                                  static_min_isr=static_min_isr, node_configs=state.node_configs)
+                                  node_configs=state.node_configs)
 
 
 def unclean_shutdown_pass(image: MetadataImage, clean: bool) -> bool:
@@ -231,24 +231,24 @@ def unclean_shutdown_pass(image: MetadataImage, clean: bool) -> bool:
     return elr_enabled(image.metadata_version, image.finalized_features) and not clean
 
 
-def updates_for_shutdown(state: ControllerState, broker_id: int, clean: bool, static_min_isr: int) -> list[bytes]:
+def updates_for_shutdown(state: ControllerState, broker_id: int, clean: bool) -> list[bytes]:
     """handleBrokerShutdown, for a broker registering a new incarnation (unclean_shutdown_pass)."""
     image, index = state.image, state.partition_index
     if unclean_shutdown_pass(image, clean):
         return (leader_and_isr_updates(image, broker_to_remove=NO_LEADER, broker_to_add=NO_LEADER,
                                        chosen=index.with_broker_in_isr(image, broker_id),
-                                       static_min_isr=static_min_isr, node_configs=state.node_configs,
+                                       node_configs=state.node_configs,
                                        unclean_shutdown=broker_id)
                 + leader_and_isr_updates(image, broker_to_remove=NO_LEADER, broker_to_add=NO_LEADER,
                                          chosen=index.with_broker_in_elr(image, broker_id),
-                                         static_min_isr=static_min_isr, node_configs=state.node_configs,
+                                         node_configs=state.node_configs,
                                        unclean_shutdown=broker_id))
-    return updates_removing(state, broker_id, static_min_isr)
+    return updates_removing(state, broker_id)
 
 
-def updates_adding(state: ControllerState, broker_id: int, static_min_isr: int) -> list[bytes]:
+def updates_adding(state: ControllerState, broker_id: int) -> list[bytes]:
     """Partitions without a leader try an election with ``broker_id`` now acceptable (unfencing)."""
     image = state.image
     return leader_and_isr_updates(image, broker_to_remove=NO_LEADER, broker_to_add=broker_id,
                                   chosen=state.partition_index.without_leader(image),
-                                  static_min_isr=static_min_isr, node_configs=state.node_configs)
+                                  node_configs=state.node_configs)

@@ -66,7 +66,7 @@ def _leaderless_of_unclean_topics(state: ControllerState):
                 yield topic, pid, partition
 
 
-def unclean_election_records(state: ControllerState, static_min_isr: int,
+def unclean_election_records(state: ControllerState,
                              limit: int = MAX_ELECTIONS_PER_IMBALANCE) -> list[bytes]:
     """One run of the electUnclean task: the PartitionChangeRecords of at most ``limit``
     elections (maybeTriggerUncleanLeaderElectionForLeaderlessPartitions)."""
@@ -78,7 +78,7 @@ def unclean_election_records(state: ControllerState, static_min_isr: int,
     for topic, pid, partition in _leaderless_of_unclean_topics(state):
         if len(records) >= limit:
             break
-        election = election or _Election(state, UNCLEAN, static_min_isr)
+        election = election or _Election(state, UNCLEAN)
         if election.elect(topic, pid, partition, records) is None:
             log.info("Triggering unclean leader election for offline partition %s-%d (isr: %s, replicas: %s, "
                      "partition epoch: %d, leader epoch: %d)", topic.name, pid, list(partition.isr),
@@ -127,7 +127,7 @@ class UncleanElectionTask:
         self.due_ms = now + self.interval_ms
 
         def generate():
-            records = unclean_election_records(controller.state, controller.static_min_insync_replicas,
+            records = unclean_election_records(controller.state,
                                                self.max_elections)
             return records, len(records)
         try:

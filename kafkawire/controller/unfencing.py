@@ -115,7 +115,7 @@ class Sweep:
     def done(self) -> bool:
         return self.pending.left <= 0
 
-    def next_records(self, state: ControllerState, limit: int, static_min_isr: int) -> list[bytes]:
+    def next_records(self, state: ControllerState, limit: int) -> list[bytes]:
         """The next ``limit`` partitions' elections among the active brokers, for those still
         without a leader."""
         image = state.image
@@ -125,7 +125,7 @@ class Sweep:
         self.visited += len(keys)
         chosen = [found for found in _partitions(image, keys) if found[2].leader == NO_LEADER]
         return leader_and_isr_updates(image, broker_to_remove=NO_LEADER, broker_to_add=NO_LEADER, chosen=chosen,
-                                      static_min_isr=static_min_isr, node_configs=state.node_configs)
+                                      node_configs=state.node_configs)
 
 
 @dataclass
@@ -140,7 +140,7 @@ class DirectoryJob:
     def done(self) -> bool:
         return self.pending.left <= 0
 
-    def next_records(self, state: ControllerState, limit: int, static_min_isr: int) -> list[bytes]:
+    def next_records(self, state: ControllerState, limit: int) -> list[bytes]:
         """The next ``limit`` partitions' records (handleDirectoriesOffline's, for those whose ISR
         or ELR still holds the broker with its replica in an offline directory); the job ends
         when the broker's registration is gone or another incarnation's."""
@@ -153,16 +153,16 @@ class DirectoryJob:
         if keys is None:
             return []
         self.visited += len(keys)
-        return offline_replica_updates(state, self.broker_id, self.dirs, _partitions(image, keys), static_min_isr)
+        return offline_replica_updates(state, self.broker_id, self.dirs, _partitions(image, keys))
 
 
-def offline_replica_updates(state: ControllerState, broker_id: int, dirs, partitions, static_min_isr: int) -> list[bytes]:
+def offline_replica_updates(state: ControllerState, broker_id: int, dirs, partitions) -> list[bytes]:
     """generateLeaderAndIsrUpdates removing ``broker_id`` from the ``partitions`` (as (topic,
     partition id, registration)) whose ISR or ELR holds it with its replica in one of ``dirs``."""
     chosen = [(topic, pid, p) for topic, pid, p in partitions
               if (broker_id in p.isr or broker_id in p.elr) and replica_directory(p, broker_id) in dirs]
     return leader_and_isr_updates(state.image, broker_to_remove=broker_id, broker_to_add=NO_LEADER, chosen=chosen,
-                                  static_min_isr=static_min_isr, node_configs=state.node_configs)
+                                  node_configs=state.node_configs)
 
 
 def _partitions(image, keys):

@@ -11,7 +11,7 @@ only until the list is full. A fenced broker in more ISRs and ELRs than one even
 fewer than that bound (so Kafka's one event would succeed), has them moved first in bounded
 events (fencing.py, UNREGISTER), the request's own event coming once they are done.
 
-    records, response = unregister_broker(state, broker_id, static_min_isr=...)
+    records, response = unregister_broker(state, broker_id)
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ __all__ = ["unregister_broker", "unregister_broker_handlers", "UNREGISTER_BROKER
 UNREGISTER_BROKER = 64
 
 
-def unregister_broker(state: ControllerState, broker_id: int, *, static_min_isr: int,
+def unregister_broker(state: ControllerState, broker_id: int, *,
                       moves: PartitionMoves | None = None):
     """(records, UnregisterBrokerResponse); raises ApiError for a broker not registered and
     BoundedListTooLong past Kafka's bound. With ``moves`` (the active controller's), for a
@@ -48,7 +48,7 @@ def unregister_broker(state: ControllerState, broker_id: int, *, static_min_isr:
     records = bounded.BoundedList()
     for chosen in (index.walk_isr(image, broker_id), index.walk_elr(image, broker_id)):
         leader_and_isr_updates(image, broker_to_remove=broker_id, broker_to_add=NO_LEADER, chosen=chosen,
-                               static_min_isr=static_min_isr, node_configs=state.node_configs, out=records)
+                               node_configs=state.node_configs, out=records)
     records.append(frame("UnregisterBrokerRecord", 0, broker_id=broker_id, broker_epoch=registration.epoch))
     return records, UnregisterBrokerResponse()
 
@@ -61,12 +61,12 @@ def unregister_broker_handlers(controller) -> dict[int, ApiHandler]:
     async def handle(ctx, request):
         try:
             response, _ = await controller.write(lambda: unregister_broker(
-                controller.state, request.broker_id, static_min_isr=controller.static_min_insync_replicas,
+                controller.state, request.broker_id,
                 moves=controller.moves))
             if not isinstance(response, UnregisterBrokerResponse):
                 await response                      # its partitions moved: now its own event, in one
                 response, _ = await controller.write(lambda: unregister_broker(
-                    controller.state, request.broker_id, static_min_isr=controller.static_min_insync_replicas))
+                    controller.state, request.broker_id))
         except ApiError as exc:
             return UnregisterBrokerResponse(error_code=exc.code, error_message=exc.message)
         return response

@@ -42,7 +42,7 @@ def test_the_steps_answer_and_elect_as_the_one_event_walk(monkeypatch):
     async def go():
         quorum, leader, running = await cluster_needing_elections()
         async with running:
-            expected_records, expected = elect_leaders(leader.state, EVERYTHING, 2, 1)     # generated, not written
+            expected_records, expected = elect_leaders(leader.state, EVERYTHING, 2)     # generated, not written
             writes, ticks = [], [0]                 # ticks: turns another task got (a heartbeat's, say)
             write = leader.write
 
@@ -82,7 +82,7 @@ def test_a_step_ends_at_its_elections_tried_as_well_as_at_its_partitions_looked_
     async def go():
         quorum, leader, running = await cluster_needing_elections()
         async with running:
-            _, expected = elect_leaders(leader.state, EVERYTHING, 2, 1)
+            _, expected = elect_leaders(leader.state, EVERYTHING, 2)
             writes = []
             write = leader.write
 

@@ -327,6 +327,6 @@ def test_the_effective_min_isr_caps_at_partition_zeros_replication_factor():
     image = MetadataImage()
     topic = TopicImage("t", uuid.uuid4(), {1: partition((4,)), 0: partition((1, 2, 3))})
     image.configs[(TOPIC_RESOURCE, "t")] = {"min.insync.replicas": "2"}
-    assert effective_min_isr(image, topic, 1, NodeConfigs()) == 2
+    assert effective_min_isr(image, topic, NodeConfigs()) == 2
     topic.partitions = {0: partition((4,)), 1: partition((1, 2, 3))}
-    assert effective_min_isr(image, topic, 1, NodeConfigs()) == 1
+    assert effective_min_isr(image, topic, NodeConfigs()) == 1

@@ -45,8 +45,8 @@ def test_each_layer_in_kafkas_order(dynamic, static, expected):
         leader_recovery_state=0, leader_epoch=0, partition_epoch=0)})
     for resource, value in dynamic.items():
         image.configs.setdefault(resource, {})[MIN_ISR] = value
-    assert effective_min_isr(image, topic, static, NodeConfigs(1)) == expected
-    assert ImageLookups(image, static, NodeConfigs(1)).min_isr(topic) == expected
+    assert effective_min_isr(image, topic, NodeConfigs(1, static_min_isr=static)) == expected
+    assert ImageLookups(image, NodeConfigs(1, static_min_isr=static)).min_isr(topic) == expected
 
 
 @pytest.mark.parametrize("node, in_elr", [("1", True), ("2", False)])
