@@ -37,6 +37,7 @@ import dataclasses
 import logging
 from contextvars import ContextVar
 
+from kafkawire.net import background
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import NO_RESPONSE
 from kafkawire.protocol.message import Struct
@@ -95,10 +96,8 @@ def settle_writes(broker) -> None:
     appended, callbacks = list(pending.values()), list(hooks)
     pending.clear()
     hooks.clear()
-    task = asyncio.get_running_loop().create_task(_settle(broker, appended, callbacks),
-                                                  context=contextvars.Context())   # no part of the request
-    _settling.add(task)
-    task.add_done_callback(_settling.discard)
+    background.start(_settle(broker, appended, callbacks), "Settling the coordinator's writes", keep=_settling,
+                     logger=log, context=contextvars.Context())     # no part of the request
 
 
 async def _settle(broker, appended: list, callbacks: list) -> None:

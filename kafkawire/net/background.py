@@ -8,6 +8,7 @@ naming the work it stood for; the owner still retries or answers an error where 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 
@@ -15,12 +16,18 @@ log = logging.getLogger(__name__)
 
 
 def start(coroutine, what: str, *, keep: set | None = None, logger: logging.Logger | None = None,
-          reported: tuple[type[BaseException], ...] = ()) -> asyncio.Task:
+          reported: tuple[type[BaseException], ...] = (),
+          context: contextvars.Context | None = None) -> asyncio.Task:
     """Run ``coroutine`` in the background; ``what`` names its work in the message logged if it
     raises. ``keep`` (a set) holds the task while it runs (asyncio keeps only weak references);
     ``reported``: exceptions not logged here, their cause being logged where it happened (a
-    node's failure, which every wait on the node then raises)."""
-    task = asyncio.ensure_future(coroutine)
+    node's failure, which every wait on the node then raises); ``context``: the context variables
+    the task runs in (by default a copy of the caller's, as asyncio's; a fresh
+    ``contextvars.Context()`` for work that is no part of the caller's request)."""
+    if context is None:
+        task = asyncio.ensure_future(coroutine)
+    else:
+        task = asyncio.get_running_loop().create_task(coroutine, context=context)
     if keep is not None:
         keep.add(task)
         task.add_done_callback(keep.discard)

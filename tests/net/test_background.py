@@ -3,6 +3,7 @@ and asyncio has nothing left to report; a cancel is no failure; the keeping set 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import gc
 import logging
 
@@ -30,3 +31,16 @@ def test_a_failure_is_logged_once_naming_the_work_and_a_cancel_is_not(caplog):
     assert [(r.name, r.getMessage()) for r in caplog.records] == [
         ("kafkawire.net.background", "Doing the thing failed: no such thing")]
     assert caplog.records[0].exc_info[0] is ValueError
+
+
+def test_a_task_given_a_context_runs_in_it_not_in_a_copy_of_the_callers():
+    request = contextvars.ContextVar("request", default=None)
+
+    async def go():
+        async def seen():
+            return request.get()
+        request.set("the caller's request")
+        copied = background.start(seen(), "Reading a copy")
+        fresh = background.start(seen(), "Reading a fresh context", context=contextvars.Context())
+        return await copied, await fresh
+    assert asyncio.run(go()) == ("the caller's request", None)
