@@ -17,25 +17,32 @@ A partition whose topic is gone (no leader in the metadata) is skipped, as Kafka
 Kafka treats any other error as a bug and stops; here it is logged as an error and the partition
 is taken out, so the transactional id does not stay stuck. A failed write of the request itself
 (an exception) is tried again. Any other unexpected exception while sending (a bug, a failed
-CompleteX write) is logged as an error and the whole send tried again after the backoff, as
+CompleteX write) is logged as an error and the whole send tried again after a backoff, as
 Kafka's channel manager keeps a transaction's markers queued until they are written or the
 transaction is removed: here until ``cancel`` (its coordinator partition unloaded) or a newer
 ``send`` for the same transactional id; otherwise the transaction would stay in PrepareX for good.
+Kafka's broker stops on such a failure (its send thread's unhandled exception is fatal); here a
+failure that repeats backs off as Kafka's clients do between retries (ExponentialBackoff of
+``retry_backoff_ms``, doubled each failure in a row up to ``RETRY_BACKOFF_MAX_MS``, retry.backoff.max.ms's
+default, with 20% jitter), so a bug that fails every send logs a line a second, not ten.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
 
 from kafkawire.messages.write_txn_markers_request import (WritableTxnMarker, WritableTxnMarkerTopic,
                                                           WriteTxnMarkersRequest)
 from kafkawire.net import background
+from kafkawire.net.backoff import ExponentialBackoff
 from kafkawire.protocol.error_codes import Errors
 
-__all__ = ["MarkerSender", "RETRY_BACKOFF_MS"]
+__all__ = ["MarkerSender", "RETRY_BACKOFF_MAX_MS", "RETRY_BACKOFF_MS"]
 
 log = logging.getLogger(__name__)
 RETRY_BACKOFF_MS = 100
+RETRY_BACKOFF_MAX_MS = 1000         # CommonClientConfigs.DEFAULT_RETRY_BACKOFF_MAX_MS
 _DONE = frozenset((Errors.NONE, Errors.UNSUPPORTED_FOR_MESSAGE_FORMAT, Errors.UNSUPPORTED_VERSION))
 _RETRIABLE = frozenset((Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.NOT_LEADER_OR_FOLLOWER, Errors.NOT_ENOUGH_REPLICAS,
                         Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND, Errors.REQUEST_TIMED_OUT, Errors.KAFKA_STORAGE_ERROR))
@@ -57,10 +64,14 @@ def marker_request(metadata, coordinator_epoch: int, committed: bool, partitions
 
 
 class MarkerSender:
-    def __init__(self, *, write, leader_known, retry_backoff_ms: int = RETRY_BACKOFF_MS):
+    def __init__(self, *, write, leader_known, retry_backoff_ms: int = RETRY_BACKOFF_MS, sleep=asyncio.sleep,
+                 rng=random):
         self.write = write                      # async (WriteTxnMarkersRequest) -> WriteTxnMarkersResponse
         self.leader_known = leader_known        # (topic, partition) -> bool
         self.retry_backoff_ms = retry_backoff_ms
+        # the wait after an unexpected failure of a whole send, by failures in a row
+        self.failure_backoff = ExponentialBackoff(retry_backoff_ms, 2, RETRY_BACKOFF_MAX_MS, 0.2, rng)
+        self.sleep = sleep                      # async (seconds): a test passes one that does not wait
         self.coordinator = None
         self.tasks: dict[str, asyncio.Task] = {}
         self._failures = 0                      # failed writes in a row: only the first is a warning
@@ -88,29 +99,31 @@ class MarkerSender:
             del self.tasks[key]
 
     async def _run_until_sent(self, metadata, coordinator_epoch: int, committed: bool, complete) -> None:
-        """``_run`` until it ends, again after the backoff each time it raises: only a cancel
-        (``cancel``, a newer ``send``, ``close``) stops it, during the backoff or a write. Each
-        failure is logged once, here; its traceback only the first time in a row."""
+        """``_run`` until it ends, again after a backoff each time it raises, longer each failure
+        in a row (``failure_backoff``): only a cancel (``cancel``, a newer ``send``, ``close``)
+        stops it, during the backoff or a write. Each failure is logged once, here, with the wait
+        before the next try; its traceback only the first time in a row."""
         failures = 0
         while True:
             try:
                 return await self._run(metadata, coordinator_epoch, committed, complete)
             except Exception as exc:        # noqa: BLE001 -- CancelledError is no Exception: a cancel still ends it
                 failures += 1
+                wait_ms = self.failure_backoff.backoff_ms(failures - 1)
                 log.error("Sending the transaction markers of %s failed (failure %d in a row), retrying in %d ms: %r",
-                          metadata.transactional_id, failures, self.retry_backoff_ms, exc, exc_info=failures == 1)
-            await asyncio.sleep(self.retry_backoff_ms / 1000)
+                          metadata.transactional_id, failures, wait_ms, exc, exc_info=failures == 1)
+            await self.sleep(wait_ms / 1000)
 
     async def _run(self, metadata, coordinator_epoch: int, committed: bool, complete) -> None:
         try:
             while metadata.partitions:
                 self._skip_deleted(metadata)
                 if metadata.partitions and not await self._write_once(metadata, coordinator_epoch, committed):
-                    await asyncio.sleep(self.retry_backoff_ms / 1000)
+                    await self.sleep(self.retry_backoff_ms / 1000)
         except _GiveUp:
             return
         while self.coordinator.complete(metadata, coordinator_epoch, complete) == Errors.COORDINATOR_NOT_AVAILABLE:
-            await asyncio.sleep(self.retry_backoff_ms / 1000)
+            await self.sleep(self.retry_backoff_ms / 1000)
 
     def _skip_deleted(self, metadata) -> None:
         gone = [tp for tp in metadata.partitions if not self.leader_known(*tp)]

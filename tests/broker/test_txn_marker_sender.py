@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 
 import pytest
 
-from kafkawire.broker.txn_marker_sender import MarkerSender
+from kafkawire.broker.txn_marker_sender import RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MS, MarkerSender
 from kafkawire.broker.txn_state import PREPARE_COMMIT, TransactionMetadata
 from kafkawire.messages.write_txn_markers_response import (WritableTxnMarkerPartitionResult, WritableTxnMarkerResult,
                                                            WritableTxnMarkerTopicResult, WriteTxnMarkersResponse)
@@ -150,3 +151,39 @@ def test_a_cancelled_transaction_is_not_tried_again():
         return task, tried, sender, coordinator
     task, tried, sender, coordinator = asyncio.run(go())
     assert task.cancelled() and len(calls) == tried and not sender.tasks and coordinator.completed == []
+
+
+def test_a_send_failing_every_time_backs_off_longer_each_failure_up_to_the_cap(caplog):
+    """A bug that fails every send: the waits double from retry_backoff_ms up to
+    RETRY_BACKOFF_MAX_MS (Kafka's ExponentialBackoff, 20% jitter), one error line per wait naming
+    it, the traceback only on the first."""
+    waits: list[float] = []
+
+    async def sleep(seconds):
+        waits.append(seconds * 1000)
+        await asyncio.sleep(0)
+
+    def always_failing(topic, partition):
+        raise RuntimeError("metadata cache bug")
+
+    async def go():
+        sender = MarkerSender(write=None, leader_known=always_failing, sleep=sleep, rng=random.Random(5))
+        sender.coordinator = Coordinator()
+        sender.send(TransactionMetadata("tx", 5, producer_epoch=2, state=PREPARE_COMMIT, partitions={("t", 0)}),
+                    3, True, "complete")
+        for _ in range(STEPS):
+            if len(waits) >= 8:
+                break
+            await asyncio.sleep(0)
+        sender.close()
+    caplog.set_level(logging.ERROR)
+    asyncio.run(go())
+    first = waits[:8]
+    assert len(first) == 8
+    for failures, wait in enumerate(first):
+        term = min(RETRY_BACKOFF_MS * 2 ** failures, RETRY_BACKOFF_MAX_MS)
+        assert 0.8 * term - 1 <= wait <= min(1.2 * term, RETRY_BACKOFF_MAX_MS)      # (- 1: Kafka truncates to ms)
+    assert first[3] > 4 * first[0] and first[-1] >= 0.8 * RETRY_BACKOFF_MAX_MS     # grown, then held at the cap
+    lines = errors_logged(caplog)[:8]
+    assert [f"retrying in {int(w)} ms" in r.getMessage() for r, w in zip(lines, first)] == [True] * 8
+    assert [bool(r.exc_info) for r in lines] == [True] + [False] * 7 and lines[0].exc_info[0] is RuntimeError
