@@ -136,8 +136,8 @@ class _Levels:
         return default if parsed is None else parsed
 
 
-def topic_config(image, topic: str, name: str, default, node_id: int = -1):
-    """One topic config (``default``: the broker's value from server.properties)."""
+def topic_config(image, topic: str, name: str, default, node_id: int):
+    """One topic config as broker ``node_id`` resolves it (``default``: its value from server.properties)."""
     return _Levels(image, topic, node_id).value(name, default)
 
 
