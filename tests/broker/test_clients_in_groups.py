@@ -1,5 +1,6 @@
 """Issue 29's client judges that no other broker test covers: aiokafka (its admin client creates
-the topic, an idempotent acks=all producer, a consumer in a group committing its offsets) and kcat's balanced consumer (`-G`,
+the topic, an idempotent acks=all producer, a consumer in a group committing its offsets; a
+transactional producer committing and aborting, read back read_committed) and kcat's balanced consumer (`-G`,
 librdkafka's group consumer) against the session's embedded broker. What each group committed
 is read back by kafka-python, so a group that only seemed to work (records read, nothing
 committed at the coordinator) fails.
@@ -68,6 +69,45 @@ def test_aiokafka_produces_idempotently_and_a_group_member_reads_and_commits(kaf
     assert [(m.partition, m.offset) for m in sent] == [(i % 2, i // 2) for i in range(len(values))]
     assert got == {p: [(i // 2, v) for i, v in enumerate(values) if i % 2 == p] for p in (0, 1)}
     assert committed(bootstrap, group, topic, 2) == {0: 20, 1: 20}
+
+
+def test_aiokafkas_transactional_producer_commits_and_aborts_and_read_committed_sees_the_commit(kafkawire_broker):
+    aiokafka = pytest.importorskip("aiokafka")
+    bootstrap, topic = kafkawire_broker.bootstrap_servers, "aiokafka-payments"
+
+    async def transactions_then_read():
+        producer = aiokafka.AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id="aiokafka-payer")
+        await producer.start()
+        try:
+            for outcome in ("commit", "abort", "commit"):
+                await producer.begin_transaction()
+                for i in range(3):
+                    await producer.send_and_wait(topic, f"{outcome}-{i}".encode(), partition=0)
+                if outcome == "commit":
+                    await producer.commit_transaction()
+                else:
+                    await producer.abort_transaction()
+        finally:
+            await producer.stop()
+        consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                                             enable_auto_commit=False, isolation_level="read_committed")
+        await consumer.start()
+        partition = aiokafka.TopicPartition(topic, 0)
+        consumer.assign([partition])
+        got: list[bytes] = []
+        try:
+            deadline = time.monotonic() + WAIT_S
+            while len(got) < 6 and time.monotonic() < deadline:
+                for messages in (await consumer.getmany(timeout_ms=500)).values():
+                    got += [m.value for m in messages]
+            end = (await consumer.end_offsets([partition]))[partition]
+        finally:
+            await consumer.stop()
+        return got, end
+
+    got, end = asyncio.run(transactions_then_read())
+    assert got == [b"commit-0", b"commit-1", b"commit-2"] * 2
+    assert end == 12                        # 9 records and 3 markers: read_committed skipped 3 and the markers
 
 
 def test_kcats_balanced_consumer_reads_every_record_in_a_group_and_commits_at_close(kafkawire_broker):
