@@ -50,6 +50,7 @@ stable offset for isolation level 1 (read_committed: latest is the LSO).
 """
 from __future__ import annotations
 
+import logging
 import time
 
 from typing import NamedTuple
@@ -71,6 +72,8 @@ from kafkawire.protocol.handler import Throttled
 from kafkawire.storage.log import OffsetOutOfRangeError
 
 __all__ = ["FetchApi"]
+
+log = logging.getLogger(__name__)
 
 MAX_WAIT_CAP_MS = 30_000
 READ_COMMITTED = 1
@@ -268,6 +271,9 @@ class FetchApi:
         if leads and params.client is not None:
             preferred = self._preferred_read_replica(image, partition, p.fetch_offset, params.client)
             if preferred is not None:       # no read: the consumer goes to that replica
+                log.debug("Replica selector RackAwareReplicaSelector returned preferred replica %d for "
+                          "%s-%d (client rack %r, listener %s)", preferred, topic.name, p.partition,
+                          params.client[0], params.client[1])
                 data.preferred_read_replica = preferred
                 data.high_watermark, data.last_stable_offset = partition.high_watermark(), \
                     partition.last_stable_offset()

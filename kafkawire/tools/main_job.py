@@ -13,8 +13,8 @@
 5. stops the leader (SIGTERM: it resigns), shows the new leader with `describe --status`;
 6. dumps the new leader's log with `kafkawire dump-log --cluster-metadata-decoder`;
 7. runs a one-node combined node (broker and controller) that kafka-python produces to and
-   consumes from with a manually assigned partition (main_broker.py; skipped, saying so, without
-   kafka-python).
+   consumes from in a group, and that runs a committed and an aborted transaction (main_broker.py;
+   skipped, saying so, without kafka-python).
 
 Every step prints the command a user would type. --foreground restarts the stopped node and
 keeps the quorum running until Ctrl-C, for a user to point kcat or a Kafka client at it.

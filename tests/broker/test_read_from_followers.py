@@ -8,6 +8,7 @@ The three-broker wire test with confluent-kafka is test_read_from_followers_wire
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from types import SimpleNamespace
 
@@ -146,11 +147,16 @@ def leading_broker(tmp_path, extra=f"replica.selector.class={RACK_AWARE_REPLICA_
     return broker, state, partition
 
 
-def test_the_leader_answers_a_preferred_read_replica_without_records_exactly_when_kafka_does(tmp_path):
+def test_the_leader_answers_a_preferred_read_replica_without_records_exactly_when_kafka_does(tmp_path, caplog):
     async def go():
         broker, state, partition = leading_broker(tmp_path)
-        data = await fetch(broker, consumer_fetch(offset=1, rack="b"))
+        with caplog.at_level(logging.DEBUG, logger="kafkawire.broker.fetch"):
+            data = await fetch(broker, consumer_fetch(offset=1, rack="b"))
         assert (data.error_code, data.preferred_read_replica, data.records) == (Errors.NONE, 2, b"")
+        # the selector's choice at DEBUG, as Kafka's ReplicaManager logs it
+        assert [r.getMessage() for r in caplog.records if r.name == "kafkawire.broker.fetch"] == [
+            "Replica selector RackAwareReplicaSelector returned preferred replica 2 for t-0 "
+            "(client rack 'b', listener PLAINTEXT)"]
         assert (data.high_watermark, data.last_stable_offset, data.log_start_offset) == (2, 2, 0)
         assert data.aborted_transactions is None
         data = await fetch(broker, consumer_fetch(offset=3, rack="b"))        # only 2 has offset 3

@@ -15,7 +15,7 @@ from kafkawire.broker.validation import ProduceRefused, validate_produce
 from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
 from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kafkawire.protocol.error_codes import Errors
-from kafkawire.records import GZIP, LZ4, NONE, ZSTD, iter_batches
+from kafkawire.records import GZIP, LZ4, NONE, SNAPPY, ZSTD, iter_batches
 from kafkawire.records.batch import CREATE_TIME, LOG_APPEND_TIME
 from kafkawire.records.builder import build_batch
 from kafkawire.records.compression import compress, decompress
@@ -126,6 +126,32 @@ def test_the_topics_compression_type_reaches_the_stored_batch_through_the_wire(k
     assert (batch.compression_type, [r[:2] for r in contents(batch)]) == (GZIP, [r[:2] for r in records])
     with open(segment, "rb") as f:
         assert written_at(GZIP, f.read(batch.size_in_bytes))(1)          # the topic's compression.gzip.level
+
+
+def test_a_batch_in_each_codec_is_stored_as_the_producer_sent_it_through_the_wire(kafkawire_broker):
+    """Issue 29's "every codec": one Produce of five batches, one per codec Kafka has, to a
+    topic of Kafka's default `compression.type=producer`; each is stored in its own codec, with
+    its records, at dense offsets (the broker's C or pure checks decompressed each one)."""
+    node, topic = kafkawire_broker, "every-codec"
+    now = int(time.time() * 1000)
+    codecs = [NONE, GZIP, SNAPPY, LZ4, ZSTD]
+    batches = [build_batch([(b"k%d" % c, b"codec-%d" % c * 30, [], now)] * 3, compression_type=c) for c in codecs]
+    created = call(node, CreateTopicsRequest(timeout_ms=10_000, topics=[CreatableTopic(
+        name=topic, num_partitions=1, replication_factor=1, assignments=[], configs=[])]))
+    assert created.topics[0].error_code == Errors.NONE
+    deadline = time.monotonic() + 30
+    for data in batches:
+        while (answer := call(node, ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(
+                name=topic, partition_data=[PartitionProduceData(index=0, records=data)])]),
+                api_version=9).responses[0].partition_responses[0]).error_code != Errors.NONE:
+            assert time.monotonic() < deadline, f"timed out waiting for the new topic's leader: {answer}"
+            time.sleep(0.05)
+    with open(os.path.join(node.log_dir, f"{topic}-0", "00000000000000000000.log"), "rb") as f:
+        stored = list(iter_batches(f.read()))
+    assert [(b.compression_type, b.base_offset, b.is_valid) for b in stored] == \
+        [(c, 3 * i, True) for i, c in enumerate(codecs)]
+    assert [[r[:2] for r in contents(b)] for b in stored] == \
+        [[(b"k%d" % c, b"codec-%d" % c * 30)] * 3 for c in codecs]
 
 
 def test_a_recompression_decodes_the_records_once_and_does_not_check_the_new_batchs_crc(monkeypatch):

@@ -5,7 +5,9 @@ checkpoint and producer snapshot of ../shared/reference/kraft-data (written by r
 the segment, indexes and snapshots a kafkawire node writes, and files our writer makes to
 reach what the samples lack (offset and time indexes with many entries, keys, values and
 header keys that are not UTF-8, compressed and transactional batches, metadata values Kafka
-cannot read). Outputs are compared per ``Dumping <file>`` section; stderr is compared after
+cannot read). And issue 29's judge of the broker: a kafkawire broker's partition files
+(with an aborted-transaction index and producer snapshots) dump as Kafka's tool dumps them, and
+as it dumps a Kafka broker's files of the same traffic, the brokers' clock aside. Outputs are compared per ``Dumping <file>`` section; stderr is compared after
 dropping Kafka's log lines and our ``Error:`` lines (the README lists that difference). One
 JVM per flag set dumps all files of a group (a JVM costs ~1.5 s to start).
 """
@@ -211,6 +213,62 @@ def test_a_compacted_topic_and_java_clients_data_dump_as_kafka_dumps_them(kafka_
     check_groups(kafka_tool, groups_for(files, more=True), "Kafka-written (compacted, Java clients)")
 
 
+def test_files_our_broker_writes_dump_as_kafka_dumps_them(kafka_tool, kafkawire_broker_written_files):
+    """Issue 29's judge on our broker's own files: the traffic Kafka's files above come from
+    (plain batches with odd bytes, gzip, a committed and an aborted transaction, kafka-python)
+    sent to a kafkawire combined node, stopped cleanly: its segments, indexes, aborted-transaction
+    index and producer snapshots, and its __consumer_offsets and metadata log, are read by Kafka's
+    DumpLogSegments with every flag set as our dump-log reads them."""
+    files = kafkawire_broker_written_files
+    data = [p for p in files if p.parent.name == "kw-data-0"]
+    assert any(p.suffix == ".txnindex" and p.stat().st_size > 0 for p in data), data
+    assert any(p.suffix == ".snapshot" for p in data), data
+    assert any(p.suffix == ".index" and p.stat().st_size > 0 for p in data), data
+    check_groups(kafka_tool, groups_for(files, more=True), "kafkawire-broker-written")
+
+
+BROKER_CLOCK = re.compile(r"\b1[0-9]{12}\b")        # a 13-digit time in ms
+CONTROL_CRC = re.compile(r"crc: -?[0-9]+")
+
+
+def _same_traffic_view(stdout: str) -> list[str]:
+    """DumpLogSegments' text with what two brokers may write differently for the same traffic
+    masked: the directory in "Dumping" lines, the broker's clock (the COMMIT and ABORT markers'
+    timestamps, so their CRCs, and the producer state's times of them; the test's own records
+    carry times from TS on, kept) and nothing else."""
+    def clock(match):
+        return match.group() if TS <= int(match.group()) < TS + 1000 else "<broker clock>"
+    lines = []
+    for line in stdout.splitlines():
+        if line.startswith("Dumping "):
+            line = "Dumping " + Path(line[len("Dumping "):]).name
+        line = BROKER_CLOCK.sub(clock, line)
+        if "isControl: true" in line:
+            line = CONTROL_CRC.sub("crc: <marker's>", line)
+        lines.append(line)
+    return lines
+
+
+def test_our_brokers_partition_files_dump_as_a_kafka_brokers_of_the_same_traffic(
+        kafka_tool, kafka_written_files, kafkawire_broker_written_files):
+    """The whole judge: Kafka's DumpLogSegments over the topic's directory each broker wrote for
+    the same traffic (segments, offset and time indexes, producer snapshots, the
+    aborted-transaction index) prints the same text, segment for segment and entry for entry,
+    once the markers' wall-clock times (and the CRCs over them) are masked."""
+    def topic_files(files):
+        return sorted(p for p in files if p.parent.name == "kw-data-0")
+    theirs, ours = topic_files(kafka_written_files), topic_files(kafkawire_broker_written_files)
+    assert [p.name for p in ours] == [p.name for p in theirs]
+    assert {p.suffix for p in ours} >= {".log", ".index", ".timeindex", ".snapshot", ".txnindex"}
+    for flags in GENERAL_FLAGS:
+        kafka_view, our_view = (_same_traffic_view(kafka_tool(DUMP_LOG_SEGMENTS, *flags, "--files",
+                                                              ",".join(map(str, files)), check=True).stdout)
+                                for files in (theirs, ours))
+        assert our_view == kafka_view, first_difference(" ".join(flags) or "(no flags)", kafka_view, our_view)
+        masked = sum(line.count("<broker clock>") for line in kafka_view)
+        assert masked == sum(line.count("<broker clock>") for line in our_view) and masked < len(kafka_view)
+
+
 @pytest.mark.parametrize("directories", ["COLLIDING_DIRECTORIES", "TREEIFYING_DIRECTORIES"])
 def test_non_consecutive_reports_of_colliding_paths_come_in_kafkas_order(kafka_tool, tmp_path, directories):
     """Thirteen (nine) segments with a gap each, in directories whose paths share buckets of
@@ -240,6 +298,20 @@ def kafka_written_files(kafka_libs, tmp_path_factory) -> list[Path]:
     finally:
         node.kill()
     return [p for p in dumpable(node.data_dir) if "__transaction_state" not in p.parent.name]
+
+
+@pytest.fixture(scope="module")
+def kafkawire_broker_written_files(tmp_path_factory) -> list[Path]:
+    """kafka_written_files' traffic and settings on a kafkawire combined node, stopped with
+    SIGTERM (a clean stop: producer snapshots written, as Kafka's broker writes them)."""
+    from kafkawire.testing import EmbeddedBroker
+    broker = EmbeddedBroker(tmp_path_factory.mktemp("kafkawire-broker") / "node", properties={
+        "log.index.interval.bytes": "1", "producer.id.expiration.check.interval.ms": "600000"})
+    with broker:
+        _produce_to_kafka(broker.bootstrap_servers)
+        broker.process.terminate()
+        assert broker.process.wait(timeout=60) == 0, broker.log_tail(40)
+    return [p for p in dumpable(Path(broker.log_dir)) if "__transaction_state" not in p.parent.name]
 
 
 def _produce_to_kafka(bootstrap: str) -> None:
@@ -373,3 +445,4 @@ def writer_files(tmp_path_factory) -> list[Path]:
         builder.append(None, value, (), TS)
     _write_segment(root / "__cluster_metadata-0", 0, [builder.build()])
     return dumpable(root)
+

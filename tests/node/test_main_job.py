@@ -25,11 +25,15 @@ def test_the_main_job_runs_a_quorum_fails_over_and_dumps_the_log(tmp_path):
         assert f'"type":"{record}"' in out, record
     assert "LeaderChange:" in out
     assert (data / "node-1" / "meta.properties").exists()
-    # The combined node (broker and controller in one process): kafka-python produced to it and a
-    # consumer assigned to the partition by hand read every record back, in order.
+    # The combined node (broker and controller in one process): kafka-python produced to it, a
+    # consumer in a group read every record back, in order, and committed; a read_committed
+    # consumer read the committed transaction's records, not the aborted one's.
     assert re.findall(r"^produced order-(\d) to demo-orders-0 at offset (\d)$", out, re.M) == \
         [(str(i), str(i)) for i in range(5)]
     assert re.findall(r"^consumed offset (\d): order-(\d) = \d items$", out, re.M) == [(str(i), str(i)) for i in range(5)]
+    assert "group demo-billing committed offset 5 of demo-orders-0" in out
+    assert "transaction committed: paid-1, paid-2\ntransaction aborted: cancelled-3\n" in out
+    assert "read_committed consumer read: paid-1, paid-2\n" in out
     assert "00000000000000000000.log" in out and "node stopped with 0" in out
 
 

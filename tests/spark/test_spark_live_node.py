@@ -1,7 +1,9 @@
 """liveLog=true on a RUNNING kafkawire combined node's log directory while it serves produces:
 the read returns exactly the records below the high watermark its broker role checkpointed in
 ``replication-offset-checkpoint``, and opens every file read-only (the broker is writing, so the
-files' sizes and times are not ours to compare; what the reader asked the OS for is).
+files' sizes and times are not ours to compare; what the reader asked the OS for is). And issue
+29's Spark judge: after committed and aborted transactions, Spark's read_committed read of the
+node's directory is exactly what a read_committed consumer read from the broker.
 
 One short test on the session's node (kafkawire_broker), which checkpoints every 5 s, Kafka's
 default: waiting up to 5 s for the checkpoint costs less than starting a node of our own with a
@@ -92,3 +94,62 @@ def test_a_live_read_of_a_running_node_stops_at_its_checkpointed_high_watermark(
     assert any(path.endswith(".log") for path, _ in opens)              # the recording saw the reads
     assert [(p, how) for p, how in opens if not _is_read_only(how)] == []
     assert set(os.listdir(partition_dir)) == files_before                # no index built, nothing recovered
+
+
+TXN_TOPIC = "spark-live-payments"
+
+
+def _transactions(bootstrap: str) -> set[bytes]:
+    """A committed, an aborted and a committed transaction on TXN_TOPIC-0 (confluent-kafka's
+    transactional producer); the aborted values."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "transactional.id": "spark-live-payer"})
+    producer.init_transactions(WAIT_S)
+    aborted: set[bytes] = set()
+    for n, commit in enumerate((True, False, True)):
+        producer.begin_transaction()
+        values = [b"txn-%d-%d" % (n, i) for i in range(4)]
+        for value in values:
+            producer.produce(TXN_TOPIC, value, partition=0)
+        producer.flush(WAIT_S)
+        if commit:
+            producer.commit_transaction(WAIT_S)
+        else:
+            producer.abort_transaction(WAIT_S)
+            aborted |= set(values)
+    return aborted
+
+
+def _read_committed_by_a_consumer(bootstrap: str) -> tuple[list[tuple[int, bytes]], int]:
+    """(offset, value) of every record a read_committed consumer reads from TXN_TOPIC-0 up to
+    its end, and that end (the high watermark: every transaction is finished)."""
+    consumer = kafka.KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
+                                   auto_offset_reset="earliest", isolation_level="read_committed")
+    partition = kafka.TopicPartition(TXN_TOPIC, 0)
+    consumer.assign([partition])
+    end = consumer.end_offsets([partition])[partition]
+    got: list[tuple[int, bytes]] = []
+    deadline = time.monotonic() + WAIT_S
+    while consumer.position(partition) < end and time.monotonic() < deadline:
+        for batch in consumer.poll(timeout_ms=500).values():
+            got += [(m.offset, m.value) for m in batch]
+    consumer.close()
+    return got, end
+
+
+def test_spark_read_committed_of_a_running_node_is_what_a_read_committed_consumer_reads(spark, kafkawire_broker):
+    """Issue 29's Spark judge on kafkawire's own broker: transactions committed and aborted, then
+    Spark (liveLog, read_committed) over the node's log directory returns exactly the records a
+    read_committed consumer read from the broker, at the same offsets, no aborted one."""
+    node = kafkawire_broker
+    aborted = _transactions(node.bootstrap_servers)
+    consumed, end = _read_committed_by_a_consumer(node.bootstrap_servers)
+    assert len(consumed) == 8 and not {v for _, v in consumed} & aborted
+    deadline = time.monotonic() + WAIT_S
+    path = os.path.join(node.log_dir, "replication-offset-checkpoint")
+    while read_offset_checkpoint(path).get((TXN_TOPIC, 0)) != end:
+        assert time.monotonic() < deadline, f"{path} never named {TXN_TOPIC}-0 at {end} within {WAIT_S} s"
+        time.sleep(0.05)
+    rows = spark.read.format("kafkawire").option("liveLog", "true").option("subscribe", TXN_TOPIC) \
+        .option("kafka.isolation.level", "read_committed").load(node.log_dir).orderBy("offset").collect()
+    assert [(r["offset"], bytes(r["value"])) for r in rows] == consumed
