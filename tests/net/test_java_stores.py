@@ -1,0 +1,164 @@
+"""JKS and PKCS12 key and trust stores as a Kafka node reads them: stores keytool wrote
+(tests/net/data/java_stores, see SOURCE.md there; no Java needed) served on a TLS listener, the
+refusals of a wrong password or a cut file, and which certificates of a PKCS12 trust store Java
+trusts (Oracle's trusted-key-usage bag attribute). The last test asks a JDK's keytool for a new
+store and skips without one."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.serialization import pkcs12
+
+from kafkawire.metadata.java_key_stores import KeyStoreError, read_key_store
+from kafkawire.metadata.pkcs12_bags import trusted_certificates
+from kafkawire.net.config import ConfigError
+from kafkawire.net.server import KafkaServer
+
+from .netlib import run
+from .test_tls import client_settings, node_config, principal_seen
+from .tls_certs import make_pki
+
+STORES = Path(__file__).parent / "data" / "java_stores"
+PASSWORD = "store-secret"            # make_stores.sh's store password; server-keypass.jks's key: key-secret
+
+
+def store(name: str) -> str:
+    return str(STORES / name)
+
+
+def subjects(ders) -> list[str]:
+    return [x509.load_der_x509_certificate(der).subject.rfc4514_string() for der in ders]
+
+
+def jks_server(extra: str = "") -> str:
+    """A listener on server.jks with Kafka's default store types (JKS): no ssl.*.type set."""
+    return f"ssl.keystore.location={store('server.jks')}\nssl.keystore.password={PASSWORD}\n" + extra
+
+
+def jks_client(extra: str = "") -> str:
+    return f"ssl.truststore.location={store('truststore.jks')}\nssl.truststore.password={PASSWORD}\n" + extra
+
+
+def start_refusal(config_text: str) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        KafkaServer({}, security=node_config(config_text).security_of("CONTROLLER"))
+    return info.value
+
+
+def test_mutual_tls_with_jks_key_and_trust_stores_of_kafkas_default_type():
+    server = node_config(jks_server(f"ssl.client.auth=required\nssl.truststore.location={store('truststore.jks')}\n"
+                                    f"ssl.truststore.password={PASSWORD}\n"))
+    client = client_settings(jks_client(f"ssl.keystore.location={store('client.jks')}\n"
+                                        f"ssl.keystore.password={PASSWORD}\n"))
+    assert run(principal_seen(server, client)) == ["User:CN=jks-client,O=kafkawire tests"]
+
+
+def test_either_store_type_reads_either_format_and_a_jks_trust_store_needs_no_password():
+    # the JDK's keystore.type.compat: type PKCS12 opens a JKS file, type JKS a PKCS12 file
+    server = node_config(f"ssl.keystore.type=PKCS12\nssl.keystore.location={store('server.jks')}\n"
+                         f"ssl.keystore.password={PASSWORD}\n")
+    client = client_settings(f"ssl.truststore.location={store('truststore.jks')}\n")    # no integrity check
+    assert run(principal_seen(server, client)) == ["User:ANONYMOUS"]
+    server = node_config(f"ssl.keystore.location={store('server.p12')}\nssl.keystore.password={PASSWORD}\n")
+    client = client_settings(f"ssl.truststore.type=PKCS12\nssl.truststore.location={store('truststore.p12')}\n"
+                             f"ssl.truststore.password={PASSWORD}\n")
+    assert run(principal_seen(server, client)) == ["User:ANONYMOUS"]
+
+
+def test_a_jks_key_with_its_own_password_opens_with_ssl_key_password():
+    keypass = f"ssl.keystore.location={store('server-keypass.jks')}\nssl.keystore.password={PASSWORD}\n"
+    client = client_settings(jks_client())
+    assert run(principal_seen(node_config(keypass + "ssl.key.password=key-secret\n"), client)) == ["User:ANONYMOUS"]
+    refusal = start_refusal(keypass)                  # the store password does not open this key
+    assert refusal.key == "ssl.keystore.location"
+    assert "key entry 'server' does not open with this key password: Cannot recover key" in str(refusal)
+    refusal = start_refusal(keypass + "ssl.key.password=wrong\n")
+    assert refusal.key == "ssl.key.password" and "Cannot recover key" in str(refusal)
+
+
+def test_a_wrong_store_password_or_a_cut_file_is_refused_at_start_naming_the_file(tmp_path):
+    refusal = start_refusal(f"ssl.keystore.location={store('server.jks')}\nssl.keystore.password=wrong\n")
+    assert refusal.key == "ssl.keystore.location" and refusal.value == store("server.jks")
+    assert "Keystore was tampered with, or password was incorrect" in str(refusal)
+    cut = tmp_path / "cut.jks"
+    cut.write_bytes((STORES / "server.jks").read_bytes()[:700])
+    refusal = start_refusal(f"ssl.keystore.location={cut}\nssl.keystore.password={PASSWORD}\n")
+    assert refusal.value == str(cut) and "is truncated at offset 625: a certificate of" in str(refusal)
+    junk = tmp_path / "junk.jks"
+    junk.write_bytes(b"\xfe\xed\xfe\xed\x00\x00\x00\x07")
+    assert "is a JKS store of version 7" in str(start_refusal(f"ssl.keystore.location={junk}\n"
+                                                               f"ssl.keystore.password={PASSWORD}\n"))
+
+
+def test_every_cut_of_a_jks_store_is_refused_with_its_offset():
+    data = (STORES / "server.jks").read_bytes()
+    for end in range(4, len(data)):
+        with pytest.raises(KeyStoreError, match="truncated at offset"):
+            read_key_store(data[:end], PASSWORD)
+
+
+def test_a_jks_trust_store_trusts_its_certificate_entries_and_each_key_entrys_own_certificate():
+    # Java's TrustStoreUtil: trusted certificate entries, then the first certificate of each key's chain
+    assert subjects(read_key_store((STORES / "server.jks").read_bytes(), PASSWORD).trusted_certificates()) == \
+        ["CN=kafkawire JKS test CA,O=kafkawire tests", "CN=localhost,O=kafkawire tests"]
+
+
+def test_a_pkcs12_trust_store_trusts_only_what_java_does(tmp_path):
+    pki = make_pki(tmp_path)
+    ca = pki.ca_cert.public_bytes(serialization.Encoding.DER)
+    server = x509.load_pem_x509_certificates(pki.server_cert_pem.read_bytes())[0]
+    secret = serialization.BestAvailableEncryption(PASSWORD.encode())
+    # keytool's store: the CA is a trusted entry; cryptography's java trust store the same
+    assert subjects(trusted_certificates((STORES / "truststore.p12").read_bytes(), PASSWORD)) == \
+        ["CN=kafkawire JKS test CA,O=kafkawire tests"]
+    assert trusted_certificates(pki.ca_p12.read_bytes(), PASSWORD) == [ca]
+    # a key store as trust store: its key's certificate, not the CA beside it without the attribute
+    assert trusted_certificates(pki.server_p12.read_bytes(), PASSWORD) == \
+        [server.public_bytes(serialization.Encoding.DER)]
+    # openssl pkcs12 -export's kind of trust store: certificates without the attribute, none trusted
+    bare = tmp_path / "bare.p12"
+    bare.write_bytes(pkcs12.serialize_key_and_certificates(None, None, None, [pki.ca_cert], secret))
+    assert trusted_certificates(bare.read_bytes(), PASSWORD) == []
+    refusal = start_refusal(f"ssl.keystore.location={store('server.jks')}\nssl.keystore.password={PASSWORD}\n"
+                            f"ssl.client.auth=required\nssl.truststore.location={bare}\n"
+                            f"ssl.truststore.password={PASSWORD}\n")
+    assert refusal.key == "ssl.truststore.location" and "holds no certificate Java trusts" in str(refusal)
+
+
+@pytest.mark.parametrize("encryption", ["pbes2", "3des", "none"])
+def test_pkcs12_bags_are_read_under_each_encryption_cryptography_writes(tmp_path, encryption):
+    pki = make_pki(tmp_path)
+    chosen = {"pbes2": serialization.BestAvailableEncryption(PASSWORD.encode()),
+              "3des": serialization.PrivateFormat.PKCS12.encryption_builder().kdf_rounds(1000)
+              .key_cert_algorithm(pkcs12.PBES.PBESv1SHA1And3KeyTripleDESCBC).hmac_hash(hashes.SHA1())
+              .build(PASSWORD.encode()),
+              "none": serialization.NoEncryption()}[encryption]
+    data = pkcs12.serialize_java_truststore([pkcs12.PKCS12Certificate(pki.ca_cert, b"ca")], chosen)
+    assert trusted_certificates(data, PASSWORD) == [pki.ca_cert.public_bytes(serialization.Encoding.DER)]
+    if encryption != "none":
+        assert trusted_certificates(data, None) == []       # Java skips encrypted contents without a password
+        with pytest.raises(KeyStoreError, match="this password opens"):
+            read_key_store(data, "wrong")
+
+
+def test_a_store_keytool_writes_now_is_read(tmp_path):
+    if not shutil.which("keytool"):
+        from tests.conftest import unavailable
+        unavailable("keytool (a JDK) is needed to write a new JKS store")
+    path = tmp_path / "fresh.jks"
+    made = subprocess.run(["keytool", "-J-XX:+UseSerialGC", "-genkeypair", "-keystore", str(path), "-storetype",
+                           "JKS", "-storepass", PASSWORD, "-keypass", "k\u00e9y-pass", "-alias", "Gr\u00fc\u00dfe",
+                           "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=fresh", "-validity", "2"],
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stdout + made.stderr
+    fresh = read_key_store(path.read_bytes(), PASSWORD)
+    assert [entry.alias for entry in fresh.keys] == ["gr\u00fc\u00dfe"]      # keytool lower-cases aliases
+    def raw(public_key):
+        return public_key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    assert raw(fresh.keys[0].private_key("k\u00e9y-pass").public_key()) == \
+        raw(x509.load_der_x509_certificate(fresh.keys[0].chain[0]).public_key())
