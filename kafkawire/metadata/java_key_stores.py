@@ -25,7 +25,8 @@ import hmac
 import struct
 from dataclasses import dataclass, field
 
-from .pkcs12_bags import Pkcs12Error, der_children, der_element, der_oid, trusted_certificates as _p12_trusted
+from .java_text import java_string_hash
+from .pkcs12_bags import Pkcs12Error, der_children, der_element, der_oid, java_entries
 
 __all__ = ["KeyStoreError", "KeyStore", "KeyEntry", "read_key_store", "JKS_MAGIC", "JAVA_TAMPERED"]
 
@@ -69,15 +70,18 @@ class KeyStore:
     format: str
     keys: list[KeyEntry] = field(default_factory=list)
     trusted: list[tuple[str, bytes]] = field(default_factory=list)      # (alias, certificate DER)
-    java_trusted: list[bytes] | None = None          # PKCS12: what its bags make Java trust
+    java_order: list[tuple[str, bytes | None]] = field(default_factory=list)
+
+    def certificate_entries(self) -> list[tuple[str, bytes | None]]:
+        """Java's KeyStore.aliases(), each with getCertificate(alias): a trusted entry's
+        certificate or the first of a key entry's chain (DER; None for a key without one). A
+        JKS store's aliases come in its Hashtable's order, a PKCS12 store's in load order."""
+        return self.java_order
 
     def trusted_certificates(self) -> list[bytes]:
         """What Java's trust manager trusts (TrustStoreUtil): each trusted certificate entry and the
         first certificate of each private key entry's chain; DER, without repeats."""
-        if self.java_trusted is not None:
-            return self.java_trusted
-        found = [der for _, der in self.trusted] + [k.chain[0] for k in self.keys if k.chain]
-        return list(dict.fromkeys(found))
+        return list(dict.fromkeys(der for _, der in self.java_order if der is not None))
 
 
 def read_key_store(data: bytes, password: str | None) -> KeyStore:
@@ -106,7 +110,7 @@ def _read_pkcs12(data: bytes, password: str | None) -> KeyStore:
             store.keys.append(KeyEntry(name.decode("utf-8", "replace").lower() if name else "", b"", chain,
                                        pkcs12_key=loaded.key))
     try:
-        store.java_trusted = _p12_trusted(data, password)
+        store.java_order = java_entries(data, password)
     except Pkcs12Error as exc:
         raise KeyStoreError(f"is not a PKCS12 store kafkawire reads: {exc}") from None
     return store
@@ -151,6 +155,7 @@ def _read_jks(data: bytes, password: str | None) -> KeyStore:
         raise KeyStoreError(f"is a JKS store of version {version} (1 and 2 are read)")
     count = reader.u32("the entry count")
     store = KeyStore("JKS")
+    by_alias: dict[str, bytes | None] = {}
     for _ in range(count):
         at = reader.pos
         tag = reader.u32("an entry's tag")
@@ -160,8 +165,10 @@ def _read_jks(data: bytes, password: str | None) -> KeyStore:
             protected = reader.take(reader.u32("a protected key's length"), "a protected key")
             chain = [reader.certificate(version) for _ in range(reader.u32("a chain's length"))]
             store.keys.append(KeyEntry(alias, protected, chain))
+            by_alias[alias.lower()] = chain[0] if chain else None
         elif tag == 2:
             store.trusted.append((alias, reader.certificate(version)))
+            by_alias[alias.lower()] = store.trusted[-1][1]
         else:
             raise KeyStoreError(f"holds an entry of unknown kind {tag} at offset {at} (1: private key, "
                                 "2: trusted certificate)")
@@ -170,7 +177,25 @@ def _read_jks(data: bytes, password: str | None) -> KeyStore:
         expected = hashlib.sha1(password.encode("utf-16-be") + _WHITENER + data[:reader.pos - 20]).digest()
         if not hmac.compare_digest(digest, expected):
             raise KeyStoreError(f"does not open with this password: {JAVA_TAMPERED}")
+    store.java_order = [(alias, by_alias[alias]) for alias in java_hashtable_order(list(by_alias))]
     return store
+
+
+def java_hashtable_order(keys: list[str]) -> list[str]:
+    """The order a java.util.Hashtable (11 buckets, load factor 0.75) filled with ``keys`` (distinct
+    strings, in insertion order) enumerates them: the last bucket first, newest first within one;
+    each rehash (to twice the buckets plus one) moves the entries bucket by bucket from the last."""
+    capacity, table = 11, [[] for _ in range(11)]
+    for count, key in enumerate(keys):
+        if count >= int(capacity * 0.75):
+            capacity = capacity * 2 + 1
+            grown: list[list[str]] = [[] for _ in range(capacity)]
+            for bucket in reversed(table):
+                for old in bucket:
+                    grown[(java_string_hash(old) & 0x7FFFFFFF) % capacity].insert(0, old)
+            table = grown
+        table[(java_string_hash(key) & 0x7FFFFFFF) % capacity].insert(0, key)
+    return [key for bucket in reversed(table) for key in bucket]
 
 
 def _unprotect(protected: bytes, password: str, alias: str) -> bytes:

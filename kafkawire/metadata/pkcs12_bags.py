@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-__all__ = ["Pkcs12Error", "trusted_certificates", "der_element", "der_children", "der_oid"]
+__all__ = ["Pkcs12Error", "trusted_certificates", "java_entries", "der_element", "der_children", "der_oid"]
 
 _DATA, _ENCRYPTED_DATA = "1.2.840.113549.1.7.1", "1.2.840.113549.1.7.6"
 _SHROUDED_KEY_BAG, _CERT_BAG = "1.2.840.113549.1.12.10.1.2", "1.2.840.113549.1.12.10.1.3"
@@ -143,10 +143,16 @@ class _Bag:
 
 def trusted_certificates(data: bytes, password: str | None) -> list[bytes]:
     """The DER of every certificate a Java trust manager given this PKCS12 store trusts."""
-    bags = list(_bags(data, password))
+    return list(dict.fromkeys(der for _, der in java_entries(data, password) if der is not None))
+
+
+def java_entries(data: bytes, password: str | None) -> list[tuple[str, bytes | None]]:
+    """The store's entries as Java's KeyStore lists them (aliases(), in load order), each with
+    getCertificate(alias): a trusted entry's certificate, a key entry's first chain certificate
+    (None when no certificate matches its key)."""
     entries: dict[str, _Bag] = {}
     chain_candidates, counter, keys_seen = [], 0, 0
-    for bag in bags:
+    for bag in _bags(data, password):
         if bag.kind == "key":
             keys_seen += 1
             if bag.key_id is None:
@@ -161,16 +167,9 @@ def trusted_certificates(data: bytes, password: str | None) -> list[bytes]:
         if bag.alias is None:
             counter += 1
             bag.alias = str(counter)
-        entries[bag.alias.lower()] = bag
-    trusted = []
-    for entry in entries.values():
-        if entry.kind == "cert":
-            trusted.append(entry.der)
-        else:
-            leaf = _key_certificate(entry, chain_candidates)
-            if leaf is not None:
-                trusted.append(leaf)
-    return list(dict.fromkeys(trusted))
+        entries[bag.alias.lower()] = bag             # as a LinkedHashMap: a repeated alias keeps its place
+    return [(alias, entry.der if entry.kind == "cert" else _key_certificate(entry, chain_candidates))
+            for alias, entry in entries.items()]
 
 
 def _key_certificate(key: _Bag, certificates: list[_Bag]) -> bytes | None:
