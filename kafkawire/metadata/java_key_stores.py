@@ -201,8 +201,10 @@ def java_hashtable_order(keys: list[str]) -> list[str]:
 def _unprotect(protected: bytes, password: str, alias: str) -> bytes:
     """The PKCS#8 key inside Sun's KeyProtector form (an EncryptedPrivateKeyInfo)."""
     try:
-        info = der_element(protected, 0, len(protected))
-        algorithm, encrypted = der_children(protected, info)[:2]
+        fields = der_children(protected, der_element(protected, 0, len(protected)))
+        if len(fields) != 2 or not der_children(protected, fields[0]):
+            raise Pkcs12Error(f"{len(fields)} elements, expected an algorithm and the key")
+        algorithm, encrypted = fields
         oid = der_oid(protected, der_children(protected, algorithm)[0])
         sealed = encrypted.content(protected)
     except (Pkcs12Error, ValueError) as exc:

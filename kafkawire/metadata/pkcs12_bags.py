@@ -96,6 +96,14 @@ def der_children(data: bytes, parent: Element) -> list[Element]:
     return children
 
 
+def _fields(data: bytes, element: Element, count: int, what: str) -> list[Element]:
+    """The children of a SEQUENCE that must have at least ``count`` of them."""
+    children = der_children(data, _expect(element, 0x30, what))
+    if len(children) < count:
+        raise Pkcs12Error(f"{what} at offset {element.start} holds {len(children)} elements, expected {count}")
+    return children
+
+
 def _expect(element: Element, tag: int, what: str) -> Element:
     if element.tag != tag:
         raise Pkcs12Error(f"{what} at offset {element.start} has tag 0x{element.tag:02x}, expected 0x{tag:02x}")
@@ -112,6 +120,8 @@ def der_oid(data: bytes, element: Element) -> str:
         if not byte & 0x80:
             parts.append(value)
             value = 0
+    if not parts:
+        raise Pkcs12Error(f"object identifier at offset {element.start} does not end")
     first = min(parts[0] // 40, 2)
     return ".".join(str(p) for p in (first, parts[0] - 40 * first, *parts[1:]))
 
@@ -262,7 +272,7 @@ def _decrypt_content(data: bytes, encrypted: Element, password: str) -> bytes:
     info = der_children(data, _expect(fields[1], 0x30, "EncryptedContentInfo"))
     if len(info) < 3 or info[2].tag not in (0x80, 0xA0):
         raise Pkcs12Error(f"EncryptedContentInfo at offset {fields[1].start} holds no encrypted content")
-    algorithm = der_children(data, _expect(info[1], 0x30, "contentEncryptionAlgorithm"))
+    algorithm = _fields(data, info[1], 1, "contentEncryptionAlgorithm")
     ciphertext = _octets(data, info[2])
     return _decrypt(data, algorithm, ciphertext, password)
 
@@ -272,7 +282,7 @@ def _decrypt(data: bytes, algorithm: list[Element], ciphertext: bytes, password:
     if oid == _PBES2 and len(algorithm) == 2:
         cipher, key, iv = _pbes2_key(data, algorithm[1], password)
     elif oid in _PKCS12_PBE and len(algorithm) == 2:
-        salt_el, rounds_el = der_children(data, _expect(algorithm[1], 0x30, "PBE parameters"))[:2]
+        salt_el, rounds_el = _fields(data, algorithm[1], 2, "PBE parameters")[:2]
         salt, rounds = _octets(data, salt_el), _integer(data, rounds_el)
         cipher, size = _PKCS12_PBE[oid]
         secret = password.encode("utf-16-be") + b"\0\0"
@@ -284,19 +294,19 @@ def _decrypt(data: bytes, algorithm: list[Element], ciphertext: bytes, password:
 
 
 def _pbes2_key(data: bytes, params: Element, password: str) -> tuple[str, bytes, bytes]:
-    kdf, scheme = der_children(data, _expect(params, 0x30, "PBES2 parameters"))[:2]
-    kdf_parts = der_children(data, kdf)
+    kdf, scheme = _fields(data, params, 2, "PBES2 parameters")[:2]
+    kdf_parts = _fields(data, kdf, 2, "key derivation function")
     if der_oid(data, kdf_parts[0]) != _PBKDF2:
         raise Pkcs12Error(f"PBES2 key derivation {der_oid(data, kdf_parts[0])} is not read (PBKDF2 is)")
-    pbkdf2 = der_children(data, _expect(kdf_parts[1], 0x30, "PBKDF2 parameters"))
+    pbkdf2 = _fields(data, kdf_parts[1], 2, "PBKDF2 parameters")
     salt, rounds, prf = _octets(data, pbkdf2[0]), _integer(data, pbkdf2[1]), "sha1"
     for extra in pbkdf2[2:]:
         if extra.tag == 0x30:
-            prf_oid = der_oid(data, der_children(data, extra)[0])
+            prf_oid = der_oid(data, _fields(data, extra, 1, "pseudo-random function")[0])
             if prf_oid not in _PRF:
                 raise Pkcs12Error(f"PBKDF2 pseudo-random function {prf_oid} is not read")
             prf = _PRF[prf_oid]
-    scheme_parts = der_children(data, _expect(scheme, 0x30, "encryption scheme"))
+    scheme_parts = _fields(data, scheme, 1, "encryption scheme")
     cipher_oid = der_oid(data, scheme_parts[0])
     if cipher_oid not in _CIPHERS or len(scheme_parts) != 2:
         raise Pkcs12Error(f"PBES2 cipher {cipher_oid} is not read (AES-CBC and DES-EDE3-CBC are)")

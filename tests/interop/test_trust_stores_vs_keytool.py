@@ -2,7 +2,7 @@
 tests/broker/dynamic_ssl_stores.py too) as Java reads them: ``keytool -list`` must show the CA as
 a trustedCertEntry. A store from cryptography's serialize_key_and_certificates lists no entry in
 Java (its certificate bag lacks Oracle's trusted-key-usage attribute), so a Kafka broker given
-one trusts no CA; kafkawire reads both kinds."""
+one trusts no CA; kafkawire reads the bags' attributes as Java does (tests/net/test_java_stores.py)."""
 from __future__ import annotations
 
 import shutil

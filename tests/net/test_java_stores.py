@@ -206,3 +206,29 @@ def test_a_dynamic_key_store_change_reads_jks_stores_as_kafka():
                                          "type JKS$"):
         check(ssl_values("server.jks"), ssl_values("server.jks", keystore_password="wrong"),
               allow_dn_changes=False, allow_san_changes=False)
+
+
+def test_a_legacy_rc2_pkcs12_store_is_refused_naming_the_scheme():
+    with pytest.raises(KeyStoreError, match="pbeWithSHAAnd40BitRC2-CBC .* which kafkawire does not read"):
+        read_key_store((STORES / "legacy-rc2.p12").read_bytes(), "pw")
+
+
+@pytest.mark.parametrize("name, password, unread_tail", [("truststore.p12", None, 0), ("server.jks", None, 20),
+                                                         ("server.jks", PASSWORD, 0)])
+def test_a_damaged_store_is_refused_with_a_key_store_error_never_another_exception(name, password, unread_tail):
+    # unread_tail: a JKS store opened without a password is read without its 20-byte digest
+    import random
+    data = (STORES / name).read_bytes()
+
+    def refused(damaged: bytes) -> bool:
+        try:
+            read_key_store(damaged, password)
+        except KeyStoreError:
+            return True
+        return False
+    assert sum(refused(data[:end]) for end in range(len(data))) == len(data) - unread_tail
+    chance = random.Random(29)
+    for _ in range(300):
+        changed = bytearray(data)
+        changed[chance.randrange(len(data))] = chance.randrange(256)
+        refused(bytes(changed))                     # refused or read; any other exception fails the test
