@@ -13,13 +13,16 @@ The walk follows RFC 7292 (PFX, AuthenticatedSafe, SafeContents, SafeBag) and re
 (indefinite lengths, constructed octet strings); every length is checked against its enclosing
 element. Encrypted SafeContents are opened with the store password: PBES2 (PBKDF2, AES or
 3DES, as keytool and OpenSSL 3 write) or the PKCS12 PBE schemes with SHA-1 (3DES, RC2). With no
-password they are skipped, as Java skips them. The password and MAC are checked by the caller
+password they are skipped, as Java skips them. 40-bit RC2 (Java 8's keytool, ``openssl -legacy``)
+is kafkawire.metadata.rc2's. The password and MAC are checked by the caller
 (``cryptography``), not here.
 """
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+
+from .rc2 import rc2_cbc_decrypt
 
 __all__ = ["Pkcs12Error", "trusted_certificates", "java_entries", "der_element", "der_children", "der_oid"]
 
@@ -35,7 +38,7 @@ _CIPHERS = {"2.16.840.1.101.3.4.1.2": ("AES", 16), "2.16.840.1.101.3.4.1.22": ("
             "2.16.840.1.101.3.4.1.42": ("AES", 32), "1.2.840.113549.3.7": ("3DES", 24)}
 # RFC 7292 appendix C: pbeWithSHAAnd... (cipher, key bytes)
 _PKCS12_PBE = {"1.2.840.113549.1.12.1.3": ("3DES", 24), "1.2.840.113549.1.12.1.5": ("RC2", 16),
-               "1.2.840.113549.1.12.1.6": ("RC2", 5)}         # 40-bit RC2: refused, cryptography lacks it
+               "1.2.840.113549.1.12.1.6": ("RC2", 5)}
 
 
 class Pkcs12Error(ValueError):
@@ -350,21 +353,16 @@ def _pkcs12_kdf(secret: bytes, salt: bytes, rounds: int, purpose: int, size: int
 def _cbc_decrypt(cipher: str, key: bytes, iv: bytes, ciphertext: bytes) -> bytes:
     from cryptography.hazmat.primitives.ciphers import Cipher, modes
     from cryptography.hazmat.primitives.ciphers.algorithms import AES
-    if cipher == "AES":
-        algorithm, block = AES(key), 16
-    elif cipher == "3DES":
-        algorithm, block = _decrepit("TripleDES")(key), 8
-    elif len(key) == 16:
-        algorithm, block = _decrepit("RC2")(key), 8
-    else:
-        raise Pkcs12Error("encrypted with pbeWithSHAAnd40BitRC2-CBC (OpenSSL's -legacy and Java 8's keytool wrote "
-                          "it), which kafkawire does not read: write the store again with a current keytool or "
-                          "openssl pkcs12 -export without -legacy")
+    block = 16 if cipher == "AES" else 8
     if len(ciphertext) % block or not ciphertext:
         raise Pkcs12Error(f"encrypted content of {len(ciphertext)} bytes is not whole {block}-byte blocks")
     try:
-        plain = Cipher(algorithm, modes.CBC(iv[:block])).decryptor()
-        out = plain.update(ciphertext) + plain.finalize()
+        if cipher == "RC2":              # 40 or 128 effective bits, the key's own size
+            out = rc2_cbc_decrypt(key, 8 * len(key), iv[:8], ciphertext)
+        else:
+            algorithm = AES(key) if cipher == "AES" else _triple_des()(key)
+            plain = Cipher(algorithm, modes.CBC(iv[:block])).decryptor()
+            out = plain.update(ciphertext) + plain.finalize()
     except ValueError as exc:
         raise Pkcs12Error(f"encrypted content does not decrypt ({exc})") from None
     pad = out[-1]
@@ -373,12 +371,9 @@ def _cbc_decrypt(cipher: str, key: bytes, iv: bytes, ciphertext: bytes) -> bytes
     return out[:-pad]
 
 
-def _decrepit(name: str):
+def _triple_des():
     try:
-        from cryptography.hazmat.decrepit.ciphers import algorithms
-        return getattr(algorithms, name)
-    except (ImportError, AttributeError):
-        if name == "TripleDES":
-            from cryptography.hazmat.primitives.ciphers import algorithms as current
-            return current.TripleDES
-        raise Pkcs12Error(f"{name} is not available in this cryptography version") from None
+        from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
+    except ImportError:                  # cryptography before 43
+        from cryptography.hazmat.primitives.ciphers.algorithms import TripleDES
+    return TripleDES

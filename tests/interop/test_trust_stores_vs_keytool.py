@@ -71,7 +71,8 @@ def test_the_certificates_a_store_makes_java_trust_are_ours(tmp_path):
         [(JAVA_STORES / name, kind, password) for name, kind, password in (
             ("server.jks", "JKS", PASSWORD), ("client.jks", "JKS", PASSWORD), ("truststore.jks", "JKS", PASSWORD),
             ("server.p12", "PKCS12", PASSWORD), ("truststore.p12", "PKCS12", PASSWORD),
-            ("truststore.jks", "JKS", "-"), ("truststore.p12", "PKCS12", "-"))]      # no password
+            ("truststore.jks", "JKS", "-"), ("truststore.p12", "PKCS12", "-"),      # no password
+            ("legacy-rc2.p12", "PKCS12", "pw"))]          # certificates under 40-bit RC2
     source = tmp_path / "Trusted.java"
     source.write_text(TRUSTED_JAVA)
     args = [str(part) for store in stores for part in store]
