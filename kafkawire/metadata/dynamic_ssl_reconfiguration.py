@@ -216,9 +216,13 @@ def _java_keystore(kind: str | None, path: str, password: str | None) -> list[_E
     """CertificateEntries.create: each alias of the store with an X.509 certificate (a trusted
     entry's, or the first of a key entry's chain), in KeyStore.aliases() order."""
     from cryptography import x509
+    from .java_key_stores import KeyStoreError
     store = _java_load(kind, path, password)
-    return [_Entry(alias, x509.load_der_x509_certificate(der)) for alias, der in store.certificate_entries()
-            if der is not None]
+    try:
+        return [_Entry(alias, x509.load_der_x509_certificate(der)) for alias, der in store.certificate_entries()
+                if der is not None]
+    except (KeyStoreError, ValueError):
+        raise _JavaError(_KAFKA, f"Failed to load SSL keystore {path} of type {kind}") from None
 
 
 def _java_load(kind: str | None, path: str, password: str | None):

@@ -71,17 +71,20 @@ class KeyStore:
     keys: list[KeyEntry] = field(default_factory=list)
     trusted: list[tuple[str, bytes]] = field(default_factory=list)      # (alias, certificate DER)
     java_order: list[tuple[str, bytes | None]] = field(default_factory=list)
+    unread: str | None = None        # why a PKCS12 store's bags could not be read (its key still was)
 
     def certificate_entries(self) -> list[tuple[str, bytes | None]]:
         """Java's KeyStore.aliases(), each with getCertificate(alias): a trusted entry's
         certificate or the first of a key entry's chain (DER; None for a key without one). A
         JKS store's aliases come in its Hashtable's order, a PKCS12 store's in load order."""
+        if self.unread is not None:
+            raise KeyStoreError(f"is not a PKCS12 store whose entries kafkawire reads: {self.unread}")
         return self.java_order
 
     def trusted_certificates(self) -> list[bytes]:
         """What Java's trust manager trusts (TrustStoreUtil): each trusted certificate entry and the
         first certificate of each private key entry's chain; DER, without repeats."""
-        return list(dict.fromkeys(der for _, der in self.java_order if der is not None))
+        return list(dict.fromkeys(der for _, der in self.certificate_entries() if der is not None))
 
 
 def read_key_store(data: bytes, password: str | None) -> KeyStore:
@@ -112,7 +115,9 @@ def _read_pkcs12(data: bytes, password: str | None) -> KeyStore:
     try:
         store.java_order = java_entries(data, password)
     except Pkcs12Error as exc:
-        raise KeyStoreError(f"is not a PKCS12 store kafkawire reads: {exc}") from None
+        if password is None or not store.keys:
+            raise KeyStoreError(f"is not a PKCS12 store kafkawire reads: {exc}") from None
+        store.unread = str(exc)          # a key store's key and chain came from cryptography: enough to serve
     return store
 
 

@@ -122,8 +122,12 @@ def load_truststore(context: ssl.SSLContext, s: SslSettings) -> None:
                 s.where("ssl.truststore.location")
         _load_cadata(context, text, where)
         return
+    from kafkawire.metadata.java_key_stores import KeyStoreError
     store = _java_store(s, "ssl.truststore")
-    trusted = store.trusted_certificates()
+    try:
+        trusted = store.trusted_certificates()
+    except KeyStoreError as exc:
+        raise ConfigError(s.where("ssl.truststore.location"), s.get("ssl.truststore.location"), str(exc)) from None
     if not trusted:
         # Java starts with an empty trust manager, and every handshake fails; refused here at start
         raise ConfigError(s.where("ssl.truststore.location"), s.get("ssl.truststore.location"),

@@ -234,3 +234,20 @@ def test_a_damaged_store_is_refused_with_a_key_store_error_never_another_excepti
         changed = bytearray(data)
         changed[chance.randrange(len(data))] = chance.randrange(256)
         refused(bytes(changed))                     # refused or read; any other exception fails the test
+
+
+def test_a_pkcs12_store_whose_bags_are_unread_still_serves_its_key_but_trusts_nothing(monkeypatch):
+    # cryptography opens more PKCS12 stores than kafkawire's bag reader (a signed authSafe, a cipher
+    # outside PBES2's AES and 3DES): the key store still serves; as a trust store it is refused
+    from kafkawire.metadata import java_key_stores
+    from kafkawire.metadata.pkcs12_bags import Pkcs12Error
+
+    def unreadable(data, password):
+        raise Pkcs12Error("encrypted with 1.2.3.4, which kafkawire does not read")
+    monkeypatch.setattr(java_key_stores, "java_entries", unreadable)
+    server = node_config(f"ssl.keystore.location={store('server.p12')}\nssl.keystore.password={PASSWORD}\n")
+    assert run(principal_seen(server, client_settings(jks_client()))) == ["User:ANONYMOUS"]
+    refusal = start_refusal(f"ssl.keystore.location={store('server.jks')}\nssl.keystore.password={PASSWORD}\n"
+                            f"ssl.client.auth=required\nssl.truststore.location={store('server.p12')}\n"
+                            f"ssl.truststore.password={PASSWORD}\n")
+    assert refusal.key == "ssl.truststore.location" and "encrypted with 1.2.3.4" in str(refusal)
