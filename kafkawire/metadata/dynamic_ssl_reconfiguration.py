@@ -230,7 +230,7 @@ def _java_load(kind: str | None, path: str, password: str | None):
     PKCS12 file and the reverse, as Java's does (keystore.type.compat)."""
     from .java_key_stores import KeyStoreError, read_key_store
     failed = _JavaError(_KAFKA, f"Failed to load SSL keystore {path} of type {kind}")
-    if (kind or "").upper() not in ("PKCS12", "JKS"):
+    if (kind or "").upper() not in ("PKCS12", "JKS", "JCEKS"):
         raise failed                    # KeyStore.getInstance: no such type (PEM is case-sensitive too)
     try:
         with open(path, "rb") as f:
@@ -238,7 +238,7 @@ def _java_load(kind: str | None, path: str, password: str | None):
     except OSError:
         raise failed from None
     try:
-        return read_key_store(data, password)
+        return read_key_store(data, password, kind)
     except (KeyStoreError, ValueError):
         raise failed from None
 

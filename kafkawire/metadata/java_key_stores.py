@@ -35,6 +35,7 @@ JCEKS_MAGIC = b"\xce\xce\xce\xce"
 JAVA_TAMPERED = "Keystore was tampered with, or password was incorrect"      # Java's IOException text
 JAVA_CANNOT_RECOVER = "Cannot recover key"                                   # UnrecoverableKeyException
 _KEY_PROTECTOR = "1.3.6.1.4.1.42.2.17.1.1"
+_JCE_KEY_PROTECTOR = "1.3.6.1.4.1.42.2.19.1"                  # PBEWithMD5AndTripleDES
 _WHITENER = b"Mighty Aphrodite"
 
 
@@ -87,15 +88,22 @@ class KeyStore:
         return list(dict.fromkeys(der for _, der in self.certificate_entries() if der is not None))
 
 
-def read_key_store(data: bytes, password: str | None) -> KeyStore:
-    """A JKS or PKCS12 store's entries. ``password`` None: a JKS store's digest is not checked
-    and a PKCS12 store's encrypted parts are skipped, as Java does for a trust store without
-    ssl.truststore.password."""
+def read_key_store(data: bytes, password: str | None, kind: str = "JKS") -> KeyStore:
+    """A store's entries, read as Java's KeyStore of type ``kind`` reads them: JKS and PKCS12
+    read JKS and PKCS12 files, JCEKS reads JCEKS and JKS files. ``password`` None: a JKS or JCEKS
+    store's digest is not checked and a PKCS12 store's encrypted parts are skipped, as Java does
+    for a trust store without ssl.truststore.password."""
+    kind = kind.upper()
     if data.startswith(JKS_MAGIC):
-        return _read_jks(data, password)
+        return _read_jks(data, password, "JKS")
     if data.startswith(JCEKS_MAGIC):
-        raise KeyStoreError("is a JCEKS store, which kafkawire does not read (JKS and PKCS12 are read): convert it "
-                            "with keytool -importkeystore -srcstoretype JCEKS -deststoretype PKCS12")
+        if kind != "JCEKS":
+            raise KeyStoreError(f"is a JCEKS store, which Java's {kind} key store type does not read (set the "
+                                "store's type to JCEKS)")
+        return _read_jks(data, password, "JCEKS")
+    if kind == "JCEKS":
+        raise KeyStoreError("is neither a JCEKS nor a JKS store (its first bytes are not 0xCECECECE or 0xFEEDFEED), "
+                            "which Java's JCEKS key store type reads")
     return _read_pkcs12(data, password)
 
 
@@ -152,14 +160,16 @@ class _Reader:
         return self.take(self.u32("a certificate's length"), "a certificate")
 
 
-def _read_jks(data: bytes, password: str | None) -> KeyStore:
+def _read_jks(data: bytes, password: str | None, form: str) -> KeyStore:
+    """A JKS or JCEKS file (the same layout; JCEKS adds secret key entries, tag 3, which are
+    serialized Java objects kafkawire does not read)."""
     reader = _Reader(data)
     reader.take(4, "the magic number")
     version = reader.u32("the version")
     if version not in (1, 2):
-        raise KeyStoreError(f"is a JKS store of version {version} (1 and 2 are read)")
+        raise KeyStoreError(f"is a {form} store of version {version} (1 and 2 are read)")
     count = reader.u32("the entry count")
-    store = KeyStore("JKS")
+    store = KeyStore(form)
     by_alias: dict[str, bytes | None] = {}
     for _ in range(count):
         at = reader.pos
@@ -174,6 +184,9 @@ def _read_jks(data: bytes, password: str | None) -> KeyStore:
         elif tag == 2:
             store.trusted.append((alias, reader.certificate(version)))
             by_alias[alias.lower()] = store.trusted[-1][1]
+        elif tag == 3 and form == "JCEKS":
+            raise KeyStoreError(f"holds a secret key entry {alias!r} at offset {at}, which kafkawire does not read "
+                                "(a TLS store needs none: remove it with keytool -delete)")
         else:
             raise KeyStoreError(f"holds an entry of unknown kind {tag} at offset {at} (1: private key, "
                                 "2: trusted certificate)")
@@ -214,9 +227,11 @@ def _unprotect(protected: bytes, password: str, alias: str) -> bytes:
         sealed = encrypted.content(protected)
     except (Pkcs12Error, ValueError) as exc:
         raise KeyStoreError(f"key entry {alias!r} is not an EncryptedPrivateKeyInfo ({exc})") from None
+    if oid == _JCE_KEY_PROTECTOR:
+        return _unprotect_jce(protected, algorithm, sealed, password, alias)
     if oid != _KEY_PROTECTOR:
         raise KeyStoreError(f"key entry {alias!r} is protected with {oid} (Sun's KeyProtector, "
-                            f"{_KEY_PROTECTOR}, is read)")
+                            f"{_KEY_PROTECTOR}, and JCEKS's PBEWithMD5AndTripleDES are read)")
     if len(sealed) < 40:
         raise KeyStoreError(f"key entry {alias!r} is truncated: {len(sealed)} bytes of protected key")
     secret = password.encode("utf-16-be")
@@ -239,3 +254,38 @@ def _modified_utf8(raw: bytes) -> str:
     except UnicodeDecodeError as exc:
         raise KeyStoreError(f"holds an alias that is not modified UTF-8 ({exc.reason})") from None
     return text.encode("utf-16-be", "surrogatepass").decode("utf-16-be", "replace")
+
+
+def _unprotect_jce(protected: bytes, algorithm, sealed: bytes, password: str, alias: str) -> bytes:
+    """A JCEKS key: Sun's PBEWithMD5AndTripleDES. The 8-byte salt's halves (the first reordered
+    as the JDK does when both are equal) are each hashed with the ASCII password, MD5 applied
+    ``iterations`` times to the previous digest and the password; the 32 bytes give the 3DES key
+    (24) and the CBC IV (8)."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, modes
+
+    from .pkcs12_bags import triple_des
+    try:
+        params = der_children(protected, der_children(protected, algorithm)[1])
+        salt = bytearray(params[0].content(protected))
+        rounds = int.from_bytes(params[1].content(protected), "big")
+        secret = password.encode("ascii")
+    except (Pkcs12Error, IndexError) as exc:
+        raise KeyStoreError(f"key entry {alias!r} has no PBEWithMD5AndTripleDES parameters ({exc})") from None
+    except UnicodeEncodeError:
+        raise KeyStoreError(f"key entry {alias!r} needs an ASCII password (Java: Password is not ASCII)") from None
+    if len(salt) != 8 or not 0 < rounds <= 10_000_000 or not sealed or len(sealed) % 8:
+        raise KeyStoreError(f"key entry {alias!r} has a salt of {len(salt)} bytes, {rounds} iterations and "
+                            f"{len(sealed)} bytes of key: not PBEWithMD5AndTripleDES")
+    if salt[:4] == salt[4:]:
+        salt[0], salt[1], salt[2], salt[3] = salt[3], salt[0], salt[1], salt[3]     # the JDK's own reordering
+    derived = b""
+    for half in (bytes(salt[:4]), bytes(salt[4:])):
+        for _ in range(rounds):
+            half = hashlib.md5(half + secret).digest()
+        derived += half
+    decryptor = Cipher(triple_des()(derived[:24]), modes.CBC(derived[24:])).decryptor()
+    plain = decryptor.update(sealed) + decryptor.finalize()
+    pad = plain[-1]
+    if not 0 < pad <= 8 or plain[-pad:] != bytes([pad]) * pad:
+        raise KeyStoreError(f"key entry {alias!r} does not open with this key password: {JAVA_CANNOT_RECOVER}")
+    return plain[:-pad]

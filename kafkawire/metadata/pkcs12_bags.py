@@ -360,7 +360,7 @@ def _cbc_decrypt(cipher: str, key: bytes, iv: bytes, ciphertext: bytes) -> bytes
         if cipher == "RC2":              # 40 or 128 effective bits, the key's own size
             out = rc2_cbc_decrypt(key, 8 * len(key), iv[:8], ciphertext)
         else:
-            algorithm = AES(key) if cipher == "AES" else _triple_des()(key)
+            algorithm = AES(key) if cipher == "AES" else triple_des()(key)
             plain = Cipher(algorithm, modes.CBC(iv[:block])).decryptor()
             out = plain.update(ciphertext) + plain.finalize()
     except ValueError as exc:
@@ -371,7 +371,7 @@ def _cbc_decrypt(cipher: str, key: bytes, iv: bytes, ciphertext: bytes) -> bytes
     return out[:-pad]
 
 
-def _triple_des():
+def triple_des():
     try:
         from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
     except ImportError:                  # cryptography before 43

@@ -13,7 +13,7 @@ inter-broker listener's settings and ``sasl.mechanism.inter.broker.protocol``.
 
 Supported keystore and truststore types: PEM (files at ``ssl.keystore.location`` /
 ``ssl.truststore.location``, or the PEM text in ``ssl.keystore.certificate.chain`` +
-``ssl.keystore.key`` / ``ssl.truststore.certificates``), JKS (Kafka's default) and PKCS12, loaded
+``ssl.keystore.key`` / ``ssl.truststore.certificates``), JKS (Kafka's default), PKCS12 and JCEKS, loaded
 by kafkawire.net.tls_stores.
 """
 from __future__ import annotations
@@ -36,7 +36,7 @@ __all__ = ["SslSettings", "ListenerSecurity", "JaasEntry", "resolve_listener_sec
            "is_security_key", "SUPPORTED_MECHANISMS", "ClientSecurity"]
 
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-SUPPORTED_STORE_TYPES = ("PEM", "JKS", "PKCS12")
+SUPPORTED_STORE_TYPES = ("PEM", "JKS", "PKCS12", "JCEKS")
 CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
 _TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 
@@ -287,7 +287,7 @@ def _check_ssl(s: SslSettings) -> None:
         inline = "ssl.keystore.certificate.chain" if key == "ssl.keystore.type" else "ssl.truststore.certificates"
         in_use = s.get(location) is not None or s.get(inline) is not None
         if in_use and kind not in SUPPORTED_STORE_TYPES:
-            raise ConfigError(s.where(key), s.get(key), "is not supported: kafkawire reads PEM, JKS and PKCS12 "
+            raise ConfigError(s.where(key), s.get(key), "is not supported: kafkawire reads PEM, JKS, PKCS12 and JCEKS "
                                                         "stores only; convert the store with keytool "
                                                         "-importkeystore -deststoretype PKCS12")
         if s.get(inline) is not None and kind != "PEM":

@@ -5,7 +5,7 @@ and PKCS12 (either type reads either file format, as the JDK does). A key store'
 and a trust store's trusted certificates (those Java's trust manager trusts: see
 kafkawire.metadata.java_key_stores), go to OpenSSL as PEM.
 
-A ConfigError names the setting, the file and what is wrong with it.
+JCEKS is read too (Java's JCEKS type: JCEKS and JKS files). A ConfigError names the setting, the file and what is wrong with it.
 """
 from __future__ import annotations
 
@@ -56,12 +56,13 @@ def load_keystore(context: ssl.SSLContext, s: SslSettings) -> None:
 
 
 def _java_store(s: SslSettings, prefix: str):
-    """The JKS or PKCS12 store at ``<prefix>.location``, opened with ``<prefix>.password``."""
-    require("cryptography", "security", "reading JKS and PKCS12 key and trust stores")
+    """The JKS, JCEKS or PKCS12 store at ``<prefix>.location``, opened with ``<prefix>.password``
+    as Java's KeyStore of type ``<prefix>.type`` opens it."""
+    require("cryptography", "security", "reading JKS, JCEKS and PKCS12 key and trust stores")
     from kafkawire.metadata.java_key_stores import KeyStoreError, read_key_store
     data = _read(s, f"{prefix}.location")
     try:
-        return read_key_store(data, s.get(f"{prefix}.password"))
+        return read_key_store(data, s.get(f"{prefix}.password"), s.get(f"{prefix}.type"))
     except KeyStoreError as exc:
         raise ConfigError(s.where(f"{prefix}.location"), s.get(f"{prefix}.location"), str(exc)) from None
 

@@ -34,7 +34,7 @@ public class Trusted {
             try (FileInputStream in = new FileInputStream(args[i])) { store.load(in, args[i + 2].equals("-") ? null : args[i + 2].toCharArray()); }
             TrustManagerFactory factory = TrustManagerFactory.getInstance("PKIX");
             factory.init(store);
-            StringBuilder line = new StringBuilder(args[i] + "," + args[i + 2]);
+            StringBuilder line = new StringBuilder(args[i] + "," + args[i + 1] + "," + args[i + 2]);
             for (X509Certificate c : ((X509TrustManager) factory.getTrustManagers()[0]).getAcceptedIssuers())
                 line.append(" ").append(c.getSerialNumber().toString(16));
             System.out.println(line);
@@ -72,7 +72,8 @@ def test_the_certificates_a_store_makes_java_trust_are_ours(tmp_path):
             ("server.jks", "JKS", PASSWORD), ("client.jks", "JKS", PASSWORD), ("truststore.jks", "JKS", PASSWORD),
             ("server.p12", "PKCS12", PASSWORD), ("truststore.p12", "PKCS12", PASSWORD),
             ("truststore.jks", "JKS", "-"), ("truststore.p12", "PKCS12", "-"),      # no password
-            ("legacy-rc2.p12", "PKCS12", "pw"))]          # certificates under 40-bit RC2
+            ("legacy-rc2.p12", "PKCS12", "pw"),          # certificates under 40-bit RC2
+            ("server.jceks", "JCEKS", PASSWORD), ("server.jks", "JCEKS", PASSWORD))]
     source = tmp_path / "Trusted.java"
     source.write_text(TRUSTED_JAVA)
     args = [str(part) for store in stores for part in store]
@@ -80,11 +81,12 @@ def test_the_certificates_a_store_makes_java_trust_are_ours(tmp_path):
                          timeout=120)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     java = {line.split(" ")[0]: set(line.split(" ")[1:]) for line in ran.stdout.splitlines()}
-    ours = {f"{path},{password}": {format(x509.load_der_x509_certificate(der).serial_number, "x") for der in
-                                   read_key_store(path.read_bytes(), None if password == "-" else password)
+    assert len(java) == len(set(stores))
+    ours = {f"{path},{kind},{password}": {format(x509.load_der_x509_certificate(der).serial_number, "x") for der in
+                                   read_key_store(path.read_bytes(), None if password == "-" else password, kind)
                                    .trusted_certificates()}
-            for path, _, password in stores}
+            for path, kind, password in stores}
     assert ours == java
     # the cases that differ from "every certificate in the store"
-    assert java[f"{bare},{PASSWORD}"] == set() and len(java[f"{pki.server_p12},{PASSWORD}"]) == 1
-    assert java[f"{JAVA_STORES / 'truststore.p12'},-"] == set()
+    assert java[f"{bare},PKCS12,{PASSWORD}"] == set() and len(java[f"{pki.server_p12},PKCS12,{PASSWORD}"]) == 1
+    assert java[f"{JAVA_STORES / 'truststore.p12'},PKCS12,-"] == set()

@@ -82,6 +82,26 @@ def test_a_jks_key_with_its_own_password_opens_with_ssl_key_password():
     assert refusal.key == "ssl.key.password" and "Cannot recover key" in str(refusal)
 
 
+def test_jceks_stores_are_read_under_type_jceks_only_as_java_reads_them():
+    server = node_config(f"ssl.keystore.type=JCEKS\nssl.keystore.location={store('server-keypass.jceks')}\n"
+                         f"ssl.keystore.password={PASSWORD}\nssl.key.password=key-secret\n")
+    assert run(principal_seen(server, client_settings(jks_client()))) == ["User:ANONYMOUS"]
+    jceks = read_key_store((STORES / "server.jceks").read_bytes(), PASSWORD, "JCEKS")
+    jks = read_key_store((STORES / "server.jks").read_bytes(), PASSWORD)
+    assert jceks.certificate_entries() == jks.certificate_entries()          # a copy keytool made
+    assert jceks.keys[0].private_key(PASSWORD).private_numbers() == jks.keys[0].private_key(PASSWORD).private_numbers()
+    assert read_key_store((STORES / "server.jks").read_bytes(), PASSWORD, "JCEKS").format == "JKS"
+    # Java 17: type JKS or PKCS12 refuses a JCEKS file ("Invalid keystore format"), JCEKS a PKCS12 one
+    refusal = start_refusal(f"ssl.keystore.location={store('server.jceks')}\nssl.keystore.password={PASSWORD}\n")
+    assert refusal.key == "ssl.keystore.location" and "type does not read (set the store's type to JCEKS)" \
+        in str(refusal)
+    with pytest.raises(KeyStoreError, match="is neither a JCEKS nor a JKS store"):
+        read_key_store((STORES / "server.p12").read_bytes(), PASSWORD, "JCEKS")
+    with pytest.raises(KeyStoreError, match="Cannot recover key"):
+        read_key_store((STORES / "server-keypass.jceks").read_bytes(), PASSWORD, "JCEKS").keys[0].private_key(
+            PASSWORD)
+
+
 def test_a_wrong_store_password_or_a_cut_file_is_refused_at_start_naming_the_file(tmp_path):
     refusal = start_refusal(f"ssl.keystore.location={store('server.jks')}\nssl.keystore.password=wrong\n")
     assert refusal.key == "ssl.keystore.location" and refusal.value == store("server.jks")

@@ -164,10 +164,10 @@ def test_hostname_check_follows_endpoint_identification(pki):
 
 
 @pytest.mark.parametrize("extra, key, words", [
-    ("ssl.keystore.type=JCEKS\nssl.keystore.location=/x.jceks\n", "ssl.keystore.type", "convert the store"),
+    ("ssl.keystore.type=BCFKS\nssl.keystore.location=/x.bcfks\n", "ssl.keystore.type", "convert the store"),
     ("ssl.keystore.type=PEM\nlistener.name.controller.ssl.keystore.location=/x.pem\n"
      "listener.name.controller.ssl.truststore.type=PKCS11\nssl.truststore.location=/t.jks\n",
-     "listener.name.controller.ssl.truststore.type", "PEM, JKS and PKCS12"),
+     "listener.name.controller.ssl.truststore.type", "PEM, JKS, PKCS12 and JCEKS"),
     ("ssl.keystore.type=PEM\nssl.keystore.location=/x.pem\nssl.client.auth=always\n", "ssl.client.auth",
      "none, requested, required"),
     ("ssl.keystore.type=PEM\nssl.keystore.location=/x.pem\nssl.enabled.protocols=TLSv1.1\n",

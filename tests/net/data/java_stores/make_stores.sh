@@ -7,7 +7,7 @@ KT="keytool -J-XX:+UseSerialGC"
 PW=store-secret
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-rm -f server.jks server-keypass.jks client.jks truststore.jks truststore.p12 server.p12
+rm -f server.jks server-keypass.jks client.jks truststore.jks truststore.p12 server.p12 server.jceks server-keypass.jceks
 $KT -genkeypair -keystore "$TMP/ca.jks" -storetype JKS -storepass $PW -keypass $PW -alias ca \
     -keyalg EC -groupname secp256r1 -validity 36500 -dname "CN=kafkawire JKS test CA,O=kafkawire tests" \
     -ext bc:c
@@ -28,3 +28,9 @@ signed server.p12 server "CN=localhost,O=kafkawire tests" "dns:localhost,ip:127.
 $KT -importcert -noprompt -keystore truststore.jks -storetype JKS -storepass $PW -alias ca -file "$TMP/ca.pem"
 $KT -importcert -noprompt -keystore truststore.p12 -storetype PKCS12 -storepass $PW -alias ca -file "$TMP/ca.pem"
 cp "$TMP/ca.pem" ca.pem
+# JCEKS copies of the JKS key stores (the same keys and certificates)
+$KT -importkeystore -srckeystore server.jks -srcstoretype JKS -srcstorepass $PW -destkeystore server.jceks \
+    -deststoretype JCEKS -deststorepass $PW
+$KT -importkeystore -srckeystore server-keypass.jks -srcstoretype JKS -srcstorepass $PW \
+    -destkeystore server-keypass.jceks -deststoretype JCEKS -deststorepass $PW -srcalias server \
+    -srckeypass key-secret -destkeypass key-secret
