@@ -104,6 +104,9 @@ def read_key_store(data: bytes, password: str | None, kind: str = "JKS") -> KeyS
     if kind == "JCEKS":
         raise KeyStoreError("is neither a JCEKS nor a JKS store (its first bytes are not 0xCECECECE or 0xFEEDFEED), "
                             "which Java's JCEKS key store type reads")
+    if not data.startswith(b"\x30"):
+        pem = " (it holds PEM: set the store's type to PEM)" if b"-----BEGIN " in data[:65536] else ""
+        raise KeyStoreError(f"is neither a JKS nor a PKCS12 store{pem}")
     return _read_pkcs12(data, password)
 
 

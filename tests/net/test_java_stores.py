@@ -110,6 +110,10 @@ def test_a_wrong_store_password_or_a_cut_file_is_refused_at_start_naming_the_fil
     cut.write_bytes((STORES / "server.jks").read_bytes()[:700])
     refusal = start_refusal(f"ssl.keystore.location={cut}\nssl.keystore.password={PASSWORD}\n")
     assert refusal.value == str(cut) and "is truncated at offset 625: a certificate of" in str(refusal)
+    pem = tmp_path / "server.pem"             # Kafka's default type JKS given a PEM file
+    pem.write_text((STORES / "ca.pem").read_text())
+    assert "is neither a JKS nor a PKCS12 store (it holds PEM: set the store's type to PEM)" in \
+        str(start_refusal(f"ssl.keystore.location={pem}\nssl.keystore.password={PASSWORD}\n"))
     junk = tmp_path / "junk.jks"
     junk.write_bytes(b"\xfe\xed\xfe\xed\x00\x00\x00\x07")
     assert "is a JKS store of version 7" in str(start_refusal(f"ssl.keystore.location={junk}\n"
