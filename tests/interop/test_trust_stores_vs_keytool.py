@@ -90,3 +90,22 @@ def test_the_certificates_a_store_makes_java_trust_are_ours(tmp_path):
     # the cases that differ from "every certificate in the store"
     assert java[f"{bare},PKCS12,{PASSWORD}"] == set() and len(java[f"{pki.server_p12},PKCS12,{PASSWORD}"]) == 1
     assert java[f"{JAVA_STORES / 'truststore.p12'},PKCS12,-"] == set()
+
+
+def test_a_store_keytool_writes_now_is_read(tmp_path):
+    if not shutil.which("keytool"):
+        from tests.conftest import unavailable
+        unavailable("keytool (a JDK) is needed to write a new JKS store")
+    path = tmp_path / "fresh.jks"
+    made = subprocess.run(["keytool", "-J-XX:+UseSerialGC", "-genkeypair", "-keystore", str(path), "-storetype",
+                           "JKS", "-storepass", PASSWORD, "-keypass", "k\u00e9y-pass", "-alias", "Gr\u00fc\u00dfe",
+                           "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=fresh", "-validity", "2"],
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stdout + made.stderr
+    fresh = read_key_store(path.read_bytes(), PASSWORD)
+    assert [entry.alias for entry in fresh.keys] == ["gr\u00fc\u00dfe"]      # keytool lower-cases aliases
+
+    def raw(public_key):
+        return public_key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    assert raw(fresh.keys[0].private_key("k\u00e9y-pass").public_key()) == \
+        raw(x509.load_der_x509_certificate(fresh.keys[0].chain[0]).public_key())

@@ -1,12 +1,10 @@
 """JKS and PKCS12 key and trust stores as a Kafka node reads them: stores keytool wrote
 (tests/net/data/java_stores, see SOURCE.md there; no Java needed) served on a TLS listener, the
 refusals of a wrong password or a cut file, and which certificates of a PKCS12 trust store Java
-trusts (Oracle's trusted-key-usage bag attribute). The last test asks a JDK's keytool for a new
-store and skips without one."""
+trusts (Oracle's trusted-key-usage bag attribute). The tests that run Java are in
+tests/interop/test_trust_stores_vs_keytool.py."""
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -169,24 +167,6 @@ def test_pkcs12_bags_are_read_under_each_encryption_cryptography_writes(tmp_path
         assert trusted_certificates(data, None) == []       # Java skips encrypted contents without a password
         with pytest.raises(KeyStoreError, match="this password opens"):
             read_key_store(data, "wrong")
-
-
-def test_a_store_keytool_writes_now_is_read(tmp_path):
-    if not shutil.which("keytool"):
-        from tests.conftest import unavailable
-        unavailable("keytool (a JDK) is needed to write a new JKS store")
-    path = tmp_path / "fresh.jks"
-    made = subprocess.run(["keytool", "-J-XX:+UseSerialGC", "-genkeypair", "-keystore", str(path), "-storetype",
-                           "JKS", "-storepass", PASSWORD, "-keypass", "k\u00e9y-pass", "-alias", "Gr\u00fc\u00dfe",
-                           "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=fresh", "-validity", "2"],
-                          capture_output=True, text=True, timeout=120)
-    assert made.returncode == 0, made.stdout + made.stderr
-    fresh = read_key_store(path.read_bytes(), PASSWORD)
-    assert [entry.alias for entry in fresh.keys] == ["gr\u00fc\u00dfe"]      # keytool lower-cases aliases
-    def raw(public_key):
-        return public_key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-    assert raw(fresh.keys[0].private_key("k\u00e9y-pass").public_key()) == \
-        raw(x509.load_der_x509_certificate(fresh.keys[0].chain[0]).public_key())
 
 
 def test_java_hashtable_order_is_javas():
