@@ -12,8 +12,8 @@ A refusal is the text Kafka's ConfigException carries: "Validation of dynamic co
 SSLFactory failed: " and the Java exception's class and message (its cause is not shown), which
 kafkawire.metadata.dynamic_reconfiguration wraps as "Invalid dynamic configuration".
 
-Stores are read with Python's cryptography (PKCS12) or as PEM; a JKS file is refused with
-kafkawire's own message (docs/differences.md). "The current" stores are those the current config
+JKS and PKCS12 stores are read by kafkawire.metadata.java_key_stores (either type reads either
+format, as the JDK's keystore.type.compat), PEM ones here. "The current" stores are those the current config
 names, read now: Kafka compares with the stores it loaded when the listener started or was last
 reconfigured, which differ only if a file was rewritten in place since.
 """
@@ -36,7 +36,6 @@ _KAFKA = "org.apache.kafka.common.KafkaException"
 _INVALID = "org.apache.kafka.common.errors.InvalidConfigurationException"
 _CONFIG = "org.apache.kafka.common.config.ConfigException"
 _PEM_ENTRY = r"-+BEGIN\s*.*{name}[^-]*-+\s+(?:\s*[^\r\n]*:[^\r\n]*[\r\n]+)*([a-zA-Z0-9/+=\s]*)-+END\s*.*{name}[^-]*-+\s+"
-_JKS_MAGIC = b"\xfe\xed\xfe\xed"
 _PBES2 = bytes.fromhex("06092a864886f70d01050d")      # the OID 1.2.840.113549.1.5.13, DER-encoded
 
 
@@ -129,12 +128,27 @@ def _stores(values: dict[str, str | None]) -> tuple[list[_Entry] | None, bool]:
     KeyManagerFactory opening the key with ssl.key.password: the key store's certificate entries
     (None without one) and whether there is a trust store."""
     keystore, truststore = _keystore(values), _truststore(values)
-    key_password, password = values["ssl.key.password"], values["ssl.keystore.password"]
-    if keystore and values["ssl.keystore.type"] != "PEM" and key_password not in (None, password):
-        # a PKCS12 store's key is sealed with the store's password; this is the JDK's refusal
-        raise _JavaError(_KAFKA, "java.security.UnrecoverableKeyException: Get Key failed: Given final block not "
-                                 "properly padded. Such issues can arise if a bad key is used during decryption.")
+    if keystore is not None and values["ssl.keystore.type"] != "PEM":
+        _open_keys(values)
     return keystore, truststore
+
+
+def _open_keys(v: dict[str, str | None]) -> None:
+    """KeyManagerFactory.init: every key entry opens with ssl.key.password, else the store's."""
+    from .java_key_stores import KeyStoreError
+    password, key_password = v["ssl.keystore.password"], v["ssl.key.password"]
+    store = _java_load(v["ssl.keystore.type"], v["ssl.keystore.location"], password)
+    if store.format == "PKCS12":
+        if key_password not in (None, password):
+            # a PKCS12 store's key is sealed with the store's password; this is the JDK's refusal
+            raise _JavaError(_KAFKA, "java.security.UnrecoverableKeyException: Get Key failed: Given final block not "
+                                     "properly padded. Such issues can arise if a bad key is used during decryption.")
+        return
+    for entry in store.keys:
+        try:
+            entry.private_key(password if key_password is None else key_password)
+        except KeyStoreError:
+            raise _JavaError(_KAFKA, "java.security.UnrecoverableKeyException: Cannot recover key") from None
 
 
 def _keystore(v: dict[str, str | None]) -> list[_Entry] | None:
@@ -165,7 +179,7 @@ def _keystore(v: dict[str, str | None]) -> list[_Entry] | None:
         raise _JavaError(_INVALID, "SSL key store is specified, but key store password is not specified.")
     if path is None:
         return None
-    return _pkcs12_keystore(kind, path, password)
+    return _java_keystore(kind, path, password)
 
 
 def _truststore(v: dict[str, str | None]) -> bool:
@@ -194,43 +208,39 @@ def _truststore(v: dict[str, str | None]) -> bool:
         raise _JavaError(_INVALID, "SSL trust store is not specified, but trust store password is specified.")
     if path is None:
         return False
-    _pkcs12_load(kind, path, password)
+    _java_load(kind, path, password)
     return True
 
 
-def _pkcs12_keystore(kind: str | None, path: str, password: str | None) -> list[_Entry]:
+def _java_keystore(kind: str | None, path: str, password: str | None) -> list[_Entry]:
+    """CertificateEntries.create: each alias of the store with an X.509 certificate (a trusted
+    entry's, or the first of a key entry's chain), in KeyStore.aliases() order."""
+    from cryptography import x509
+    from .java_key_stores import KeyStoreError
+    store = _java_load(kind, path, password)
+    try:
+        return [_Entry(alias, x509.load_der_x509_certificate(der)) for alias, der in store.certificate_entries()
+                if der is not None]
+    except (KeyStoreError, ValueError):
+        raise _JavaError(_KAFKA, f"Failed to load SSL keystore {path} of type {kind}") from None
+
+
+def _java_load(kind: str | None, path: str, password: str | None):
     """FileBasedStore: KeyStore.getInstance(type).load(file, password); a JKS-type store reads a
-    PKCS12 file as Java's does (keystore.type.compat)."""
-    store = _pkcs12_load(kind, path, password)
-    entries = []
-    if store.key is not None and store.cert is not None:
-        entries.append(_Entry(_alias(store.cert), store.cert.certificate))
-    return entries
-
-
-def _pkcs12_load(kind: str | None, path: str, password: str | None):
+    PKCS12 file and the reverse, as Java's does (keystore.type.compat)."""
+    from .java_key_stores import KeyStoreError, read_key_store
     failed = _JavaError(_KAFKA, f"Failed to load SSL keystore {path} of type {kind}")
-    if (kind or "").upper() not in ("PKCS12", "JKS"):
+    if (kind or "").upper() not in ("PKCS12", "JKS", "JCEKS"):
         raise failed                    # KeyStore.getInstance: no such type (PEM is case-sensitive too)
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError:
         raise failed from None
-    if data.startswith(_JKS_MAGIC):
-        raise _JavaError(_KAFKA, f"Failed to load SSL keystore {path} of type {kind} (kafkawire reads PKCS12 and "
-                                 f"PEM stores only, not JKS)")
-    from cryptography.hazmat.primitives.serialization import pkcs12
     try:
-        return pkcs12.load_pkcs12(data, None if password is None else password.encode("utf-8"))
-    except ValueError:
+        return read_key_store(data, password, kind)
+    except (KeyStoreError, ValueError):
         raise failed from None
-
-
-def _alias(certificate) -> str:
-    """Java's PKCS12 KeyStore names an entry by its friendly name, lower-cased."""
-    name = certificate.friendly_name
-    return name.decode("utf-8").lower() if name else ""
 
 
 def _read_text(path: str, failed: str) -> str:

@@ -13,25 +13,22 @@ inter-broker listener's settings and ``sasl.mechanism.inter.broker.protocol``.
 
 Supported keystore and truststore types: PEM (files at ``ssl.keystore.location`` /
 ``ssl.truststore.location``, or the PEM text in ``ssl.keystore.certificate.chain`` +
-``ssl.keystore.key`` / ``ssl.truststore.certificates``) and PKCS12. JKS, Kafka's default type, is
-refused naming the key: it is a Java-only format (convert it with ``keytool -importkeystore
--deststoretype PKCS12``).
+``ssl.keystore.key`` / ``ssl.truststore.certificates``), JKS (Kafka's default), PKCS12 and JCEKS, loaded
+by kafkawire.net.tls_stores.
 """
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import ssl
-import tempfile
 from dataclasses import dataclass, field
 
 from kafkawire.net.config import ConfigError, _deferred, java_int
 from kafkawire.net.authorizer import AuthorizerSettings, STANDARD_AUTHORIZER
-from kafkawire._extras import require
 from kafkawire.net.reauthentication import is_reauth_key, max_reauth_by_mechanism
 from kafkawire.net.sasl import SaslClient, require_mechanism
 from kafkawire.net.ssl_principal_mapper import MAPPING_RULES_KEY, SslPrincipalMapper
+from kafkawire.net.tls_stores import load_keystore, load_truststore
 
 __all__ = ["SslSettings", "ListenerSecurity", "JaasEntry", "resolve_listener_security",
            "controller_client_security", "inter_broker_client_security",
@@ -39,7 +36,7 @@ __all__ = ["SslSettings", "ListenerSecurity", "JaasEntry", "resolve_listener_sec
            "is_security_key", "SUPPORTED_MECHANISMS", "ClientSecurity"]
 
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-SUPPORTED_STORE_TYPES = ("PEM", "PKCS12")
+SUPPORTED_STORE_TYPES = ("PEM", "JKS", "PKCS12", "JCEKS")
 CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
 _TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 
@@ -290,9 +287,8 @@ def _check_ssl(s: SslSettings) -> None:
         inline = "ssl.keystore.certificate.chain" if key == "ssl.keystore.type" else "ssl.truststore.certificates"
         in_use = s.get(location) is not None or s.get(inline) is not None
         if in_use and kind not in SUPPORTED_STORE_TYPES:
-            why = " (Kafka's default type)" if key not in s.keys else ""
-            raise ConfigError(s.where(key), s.get(key), f"is not supported{why}: kafkawire reads PEM and PKCS12 "
-                                                        "stores only; convert a JKS store with keytool "
+            raise ConfigError(s.where(key), s.get(key), "is not supported: kafkawire reads PEM, JKS, PKCS12 and JCEKS "
+                                                        "stores only; convert the store with keytool "
                                                         "-importkeystore -deststoretype PKCS12")
         if s.get(inline) is not None and kind != "PEM":
             raise ConfigError(s.where(inline), "(value)", f"is only valid with {key}=PEM")
@@ -377,112 +373,6 @@ def _tls_range(context: ssl.SSLContext, s: SslSettings) -> None:
             raise ConfigError(s.where("ssl.cipher.suites"), ciphers, "names no cipher suite OpenSSL knows") from None
 
 
-def _read(s: SslSettings, key: str) -> bytes:
-    path = s.get(key)
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError as exc:
-        raise ConfigError(s.where(key), path, f"cannot be read: {exc.strerror or exc}") from None
-
-
-def _password(s: SslSettings, key: str) -> bytes | None:
-    value = s.get(key)
-    return None if value is None else value.encode("utf-8")
-
-
-def _load_keystore(context: ssl.SSLContext, s: SslSettings) -> None:
-    kind = s.get("ssl.keystore.type").upper()
-    if kind == "PEM":
-        if s.get("ssl.keystore.password") is not None:
-            raise ConfigError(s.where("ssl.keystore.password"), "(hidden)", "cannot be given for a PEM key store: "
-                                                                            "only ssl.key.password may be")
-        if s.get("ssl.keystore.certificate.chain") is not None:
-            if s.get("ssl.keystore.key") is None:
-                raise ConfigError(s.where("ssl.keystore.key"), None,
-                                  "is required with ssl.keystore.certificate.chain")
-            _load_pem_chain(context, s, s.get("ssl.keystore.certificate.chain").encode(),
-                            s.get("ssl.keystore.key").encode(), _password(s, "ssl.key.password"),
-                            s.where("ssl.keystore.certificate.chain"))
-            return
-        data = _read(s, "ssl.keystore.location")
-        _load_pem_chain(context, s, data, data, _password(s, "ssl.key.password"), s.where("ssl.keystore.location"))
-        return
-    _require_pkcs12_support()
-    from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat, pkcs12
-    data = _read(s, "ssl.keystore.location")
-    try:
-        key, cert, extra = pkcs12.load_key_and_certificates(data, _password(s, "ssl.keystore.password"))
-    except ValueError as exc:
-        raise ConfigError(s.where("ssl.keystore.location"), s.get("ssl.keystore.location"),
-                          f"is not a PKCS12 key store this password opens ({exc})") from None
-    if key is None or cert is None:
-        raise ConfigError(s.where("ssl.keystore.location"), s.get("ssl.keystore.location"),
-                          "holds no private key with its certificate")
-    chain = b"".join(c.public_bytes(Encoding.PEM) for c in [cert, *extra])
-    pem_key = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
-    _load_pem_chain(context, s, chain, pem_key, None, s.where("ssl.keystore.location"))
-
-
-def _require_pkcs12_support() -> None:
-    """PKCS12 stores are read with cryptography (the extra ``security``); PEM stores need only ssl."""
-    require("cryptography", "security", "reading PKCS12 key and trust stores")
-
-
-def _load_pem_chain(context, s, chain: bytes, key: bytes, password, where: str) -> None:
-    """load_cert_chain reads files only: the PEM goes through a private temporary directory."""
-    with tempfile.TemporaryDirectory(prefix="kafkawire-tls-") as tmp:
-        cert_path, key_path = os.path.join(tmp, "chain.pem"), os.path.join(tmp, "key.pem")
-        for path, data in ((cert_path, chain), (key_path, key)):
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-        try:
-            context.load_cert_chain(cert_path, key_path, password=password)
-        except ssl.SSLError as exc:
-            raise ConfigError(where, "(key store)", f"does not hold a certificate chain and its private key "
-                                                    f"(wrong ssl.key.password?): {exc.reason or exc}") from None
-
-
-def _load_truststore(context: ssl.SSLContext, s: SslSettings) -> None:
-    if s.get("ssl.truststore.location") is None and s.get("ssl.truststore.certificates") is None:
-        context.load_default_certs()          # Java falls back to the JVM's cacerts the same way
-        return
-    kind = s.get("ssl.truststore.type").upper()
-    if kind == "PEM":
-        if s.get("ssl.truststore.password") is not None:
-            raise ConfigError(s.where("ssl.truststore.password"), "(hidden)",
-                              "cannot be given for a PEM trust store")
-        text = s.get("ssl.truststore.certificates")
-        where = s.where("ssl.truststore.certificates")
-        if text is None:
-            text, where = _read(s, "ssl.truststore.location").decode("ascii", "replace"), \
-                s.where("ssl.truststore.location")
-        _load_cadata(context, text, where)
-        return
-    _require_pkcs12_support()
-    from cryptography.hazmat.primitives.serialization import Encoding, pkcs12
-    data = _read(s, "ssl.truststore.location")
-    try:
-        store = pkcs12.load_pkcs12(data, _password(s, "ssl.truststore.password"))
-    except ValueError as exc:
-        raise ConfigError(s.where("ssl.truststore.location"), s.get("ssl.truststore.location"),
-                          f"is not a PKCS12 trust store this password opens ({exc})") from None
-    certs = ([store.cert] if store.cert else []) + list(store.additional_certs)
-    _load_cadata(context, "".join(c.certificate.public_bytes(Encoding.PEM).decode() for c in certs),
-                 s.where("ssl.truststore.location"))
-
-
-def _load_cadata(context, text: str, where: str) -> None:
-    if "-----BEGIN CERTIFICATE-----" not in text:
-        raise ConfigError(where, "(trust store)", "holds no certificate")
-    try:
-        context.load_verify_locations(cadata=text)
-    except ssl.SSLError as exc:
-        raise ConfigError(where, "(trust store)", f"holds a certificate that does not load: {exc.reason or exc}") \
-            from None
-
-
 def server_ssl_context(security: ListenerSecurity) -> ssl.SSLContext:
     """The listener's TLS context; ConfigError names the key of a missing or unreadable store
     (checked when the listener starts, as Kafka's SslFactory does, not when the file is loaded)."""
@@ -494,10 +384,10 @@ def server_ssl_context(security: ListenerSecurity) -> ssl.SSLContext:
                           "ssl.keystore.key)")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     _tls_range(context, s)
-    _load_keystore(context, s)
+    load_keystore(context, s)
     context.verify_mode = CLIENT_AUTH[security.client_auth]
     if context.verify_mode != ssl.CERT_NONE:
-        _load_truststore(context, s)
+        load_truststore(context, s)
     return context
 
 
@@ -506,9 +396,9 @@ def client_ssl_context(s: SslSettings) -> ssl.SSLContext:
     _tls_range(context, s)
     context.check_hostname = s.get("ssl.endpoint.identification.algorithm") == "https"
     context.verify_mode = ssl.CERT_REQUIRED
-    _load_truststore(context, s)
+    load_truststore(context, s)
     if s.get("ssl.keystore.location") is not None or s.get("ssl.keystore.certificate.chain") is not None:
-        _load_keystore(context, s)            # for listeners with ssl.client.auth=required
+        load_keystore(context, s)            # for listeners with ssl.client.auth=required
     return context
 
 

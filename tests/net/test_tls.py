@@ -164,11 +164,10 @@ def test_hostname_check_follows_endpoint_identification(pki):
 
 
 @pytest.mark.parametrize("extra, key, words", [
-    ("ssl.keystore.location=/x.jks\n", "ssl.keystore.type", "Kafka's default type"),
-    ("ssl.keystore.type=JKS\nssl.keystore.location=/x.jks\n", "ssl.keystore.type", "convert a JKS store"),
+    ("ssl.keystore.type=BCFKS\nssl.keystore.location=/x.bcfks\n", "ssl.keystore.type", "convert the store"),
     ("ssl.keystore.type=PEM\nlistener.name.controller.ssl.keystore.location=/x.pem\n"
-     "listener.name.controller.ssl.truststore.type=JKS\nssl.truststore.location=/t.jks\n",
-     "listener.name.controller.ssl.truststore.type", "PEM and PKCS12"),
+     "listener.name.controller.ssl.truststore.type=PKCS11\nssl.truststore.location=/t.jks\n",
+     "listener.name.controller.ssl.truststore.type", "PEM, JKS, PKCS12 and JCEKS"),
     ("ssl.keystore.type=PEM\nssl.keystore.location=/x.pem\nssl.client.auth=always\n", "ssl.client.auth",
      "none, requested, required"),
     ("ssl.keystore.type=PEM\nssl.keystore.location=/x.pem\nssl.enabled.protocols=TLSv1.1\n",
@@ -196,7 +195,7 @@ def test_unreadable_or_wrong_stores_are_refused_naming_the_key(pki, tmp_path):
                     .security_of("CONTROLLER"))
     wrong = node_config(f"ssl.keystore.type=PKCS12\nssl.keystore.location={pki.server_p12}\n"
                         "ssl.keystore.password=wrong\n")
-    with pytest.raises(ConfigError, match="is not a PKCS12 key store this password opens"):
+    with pytest.raises(ConfigError, match="is not a PKCS12 store this password opens"):
         KafkaServer({}, security=wrong.security_of("CONTROLLER"))
     not_a_key = tmp_path / "empty.pem"
     not_a_key.write_text("nothing here\n")
