@@ -10,8 +10,9 @@ from kafkawire.metadata.registrations import NO_LEADER
 
 
 class Registration:
-    def __init__(self, isr, leader, elr=()):
+    def __init__(self, isr, leader, elr=(), replicas=None):
         self.isr, self.leader, self.elr = tuple(isr), leader, tuple(elr)
+        self.replicas = tuple(isr if replicas is None else replicas)
 
 
 def test_a_brokers_keys_spread_over_the_shards_and_read_as_one_set():
@@ -22,7 +23,7 @@ def test_a_brokers_keys_spread_over_the_shards_and_read_as_one_set():
         topic_id = uuid.UUID(int=rng.getrandbits(128), version=4)
         for pid in range(rng.choice((1, 3, 100))):
             isr = rng.sample(range(1, 5), 3)
-            partitions[topic_id, pid] = Registration(isr, isr[0] if rng.random() < 0.9 else NO_LEADER,
+            partitions[topic_id, pid] = Registration(isr, rng.choice(isr) if rng.random() < 0.9 else NO_LEADER,
                                                      elr=[5] if rng.random() < 0.1 else ())
             index.update(topic_id, pid, None, partitions[topic_id, pid])
     topics: dict = {}
@@ -42,6 +43,9 @@ def test_a_brokers_keys_spread_over_the_shards_and_read_as_one_set():
         assert index.leaderless_in_isr_or_elr_of_any(image, {broker}) == any(
             broker in partitions[k].isr + partitions[k].elr for k in leaderless)
     assert {partition_of(k) for k in index.leaderless_keys()} == leaderless
+    imbalanced = {key for key, p in partitions.items() if p.leader != p.replicas[0]}
+    assert {partition_of(k) for k in index.imbalanced_keys()} == imbalanced
+    assert index.imbalanced_count() == len(imbalanced) > len(leaderless)
 
 
 def test_a_broker_leaves_the_index_with_its_last_key():
