@@ -17,8 +17,9 @@ MAX_ELECTIONS_PER_IMBALANCE records, and the next comes IMMEDIATE_PERIOD_MS late
 The partitions are not looked for at each run: the partition index (partition_index.py) keeps
 them, as Kafka's imbalancedPartitions set, updated as each partition record is applied, so that
 neither a heartbeat nor the controller's loop, which asks whether a run could write anything
-(``pending``), walks the cluster's partitions. Kafka walks its set in its hash order; here the
-partitions come topic by topic in the index's order, which also depends on history only.
+(``pending``), walks the cluster's partitions; a run walks the set until it has its records, as
+Kafka's does. Kafka walks its set in its hash order; here the partitions come in the index's
+order (under each preferred replica), which also depends on history only.
 """
 from __future__ import annotations
 
@@ -28,20 +29,13 @@ import uuid
 
 from .election_tasks import MAX_ELECTIONS_PER_IMBALANCE, PeriodicElectionTask
 from .leader_election import PREFERRED, _Election
-from .partition_index import PID_BITS, partition_id_of
+from .partition_index import PID_BITS, partition_id_of, partition_of
 from .state import ControllerState
 
 log = logging.getLogger(__name__)
 
 LEADER_IMBALANCE_CHECK_INTERVAL_MS = 300_000      # ReplicationConfigs.LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS_DEFAULT
-
-
-def _imbalanced_by_topic(state: ControllerState) -> dict[int, list[int]]:
-    """topic id bits -> the ids of its partitions that their first replica does not lead."""
-    by_topic: dict[int, list[int]] = {}
-    for key in state.partition_index.imbalanced_keys():
-        by_topic.setdefault(key >> PID_BITS, []).append(partition_id_of(key))
-    return by_topic
+_UNSEEN = object()
 
 
 def balance_records(state: ControllerState, static_min_isr: int,
@@ -53,22 +47,22 @@ def balance_records(state: ControllerState, static_min_isr: int,
     records: list[bytes] = []
     if state.partition_index.has_imbalanced():
         election = _Election(state, PREFERRED, static_min_isr)
-        image = state.image
-        for topic_bits, partition_ids in _imbalanced_by_topic(state).items():
-            topic = image.topics_by_id.get(uuid.UUID(int=topic_bits))
-            if topic is None:       # cannot be: the index follows the image; Kafka logs it and goes on
-                log.error("Skipping unknown imbalanced topic %s", uuid.UUID(int=topic_bits))
-                continue
-            for pid in partition_ids:
-                if len(records) >= limit:
-                    break
-                partition = topic.partitions.get(pid)
-                if partition is None:
-                    log.error("Skipping unknown imbalanced partition %s-%d", topic.name, pid)
-                    continue
-                election.elect(topic, pid, partition, records)
+        topics_by_id = state.image.topics_by_id
+        topics: dict = {}           # topic id bits -> topic: a UUID made once a topic
+        # The index's sets walked as they are (generate runs alone: nothing is applied meanwhile)
+        # and left once the run has its records: a run pays for the partitions it looks at.
+        for key in state.partition_index.walk_imbalanced():
             if len(records) >= limit:
                 break
+            bits = key >> PID_BITS
+            topic = topics.get(bits, _UNSEEN)
+            if topic is _UNSEEN:
+                topic = topics[bits] = topics_by_id.get(uuid.UUID(int=bits))
+            partition = None if topic is None else topic.partitions.get(partition_id_of(key))
+            if partition is None:   # cannot be: the index follows the image; Kafka logs it and goes on
+                log.error("Skipping unknown imbalanced partition %s", partition_of(key))
+                continue
+            election.elect(topic, partition_id_of(key), partition, records)
     # Kafka's electPreferred is a VERBOSE periodic task: it logs every run.
     log.info("Periodic task electPreferred generated %d records in %d microseconds.", len(records),
              (time.perf_counter() - started) * 1e6)

@@ -135,6 +135,22 @@ class _BrokerSets:
             shards = by_broker[after] = [set() for _ in range(SHARDS)]
         shards[shard].add(key)
 
+    def put(self, key: int, shard: int, broker_id: int) -> None:
+        """``key`` under ``broker_id`` (``change(key, shard, (), (broker_id,))`` without tuples)."""
+        shards = self.by_broker.get(broker_id)
+        if shards is None:
+            shards = self.by_broker[broker_id] = [set() for _ in range(SHARDS)]
+        shards[shard].add(key)
+
+    def drop(self, key: int, shard: int, broker_id: int) -> None:
+        """``key`` no longer under ``broker_id`` (``change(key, shard, (broker_id,), ())``)."""
+        shards = self.by_broker.get(broker_id)
+        if shards is not None:
+            keys = shards[shard]
+            keys.discard(key)
+            if not keys and not any(shards):
+                del self.by_broker[broker_id]
+
     def of(self, broker_id: int) -> _Keys:
         shards = self.by_broker.get(broker_id)
         return _NO_KEYS if shards is None else _Keys(shards)
@@ -193,11 +209,22 @@ class PartitionIndex:
                 self._isr.change(key, shard, before.isr, after.isr)
             if before.elr != after.elr:
                 self._elr.change(key, shard, before.elr, after.elr)
+            replicas = after.replicas
             if before.leader != after.leader:
                 self._leader.move(key, shard, before.leader, after.leader)
-                self._imbalanced.change(key, shard, _imbalanced_under(before), _imbalanced_under(after))
-            elif before.replicas != after.replicas:
-                self._imbalanced.change(key, shard, _imbalanced_under(before), _imbalanced_under(after))
+                if replicas is before.replicas or replicas == before.replicas:
+                    # the common leader change: only whether the first replica leads may differ
+                    # (without replicas a partition is never imbalanced)
+                    if replicas:
+                        first = replicas[0]
+                        if before.leader == first:
+                            self._imbalanced.put(key, shard, first)
+                        elif after.leader == first:
+                            self._imbalanced.drop(key, shard, first)
+                    return
+            elif replicas is before.replicas or replicas == before.replicas:
+                return
+            self._imbalanced.change(key, shard, _imbalanced_under(before), _imbalanced_under(after))
             return
         self._isr.change(key, shard, before.isr if before else (), after.isr if after else ())
         self._elr.change(key, shard, before.elr if before else (), after.elr if after else ())
@@ -232,7 +259,12 @@ class PartitionIndex:
 
     def imbalanced_keys(self) -> list[int]:
         """The keys of the partitions their first replica does not lead, in no order (a copy in C)."""
-        return list(chain.from_iterable(chain.from_iterable(self._imbalanced.by_broker.values())))
+        return list(self.walk_imbalanced())
+
+    def walk_imbalanced(self):
+        """``imbalanced_keys`` one at a time, from the index's own sets (no copy: a caller that
+        stops early has not paid for the rest), so no partition may change while it is walked."""
+        return chain.from_iterable(chain.from_iterable(self._imbalanced.by_broker.values()))
 
     def leaderless_keys(self) -> list[int]:
         """The keys of the partitions without a leader, in no order (a copy in C)."""
