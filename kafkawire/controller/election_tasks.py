@@ -41,6 +41,11 @@ class PeriodicElectionTask:
         """Whether a run might write something, told in constant time."""
         raise NotImplementedError
 
+    def unfinished(self) -> bool:
+        """Whether the last run left work it had looked at no more of (then the next run comes
+        IMMEDIATE_PERIOD_MS later, as after a run that hit its limit)."""
+        return False
+
     def activate(self, now: int) -> None:
         self.due_ms = now + self.interval_ms
 
@@ -64,5 +69,5 @@ class PeriodicElectionTask:
         except ApiError:
             return
         self.runs += 1
-        if count >= self.max_elections:
+        if count >= self.max_elections or self.unfinished():
             self.due_ms = now + IMMEDIATE_PERIOD_MS

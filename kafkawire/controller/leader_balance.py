@@ -17,9 +17,17 @@ MAX_ELECTIONS_PER_IMBALANCE records, and the next comes IMMEDIATE_PERIOD_MS late
 The partitions are not looked for at each run: the partition index (partition_index.py) keeps
 them, as Kafka's imbalancedPartitions set, updated as each partition record is applied, so that
 neither a heartbeat nor the controller's loop, which asks whether a run could write anything
-(``pending``), walks the cluster's partitions; a run walks the set until it has its records, as
-Kafka's does. Kafka walks its set in its hash order; here the partitions come in the index's
-order (under each preferred replica), which also depends on history only.
+(``pending``), walks the cluster's partitions. Kafka walks its set in its hash order; here the
+partitions come in the index's order (under each preferred replica), which also depends on
+history only.
+
+Unlike Kafka's, a run looks at MAX_LOOKS_PER_RUN partitions at most: a walk takes the imbalanced
+partitions' keys when it starts, and when a run stops before their end the next run, still
+IMMEDIATE_PERIOD_MS later, goes on from there (a partition balanced or deleted meanwhile is passed
+over; one imbalanced meanwhile waits for the next walk, a period later). A walk of 100,000
+partitions that could not be given their first replica, in one run as Kafka makes it, held the
+loop 0.2-0.3 s at 1M partitions (benchmarks/README.md); the records are the ones one run would
+write, in batches of its steps.
 """
 from __future__ import annotations
 
@@ -29,54 +37,75 @@ import uuid
 
 from .election_tasks import MAX_ELECTIONS_PER_IMBALANCE, PeriodicElectionTask
 from .leader_election import PREFERRED, _Election
-from .partition_index import PID_BITS, partition_id_of, partition_of
+from .partition_index import PID_BITS, partition_id_of
 from .state import ControllerState
 
 log = logging.getLogger(__name__)
 
 LEADER_IMBALANCE_CHECK_INTERVAL_MS = 300_000      # ReplicationConfigs.LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS_DEFAULT
+# The partitions one run looks at, at most (kafkawire's own bound: at 1M partitions a walk of
+# 100,000 that elects nothing held the loop 0.2-0.3 s; benchmarks/README.md)
+MAX_LOOKS_PER_RUN = 10_000
 _UNSEEN = object()
 
 
-def balance_records(state: ControllerState, static_min_isr: int,
-                    limit: int = MAX_ELECTIONS_PER_IMBALANCE) -> list[bytes]:
-    """One run of the electPreferred task: the PartitionChangeRecords of the preferred elections
-    of the imbalanced partitions, at most ``limit``
-    (maybeTriggerLeaderChangeForPartitionsWithoutPreferredLeader)."""
+def balance_records(state: ControllerState, static_min_isr: int, keys: list[int], start: int = 0,
+                    limit: int = MAX_ELECTIONS_PER_IMBALANCE, max_looks: int = MAX_LOOKS_PER_RUN) -> tuple[list, int]:
+    """One run of the electPreferred task over the imbalanced partitions' ``keys``
+    (PartitionIndex.imbalanced_keys) from ``start`` on: the PartitionChangeRecords of their
+    preferred elections, at most ``limit`` of them, ``max_looks`` partitions looked at at most
+    (maybeTriggerLeaderChangeForPartitionsWithoutPreferredLeader, which has no such bound); and
+    the position the next run of the walk starts from. A partition balanced or gone since the
+    keys were taken is passed over."""
     started = time.perf_counter()
     records: list[bytes] = []
-    if state.partition_index.has_imbalanced():
-        election = _Election(state, PREFERRED, static_min_isr)
-        topics_by_id = state.image.topics_by_id
-        topics: dict = {}           # topic id bits -> topic: a UUID made once a topic
-        # The index's sets walked as they are (generate runs alone: nothing is applied meanwhile)
-        # and left once the run has its records: a run pays for the partitions it looks at.
-        for key in state.partition_index.walk_imbalanced():
-            if len(records) >= limit:
-                break
-            bits = key >> PID_BITS
-            topic = topics.get(bits, _UNSEEN)
-            if topic is _UNSEEN:
-                topic = topics[bits] = topics_by_id.get(uuid.UUID(int=bits))
-            partition = None if topic is None else topic.partitions.get(partition_id_of(key))
-            if partition is None:   # cannot be: the index follows the image; Kafka logs it and goes on
-                log.error("Skipping unknown imbalanced partition %s", partition_of(key))
-                continue
-            election.elect(topic, partition_id_of(key), partition, records)
+    election = _Election(state, PREFERRED, static_min_isr)
+    topics_by_id = state.image.topics_by_id
+    topics: dict = {}           # topic id bits -> topic: a UUID made once a topic
+    position, end = start, min(len(keys), start + max_looks)
+    while position < end and len(records) < limit:
+        key = keys[position]
+        position += 1
+        bits = key >> PID_BITS
+        topic = topics.get(bits, _UNSEEN)
+        if topic is _UNSEEN:
+            topic = topics[bits] = topics_by_id.get(uuid.UUID(int=bits))
+        partition = None if topic is None else topic.partitions.get(partition_id_of(key))
+        if partition is None or not partition.replicas or partition.leader == partition.replicas[0]:
+            continue
+        election.elect(topic, partition_id_of(key), partition, records)
     # Kafka's electPreferred is a VERBOSE periodic task: it logs every run.
     log.info("Periodic task electPreferred generated %d records in %d microseconds.", len(records),
              (time.perf_counter() - started) * 1e6)
-    return records
+    return records, position
 
 
 class LeaderBalanceTask(PeriodicElectionTask):
-    """The electPreferred task; ``enabled``: auto.leader.rebalance.enable."""
+    """The electPreferred task; ``enabled``: auto.leader.rebalance.enable. A walk of the
+    imbalanced partitions takes their keys when it starts and goes on over as many runs as its
+    ``max_looks`` a run need."""
 
     def __init__(self, interval_ms: int = LEADER_IMBALANCE_CHECK_INTERVAL_MS, enabled: bool = True):
         super().__init__(interval_ms, enabled)
+        self.max_looks = MAX_LOOKS_PER_RUN
+        self._walk: list[int] | None = None       # the keys of the walk under way
+        self._position = 0
+
+    def activate(self, now: int) -> None:
+        super().activate(now)
+        self._walk = None                           # a new active controller walks afresh
 
     def records(self, state: ControllerState, static_min_isr: int, limit: int) -> list[bytes]:
-        return balance_records(state, static_min_isr, limit)
+        if self._walk is None:
+            self._walk, self._position = state.partition_index.imbalanced_keys(), 0
+        records, self._position = balance_records(state, static_min_isr, self._walk, self._position, limit,
+                                                  self.max_looks)
+        if self._position >= len(self._walk):
+            self._walk = None
+        return records
+
+    def unfinished(self) -> bool:
+        return self._walk is not None
 
     def pending(self, state: ControllerState) -> bool:
         return state.partition_index.has_imbalanced()

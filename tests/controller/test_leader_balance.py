@@ -216,3 +216,33 @@ def test_a_preferred_replica_out_of_the_isr_is_not_elected_and_the_partition_sta
             assert [(m.partition_id, m.leader) for m in partition_changes(quorum, mark)] == [(pid, COMEBACK)]
             assert not leader.state.partition_index.has_imbalanced()
     run(go())
+
+
+def test_a_run_looks_at_a_bounded_number_of_partitions_and_the_walk_goes_on_at_once(monkeypatch):
+    """kafkawire's own bound (MAX_LOOKS_PER_RUN; Kafka's run looks at every imbalanced partition):
+    here one partition a run, the first of the two with the first replica out of its ISR. The
+    walk goes on 10 ms after each run until it has looked at every partition it started with,
+    then waits the interval; the elections are those of one whole run."""
+    clock = FakeClock()
+
+    async def go():
+        quorum, (leader,), running, topic_id, preferred = await _leadership_moved_away(monkeypatch, clock)
+        async with running:
+            stuck = preferred[0]
+            p = leader.image.topics_by_id[topic_id].partitions[stuck]
+            response = await alter(leader, p.leader, topic_id, stuck, [r for r in p.isr if r != COMEBACK])
+            assert response.topics[0].partitions[0].error_code == 0
+            task = leader.leader_balance
+            task.max_looks = 1
+            mark = quorum.end_offset
+            await _duties_ran(leader, clock, INTERVAL_MS)
+            for _ in range(len(preferred) - 1):
+                assert len(partition_changes(quorum, mark)) <= 1 and task.due_ms == clock.now + 10
+                await _duties_ran(leader, clock, 10)
+            assert task.due_ms == clock.now + INTERVAL_MS            # the walk is over
+            assert sorted(m.partition_id for m in partition_changes(quorum, mark)) == preferred[1:]
+            assert task.runs == len(preferred)
+            mark = quorum.end_offset
+            await _duties_ran(leader, clock, INTERVAL_MS)             # a new walk: only the stuck one
+            assert partition_changes(quorum, mark) == [] and task.due_ms == clock.now + INTERVAL_MS
+    run(go())
