@@ -2,7 +2,8 @@
 PeriodicTaskControlManager runs its "electUnclean" and "electPreferred" tasks: the first run one
 period after the controller became active, the next one period after each run's start, or
 IMMEDIATE_PERIOD_MS after a run that wrote its batch limit (MAX_ELECTIONS_PER_IMBALANCE
-records), as a PeriodicTask whose operation answers "more to do" is put back at once. No run
+records) or, kafkawire's own, stopped short of the partitions it had to look at (``unfinished``),
+as a PeriodicTask whose operation answers "more to do" is put back at once. No run
 while the controller is not active: periodic_duties.py looks at the tasks only then, and a new
 activation starts the period again (Kafka cancels every periodic task on losing the
 leadership and schedules them afresh on winning it).
