@@ -44,8 +44,9 @@ log = logging.getLogger(__name__)
 
 LEADER_IMBALANCE_CHECK_INTERVAL_MS = 300_000      # ReplicationConfigs.LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS_DEFAULT
 # The partitions one run looks at, at most (kafkawire's own bound: at 1M partitions a walk of
-# 100,000 that elects nothing held the loop 0.2-0.3 s; benchmarks/README.md)
-MAX_LOOKS_PER_RUN = 10_000
+# 100,000 that elects nothing held the loop 0.2-0.3 s, and a run of 10,000 looks 45-55 ms;
+# benchmarks/README.md)
+MAX_LOOKS_PER_RUN = 2_000
 _UNSEEN = object()
 
 
