@@ -75,9 +75,12 @@ def balance_records(state: ControllerState, static_min_isr: int, keys: list[int]
         if partition is None or not partition.replicas or partition.leader == partition.replicas[0]:
             continue
         election.elect(topic, partition_id_of(key), partition, records)
-    # Kafka's electPreferred is a VERBOSE periodic task: it logs every run.
-    log.info("Periodic task electPreferred generated %d records in %d microseconds.", len(records),
-             (time.perf_counter() - started) * 1e6)
+    # Kafka's electPreferred is a VERBOSE periodic task: it logs every run at INFO. Here a walk
+    # may take many runs (50 at 1M partitions with a broker gone): those that write nothing log
+    # at DEBUG.
+    log.log(logging.INFO if records else logging.DEBUG,
+            "Periodic task electPreferred generated %d records in %d microseconds.", len(records),
+            (time.perf_counter() - started) * 1e6)
     return records, position
 
 
