@@ -71,6 +71,7 @@ from .state_release import release_in_steps
 from .stats import ControllerStats
 from .topics import TopicDefaults, create_topics
 from .node_configs import NodeConfigs
+from .leader_balance import LEADER_IMBALANCE_CHECK_INTERVAL_MS, LeaderBalanceTask
 from .unclean_elections import UNCLEAN_ELECTION_INTERVAL_MS, UncleanElectionTask
 from .versions import SUPPORTED_FEATURES
 from .unregister_broker import unregister_broker_handlers
@@ -120,7 +121,8 @@ class MetadataController(PeriodicDuties):
                  delegation_tokens: DelegationTokenSettings = DelegationTokenSettings(),
                  wall_clock_ms=_wall_clock_ms, mutation_quota_window: tuple[int, int] = (11, 1),
                  unclean_election_interval_ms: int = UNCLEAN_ELECTION_INTERVAL_MS,
-                 static_unclean_election: bool = False):
+                 static_unclean_election: bool = False, auto_leader_rebalance: bool = True,
+                 leader_imbalance_check_interval_ms: int = LEADER_IMBALANCE_CHECK_INTERVAL_MS):
         """``listeners``: this node's controller listeners as (name, host, port, security protocol),
         which it registers; ``bootstrap_records``: the metadata record frames of bootstrap.checkpoint
         (factory.load_bootstrap_records); ``clock``: monotonic milliseconds; ``acls_enabled``: the
@@ -131,7 +133,9 @@ class MetadataController(PeriodicDuties):
         timestamps are ``wall_clock_ms()`` milliseconds; ``mutation_quota_window``: controller.quota.window.*;
         ``unclean_election_interval_ms``: unclean.leader.election.interval.ms (unclean_elections.py);
         ``static_unclean_election``: unclean.leader.election.enable in server.properties, the
-        default of a topic that sets none when no dynamic config does (node_configs.py)."""
+        default of a topic that sets none when no dynamic config does (node_configs.py);
+        ``auto_leader_rebalance``, ``leader_imbalance_check_interval_ms``: auto.leader.rebalance.enable
+        and leader.imbalance.check.interval.seconds, the electPreferred task (leader_balance.py)."""
         self.raft = raft
         self.acls_enabled = acls_enabled
         self.delegation_tokens = delegation_tokens
@@ -139,6 +143,7 @@ class MetadataController(PeriodicDuties):
         self.wall_clock_ms = wall_clock_ms
         self._next_token_sweep_ms = 0
         self.unclean_elections = UncleanElectionTask(unclean_election_interval_ms)
+        self.leader_balance = LeaderBalanceTask(leader_imbalance_check_interval_ms, auto_leader_rebalance)
         self.node_id = raft.node_id
         self.cluster_id = cluster_id
         self.bootstrap_records = list(bootstrap_records)
@@ -343,6 +348,7 @@ class MetadataController(PeriodicDuties):
         self._next_noop_ms = now + self.max_idle_interval_ms
         self._next_token_sweep_ms = now + self.delegation_tokens.expiry_check_interval_ms
         self.unclean_elections.activate(now)
+        self.leader_balance.activate(now)
         self._activated.set()
         self._activated = asyncio.Event()
         log.info("controller %d is the active controller in epoch %d, %d ms after it won the election (%d ms "

@@ -1,6 +1,8 @@
 """Per-broker partition indexes, kept on record replay: Kafka's BrokersToIsrs and BrokersToElrs
 (ReplicationControlManager). For each broker: the partitions whose ISR holds it, the ones it
-leads, the ones whose ELR holds it; under NO_LEADER, the partitions without a leader.
+leads, the ones whose ELR holds it; under NO_LEADER, the partitions without a leader. And
+Kafka's imbalancedPartitions, the partitions their first (preferred) replica does not lead,
+each under that replica: the electPreferred task (leader_balance.py) visits only them.
 
 They let a heartbeat answer "does this broker lead anything?" in constant time and let
 fencing, unfencing, controlled shutdown and a new incarnation visit only the partitions
@@ -133,6 +135,22 @@ class _BrokerSets:
             shards = by_broker[after] = [set() for _ in range(SHARDS)]
         shards[shard].add(key)
 
+    def put(self, key: int, shard: int, broker_id: int) -> None:
+        """``key`` under ``broker_id`` (``change(key, shard, (), (broker_id,))`` without tuples)."""
+        shards = self.by_broker.get(broker_id)
+        if shards is None:
+            shards = self.by_broker[broker_id] = [set() for _ in range(SHARDS)]
+        shards[shard].add(key)
+
+    def drop(self, key: int, shard: int, broker_id: int) -> None:
+        """``key`` no longer under ``broker_id`` (``change(key, shard, (broker_id,), ())``)."""
+        shards = self.by_broker.get(broker_id)
+        if shards is not None:
+            keys = shards[shard]
+            keys.discard(key)
+            if not keys and not any(shards):
+                del self.by_broker[broker_id]
+
     def of(self, broker_id: int) -> _Keys:
         shards = self.by_broker.get(broker_id)
         return _NO_KEYS if shards is None else _Keys(shards)
@@ -141,11 +159,19 @@ class _BrokerSets:
         return [len(keys) for keys in self.by_broker.get(broker_id, ())]
 
 
+def _imbalanced_under(p) -> tuple:
+    """(its first replica,) when that replica does not lead ``p`` (Kafka's hasPreferredLeader is
+    false: imbalancedPartitions holds it, a leaderless partition too), else ()."""
+    replicas = p.replicas
+    return (replicas[0],) if replicas and p.leader != replicas[0] else ()
+
+
 class PartitionIndex:
     def __init__(self):
         self._isr = _BrokerSets()
         self._leader = _BrokerSets()          # NO_LEADER holds the leaderless partitions
         self._elr = _BrokerSets()
+        self._imbalanced = _BrokerSets()      # under its preferred replica, a partition that replica does not lead
 
     # --- kept on replay (ControllerState._apply) -----------------------------------------------
     def before_apply(self, image: MetadataImage, message) -> list | None:
@@ -183,12 +209,28 @@ class PartitionIndex:
                 self._isr.change(key, shard, before.isr, after.isr)
             if before.elr != after.elr:
                 self._elr.change(key, shard, before.elr, after.elr)
+            replicas = after.replicas
             if before.leader != after.leader:
                 self._leader.move(key, shard, before.leader, after.leader)
+                if replicas is before.replicas or replicas == before.replicas:
+                    # the common leader change: only whether the first replica leads may differ
+                    # (without replicas a partition is never imbalanced)
+                    if replicas:
+                        first = replicas[0]
+                        if before.leader == first:
+                            self._imbalanced.put(key, shard, first)
+                        elif after.leader == first:
+                            self._imbalanced.drop(key, shard, first)
+                    return
+            elif replicas is before.replicas or replicas == before.replicas:
+                return
+            self._imbalanced.change(key, shard, _imbalanced_under(before), _imbalanced_under(after))
             return
         self._isr.change(key, shard, before.isr if before else (), after.isr if after else ())
         self._elr.change(key, shard, before.elr if before else (), after.elr if after else ())
         self._leader.change(key, shard, (before.leader,) if before else (), (after.leader,) if after else ())
+        self._imbalanced.change(key, shard, _imbalanced_under(before) if before else (),
+                                _imbalanced_under(after) if after else ())
 
     # --- queries --------------------------------------------------------------------------------
     def has_leaderships(self, broker_id: int) -> bool:
@@ -206,6 +248,23 @@ class PartitionIndex:
     def leaderless_count(self) -> int:
         """How many partitions have no leader (what an unfencing event visits)."""
         return len(self._leader.of(NO_LEADER))
+
+    def has_imbalanced(self) -> bool:
+        """Whether some partition is not led by its first replica (arePartitionLeadersImbalanced)."""
+        return bool(self._imbalanced.by_broker)         # a broker is there while it has a key
+
+    def imbalanced_count(self) -> int:
+        """How many partitions their first replica does not lead."""
+        return sum(len(keys) for shards in self._imbalanced.by_broker.values() for keys in shards)
+
+    def imbalanced_keys(self) -> list[int]:
+        """The keys of the partitions their first replica does not lead, in no order (a copy in C)."""
+        return list(self.walk_imbalanced())
+
+    def walk_imbalanced(self):
+        """``imbalanced_keys`` one at a time, from the index's own sets (no copy: a caller that
+        stops early has not paid for the rest), so no partition may change while it is walked."""
+        return chain.from_iterable(chain.from_iterable(self._imbalanced.by_broker.values()))
 
     def leaderless_keys(self) -> list[int]:
         """The keys of the partitions without a leader, in no order (a copy in C)."""
@@ -269,7 +328,8 @@ class PartitionIndex:
         def flat(index: _BrokerSets):
             return {b: {(uuid.UUID(int=k >> _PID_BITS), _partition_id(k)) for k in chain.from_iterable(shards)}
                     for b, shards in index.by_broker.items()}
-        return {"isr": flat(self._isr), "leader": flat(self._leader), "elr": flat(self._elr)}
+        return {"isr": flat(self._isr), "leader": flat(self._leader), "elr": flat(self._elr),
+                "imbalanced": flat(self._imbalanced)}
 
 
 def _in_walk_order(image: MetadataImage, keys: _Keys):

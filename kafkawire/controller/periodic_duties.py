@@ -1,6 +1,6 @@
 """The active controller's periodic duties, run between requests by the controller's loop
 (MetadataController._lead): a NoOpRecord every metadata.max.idle.interval.ms, the delegation
-token expiry sweep, the unclean leader elections, fencing a broker whose session expired, and
+token expiry sweep, the unclean leader elections, the automatic leader balancing, fencing a broker whose session expired, and
 one event of the partition moves in progress at a time (fencing.py); and when the loop must next
 wake for them. Kafka's QuorumController schedules the same duties as periodic tasks beside its
 event handlers.
@@ -40,8 +40,9 @@ class PeriodicDuties:
         due = [self._next_noop_ms] if self.max_idle_interval_ms > 0 else []
         if self.state.image.delegation_tokens:     # a sweep of no tokens writes nothing: no need to wake
             due.append(self._next_token_sweep_ms)
-        if self.unclean_elections.next_due_ms(self.state) is not None:
-            due.append(self.unclean_elections.due_ms)
+        for task in (self.unclean_elections, self.leader_balance):
+            if task.next_due_ms(self.state) is not None:
+                due.append(task.due_ms)
         expiry = self.sessions.next_expiry_ms(self._unfenced_brokers())
         if expiry is not None:
             due.append(expiry)
@@ -62,6 +63,7 @@ class PeriodicDuties:
         if now >= self._next_token_sweep_ms and self.state.image.delegation_tokens:
             await self._sweep_expired_tokens(now)
         await self.unclean_elections.run_if_due(self, now)
+        await self.leader_balance.run_if_due(self, now)
         stale = self.sessions.stale_broker(self._unfenced_brokers(), self.clock())
         if stale is not None:
             log.info("controller %d: fencing broker %d, whose session expired", self.node_id, stale)

@@ -7,7 +7,7 @@ partitions without a leader and, where the topic allows unclean elections
 replication.unclean_election_enabled), makes the election ElectLeaders(UNCLEAN) makes
 (electLeader: any acceptable replica when no ISR or ELR member can lead). A run stops once it
 has MAX_ELECTIONS_PER_IMBALANCE records, and the next comes IMMEDIATE_PERIOD_MS later instead of
-a period later (PeriodicTask's immediate reschedule).
+a period later (PeriodicTask's immediate reschedule; the schedule is election_tasks.py's).
 
 This is what elects a leaderless partition whose topic is given
 ``unclean.leader.election.enable=true`` after it lost its leader (no event touches the partition
@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import uuid
 
-from .errors import ApiError
+from .election_tasks import MAX_ELECTIONS_PER_IMBALANCE, PeriodicElectionTask
 from .java_order import uuid_tree_order
 from .partition_index import PID_BITS, partition_id_of
 from .replication import UNCLEAN_LEADER_ELECTION, topic_unclean_election, unclean_election_default
@@ -34,8 +34,6 @@ from .state import ControllerState
 log = logging.getLogger(__name__)
 
 UNCLEAN_ELECTION_INTERVAL_MS = 300_000      # ReplicationConfigs.UNCLEAN_LEADER_ELECTION_INTERVAL_MS_DEFAULT
-MAX_ELECTIONS_PER_IMBALANCE = 1000          # ReplicationControlManager.MAX_ELECTIONS_PER_IMBALANCE
-IMMEDIATE_PERIOD_MS = 10                    # PeriodicTask.DEFAULT_IMMEDIATE_PERIOD_NS
 
 
 def _any_topic_may_allow(state: ControllerState) -> bool:
@@ -99,41 +97,14 @@ def has_unclean_candidate(state: ControllerState, active: set[int]) -> bool:
     return any(not active.isdisjoint(partition.replicas) for _, _, partition in _leaderless_of_unclean_topics(state))
 
 
-class UncleanElectionTask:
-    """The electUnclean task's schedule on the active controller (PeriodicTaskControlManager):
-    its first run one period after the activation, the next a period after each run's start, or
-    IMMEDIATE_PERIOD_MS after a run that hit its limit."""
+class UncleanElectionTask(PeriodicElectionTask):
+    """The electUnclean task (its schedule: election_tasks.py)."""
 
     def __init__(self, interval_ms: int = UNCLEAN_ELECTION_INTERVAL_MS):
-        self.interval_ms = interval_ms
-        self.max_elections = MAX_ELECTIONS_PER_IMBALANCE
-        self.due_ms = 0
-        self.checked_ms = None      # the time of the last look at whether a run was due
-        self.runs = 0               # the runs whose write completed
+        super().__init__(interval_ms)
 
-    def activate(self, now: int) -> None:
-        self.due_ms = now + self.interval_ms
+    def records(self, state: ControllerState, limit: int) -> list[bytes]:
+        return unclean_election_records(state, limit)
 
-    def next_due_ms(self, state: ControllerState) -> int | None:
-        """When the controller must wake for it; None while no partition is leaderless (a run
-        would write nothing; a partition that loses its leader wakes the controller anyway)."""
-        return self.due_ms if state.partition_index.leaderless_count() else None
-
-    async def run_if_due(self, controller, now: int) -> None:
-        """One run, through ``controller.write`` (a write's ApiError, leadership lost, ends it)."""
-        self.checked_ms = now
-        if now < self.due_ms:
-            return
-        self.due_ms = now + self.interval_ms
-
-        def generate():
-            records = unclean_election_records(controller.state,
-                                               self.max_elections)
-            return records, len(records)
-        try:
-            count, _ = await controller.write(generate)
-        except ApiError:
-            return
-        self.runs += 1
-        if count >= self.max_elections:
-            self.due_ms = now + IMMEDIATE_PERIOD_MS
+    def pending(self, state: ControllerState) -> bool:
+        return bool(state.partition_index.leaderless_count())

@@ -90,6 +90,8 @@ class ServerConfig:
     broker_heartbeat_interval_ms: int = 2000
     unclean_leader_election_interval_ms: int = 300_000
     unclean_leader_election_enable: bool = False
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_seconds: int = 300
     auto_create_topics_enable: bool = True
     num_partitions: int = 1
     default_replication_factor: int = 1

@@ -87,6 +87,10 @@ _KEYS = (
     # ReplicationConfigs BOOLEAN false: on the active controller, the default of a topic that sets
     # none when neither its node's nor the cluster's dynamic config does (controller/node_configs.py)
     _Key("unclean.leader.election.enable", _bool, "false", "ReplicationConfigs"),
+    # ReplicationConfigs: BOOLEAN true; LONG 300 atLeast(1). Read once by the controller
+    # (ControllerServer), not dynamic: its electPreferred task (kafkawire.controller.leader_balance)
+    _Key("auto.leader.rebalance.enable", _bool, "true", "ReplicationConfigs"),
+    _Key("leader.imbalance.check.interval.seconds", lambda k, v: _long(k, v, 1), "300", "ReplicationConfigs"),
     # The broker role (process.roles=broker,controller): KRaftConfigs INT 2000; ServerLogConfigs
     # BOOLEAN true, INT 1 atLeast(1); ReplicationConfigs INT 1; ServerConfigs INT 1048588 atLeast(0),
     # INT 55 MiB atLeast(1024); LogConfig INT 1 GiB atLeast(1 MiB), STRING in(CreateTime, LogAppendTime),

@@ -5,7 +5,10 @@ to its leader, and the two followers' replica fetchers copy them: each follower'
 the leader's bytes, byte for byte (offsets and partition leader epochs as the leader wrote them),
 and a follower refuses produce and consumer fetches before v11 with NOT_LEADER_OR_FOLLOWER (from
 v11 on it serves them, KIP-392: test_read_from_followers*.py). With the leader
-killed, a follower leads with the log it copied and the other follows it.
+killed, a follower leads with the log it copied and the other follows it; restarted, the killed
+broker catches up, rejoins the ISR and, its partition's first replica, leads it again at the
+active controller's next automatic leader balancing (``leader.imbalance.check.interval.seconds=1``
+here; Kafka's electPreferred task, kafkawire/controller/leader_balance.py).
 """
 from __future__ import annotations
 
@@ -65,8 +68,8 @@ def _partition_or_none(broker, topic: str):
         return None
 
 
-def produce(broker, batches: int) -> None:
-    for n in range(batches):
+def produce(broker, batches: int, first: int = 0) -> None:
+    for n in range(first, first + batches):
         records = build_batch([(f"k{n}{i}".encode(), b"v" * (50 + i)) for i in range(5)])
         produced = call(broker, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[TopicProduceData(
             name="replicated", partition_data=[PartitionProduceData(index=0, records=records)])]), 9)
@@ -87,8 +90,11 @@ def test_followers_copy_the_leaders_batches_byte_for_byte(tmp_path):
     (acks=1) to the leader of a replication-factor-3 partition, both followers' first segment
     equals the leader's; a follower answers produce and a consumer's fetch v10 with NOT_LEADER_OR_FOLLOWER.
     The leader killed (-9), a follower is made leader with the log it copied (makeLeader keeps it),
-    and the other follower, now following it, copies what is produced there."""
-    with three_combined_nodes(tmp_path) as (quorum, brokers):
+    and the other follower, now following it, copies what is produced there. The killed broker
+    restarted, nothing elects it (the partition has a leader) but the controller's leader
+    balancing, once it is back in the ISR: then it leads again, with the log it copied meanwhile.
+    (tests/controller/test_leader_balance.py has the balancing's rules; without it the last wait fails.)"""
+    with three_combined_nodes(tmp_path, {"leader.imbalance.check.interval.seconds": "1"}) as (quorum, brokers):
         response = call(brokers[1], CreateTopicsRequest(timeout_ms=10_000, topics=[CreatableTopic(
             name="replicated", num_partitions=1, replication_factor=3, assignments=[], configs=[])]))
         assert [t.error_code for t in response.topics] == [Errors.NONE]
@@ -96,6 +102,7 @@ def test_followers_copy_the_leaders_batches_byte_for_byte(tmp_path):
             _partition(brokers[1], "replicated")), WAIT_S, "a leader for the new topic")
         assert sorted(partition.replica_nodes) == list(NODES)
         leader = partition.leader_id
+        assert partition.replica_nodes[0] == leader          # the first replica leads a new partition
         produce(brokers[leader], 3)
         expected = _segment(quorum, leader, "replicated")
         assert len(expected) > 0
@@ -120,6 +127,15 @@ def test_followers_copy_the_leaders_batches_byte_for_byte(tmp_path):
         assert _segment(quorum, new, "replicated").startswith(expected)
         quorum.wait_until(lambda: _segment(quorum, other, "replicated") == _segment(quorum, new, "replicated"),
                           WAIT_S, "the remaining follower to follow the new leader")
+
+        quorum.start(leader)
+        moved_epoch = _partition(brokers[new], "replicated").leader_epoch
+        back = quorum.wait_until(lambda: (lambda p: p if p is not None and p.leader_id == leader else None)(
+            _partition_or_none(brokers[new], "replicated")), WAIT_S, "the first replica to lead again")
+        assert sorted(back.isr_nodes) == list(NODES) and back.leader_epoch > moved_epoch
+        produce(brokers[leader], 1, first=5)           # it leads: it takes a produce, and the others copy it
+        quorum.wait_until(lambda: all(_segment(quorum, i, "replicated") == _segment(quorum, leader, "replicated")
+                                      for i in survivors), WAIT_S, "the others to follow the first replica again")
 
 
 if __name__ == "__main__":

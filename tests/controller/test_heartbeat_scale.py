@@ -141,10 +141,12 @@ def test_a_random_cluster_life_writes_the_records_it_wrote_before_the_indexes(se
 
 def _walked_index(image) -> dict:
     """What PartitionIndex.as_sets says, found by walking every partition of the image."""
-    out: dict = {"isr": {}, "leader": {}, "elr": {}}
+    out: dict = {"isr": {}, "leader": {}, "elr": {}, "imbalanced": {}}
     for topic in image.topics_by_id.values():
         for pid, p in topic.partitions.items():
-            for kind, brokers in (("isr", p.isr), ("elr", p.elr), ("leader", (p.leader,))):
+            # imbalanced: under its first replica, a partition that replica does not lead
+            preferred = (p.replicas[0],) if p.replicas and p.leader != p.replicas[0] else ()
+            for kind, brokers in (("isr", p.isr), ("elr", p.elr), ("leader", (p.leader,)), ("imbalanced", preferred)):
                 for b in brokers:
                     out[kind].setdefault(b, set()).add((topic.id, pid))
     return out

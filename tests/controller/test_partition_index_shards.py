@@ -10,8 +10,9 @@ from kafkawire.metadata.registrations import NO_LEADER
 
 
 class Registration:
-    def __init__(self, isr, leader, elr=()):
+    def __init__(self, isr, leader, elr=(), replicas=None):
         self.isr, self.leader, self.elr = tuple(isr), leader, tuple(elr)
+        self.replicas = tuple(isr if replicas is None else replicas)
 
 
 def test_a_brokers_keys_spread_over_the_shards_and_read_as_one_set():
@@ -22,7 +23,7 @@ def test_a_brokers_keys_spread_over_the_shards_and_read_as_one_set():
         topic_id = uuid.UUID(int=rng.getrandbits(128), version=4)
         for pid in range(rng.choice((1, 3, 100))):
             isr = rng.sample(range(1, 5), 3)
-            partitions[topic_id, pid] = Registration(isr, isr[0] if rng.random() < 0.9 else NO_LEADER,
+            partitions[topic_id, pid] = Registration(isr, rng.choice(isr) if rng.random() < 0.9 else NO_LEADER,
                                                      elr=[5] if rng.random() < 0.1 else ())
             index.update(topic_id, pid, None, partitions[topic_id, pid])
     topics: dict = {}
@@ -42,6 +43,9 @@ def test_a_brokers_keys_spread_over_the_shards_and_read_as_one_set():
         assert index.leaderless_in_isr_or_elr_of_any(image, {broker}) == any(
             broker in partitions[k].isr + partitions[k].elr for k in leaderless)
     assert {partition_of(k) for k in index.leaderless_keys()} == leaderless
+    imbalanced = {key for key, p in partitions.items() if p.leader != p.replicas[0]}
+    assert {partition_of(k) for k in index.imbalanced_keys()} == imbalanced
+    assert index.imbalanced_count() == len(imbalanced) > len(leaderless)
 
 
 def test_a_broker_leaves_the_index_with_its_last_key():
@@ -56,3 +60,33 @@ def test_a_broker_leaves_the_index_with_its_last_key():
     index.update(*keys[-1], Registration([1, 2], 1), None)
     assert index.isr_count(1) == 0 and not index.has_leaderships(1) and index.isr_or_elr_keys(1) == []
     assert 1 not in index.as_sets()["isr"] and index.isr_count(2) == 39
+
+
+def test_the_imbalanced_partitions_follow_every_kind_of_change():
+    """Kafka's imbalancedPartitions (a partition its first replica does not lead), kept under that
+    replica through creations, leader changes (the fast path), ISR-only changes, reorders and
+    reassignments of the replicas, partitions without replicas and deletions: what a walk says."""
+    rng = random.Random(11)
+    index = PartitionIndex()
+    topic_id = uuid.UUID(int=rng.getrandbits(128), version=4)
+    current: dict = {}
+    for _ in range(800):
+        pid = rng.randrange(20)
+        replicas = tuple(rng.sample(range(1, 6), rng.choice((0, 2, 3, 3))))
+        old = current.get(pid)
+        if old is not None and rng.random() < 0.6:
+            replicas = old.replicas                     # most changes keep the replicas
+        leader = rng.choice(replicas + (NO_LEADER,)) if replicas else NO_LEADER
+        new = None if old is not None and rng.random() < 0.05 else Registration(replicas, leader, replicas=replicas)
+        index.update(topic_id, pid, old, new)
+        if new is None:
+            current.pop(pid)
+        else:
+            current[pid] = new
+        want = {}
+        for p_id, p in current.items():
+            if p.replicas and p.leader != p.replicas[0]:
+                want.setdefault(p.replicas[0], set()).add((topic_id, p_id))
+        assert index.as_sets()["imbalanced"] == want
+    assert index.imbalanced_count() == sum(map(len, want.values())) > 0
+    assert index.has_imbalanced()
