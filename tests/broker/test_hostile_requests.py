@@ -309,3 +309,27 @@ def test_hostile_acknowledgements_in_a_live_share_session_get_kafkas_errors(node
     assert {Errors.INVALID_REQUEST, Errors.INVALID_RECORD_STATE, Errors.UNKNOWN_TOPIC_OR_PARTITION} <= codes
     log = _log(node)
     assert "Traceback" not in log, log[log.find("Traceback"):][:3000]
+
+
+def test_a_regex_pythons_re_would_backtrack_on_for_ever_is_resolved_and_the_node_keeps_serving(node):
+    """``(h+)+$`` against a 200-``h`` name ending in ``-``: hours in Python's ``re``, matched
+    here as RE2 matches (kafkawire.broker.consumer_regex_match), on the coordinator's loop."""
+    long_topic = "h" * 200 + "-"
+    node.create_topic(long_topic)
+    topic_id = next(t.topic_id for t in node.call(MetadataRequest(topics=None), api_version=12).topics
+                    if t.name == long_topic)
+    assigned = set()
+
+    def heartbeat(epoch):               # epoch 0 (no group epoch yet, the regex unresolved): a join, in full
+        answer = node.call(ConsumerGroupHeartbeatRequest(
+            group_id="hostile-regex-group", member_id="regex-member", member_epoch=epoch,
+            rebalance_timeout_ms=5000 if epoch == 0 else -1, subscribed_topic_regex="(h+)+$|h+-" if epoch == 0 else None,
+            topic_partitions=[] if epoch == 0 else None), api_version=1, timeout_ms=ANSWER_S * 1000)
+        assert answer.error_code == Errors.NONE, answer
+        if answer.assignment is not None:
+            assigned.update(t.topic_id for t in answer.assignment.topic_partitions)
+        return answer
+    epoch = [0]
+    node.quorum.wait_until(lambda: epoch.append(heartbeat(epoch[-1]).member_epoch) or topic_id in assigned, WAIT_S,
+                           f"{long_topic} to be assigned through the regex")
+    assert node.brokers() == [1]
