@@ -18,6 +18,7 @@ stack at some depth too) as "expression nests too deeply" (docs/differences.md).
 from __future__ import annotations
 
 import re
+from array import array
 from re import _constants as sre
 from re import _parser as sre_parse      # requires-python >= 3.11: the parser ``re`` itself uses
 
@@ -27,8 +28,10 @@ MAX_STATES = 20_000                       # automaton states (a state per charac
 MAX_DEPTH = 100                           # nested groups of the translated pattern
 TOO_LARGE = "expression too large"        # Go's regexp/syntax ErrLarge
 TOO_DEEP = "expression nests too deeply"  # Go's ErrNestingDepth
-_KEPT_DFA_STATES = 4096                   # DFA states cached before the cache starts again
-_KEPT_MOVES = 200_000
+# What a matcher caches before its cache starts again (as RE2's DFA does when its memory is
+# spent): some 2 MB at most, whatever the regex and the names
+_KEPT_SET_STATES = 100_000                # automaton states in all the cached sets (4 bytes each)
+_KEPT_MOVES = 10_000                      # cached steps, and cached (test, character) answers
 
 _CHAR, _SPLIT, _ASSERT, _MATCH = range(4)
 _START, _WORD, _NEWLINE, _OTHER = range(4)      # what precedes a position
@@ -219,14 +222,18 @@ class Matcher:
         self._sets: list = []
         self._moves: dict = {}                          # (set, before, character) -> set
         self._accepts: dict = {}                        # (set, before) -> bool
-        self._intern(frozenset())                       # 0: no state left, no match
-        self._intern(frozenset([self._start]))          # 1: the start
+        self._set_states = 0
+        self._intern(())                                # 0: no state left, no match
+        self._intern((self._start,))                    # 1: the start
 
-    def _intern(self, states: frozenset) -> int:
-        found = self._ids.get(states)
+    def _intern(self, states) -> int:
+        """The index of the set ``states``, kept as the bytes of its sorted states (compact)."""
+        key = array("i", sorted(states)).tobytes()
+        found = self._ids.get(key)
         if found is None:
-            found = self._ids[states] = len(self._sets)
-            self._sets.append(states)
+            found = self._ids[key] = len(self._sets)
+            self._sets.append(key)
+            self._set_states += len(key) // 4
         return found
 
     def fullmatch(self, name: str) -> bool:
@@ -250,7 +257,7 @@ class Matcher:
         """The character tests live at a position (and whether the match state is), following
         splits and the assertions that hold between ``before`` and ``c``."""
         nfa, seen, tests, matched = self._nfa, set(), [], False
-        stack = list(states)
+        stack = list(memoryview(states).cast("i"))
         while stack:
             s = stack.pop()
             if s in seen:
@@ -272,8 +279,8 @@ class Matcher:
     def _move(self, state: int, before: int, c: str) -> int:
         nfa = self._nfa
         tests, _ = self._closure(self._sets[state], before, c)
-        following = frozenset(nfa.out[s] for s in tests if self._member(nfa.arg[s], c))
-        if len(self._sets) >= _KEPT_DFA_STATES or len(self._moves) >= _KEPT_MOVES:
+        following = {nfa.out[s] for s in tests if self._member(nfa.arg[s], c)}
+        if self._set_states >= _KEPT_SET_STATES or len(self._moves) >= _KEPT_MOVES:
             self._reset()                       # RE2's DFA does the same when its cache is full
             return self._intern(following)      # not cached: ``state`` is gone with the cache
         found = self._moves[(state, before, c)] = self._intern(following)
