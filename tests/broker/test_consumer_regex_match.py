@@ -106,3 +106,19 @@ def test_a_resolution_over_many_topics_runs_in_slices_of_the_loop_over_the_image
     expected = {name for name, _, _ in topics if name.startswith("t0") and name[-1] in "13579"}
     assert h.group.resolved["t0.*[13579]"].topics == expected and "t9999" not in expected
     assert h.coordinator.regexes.pending == set()
+
+
+def test_a_matcher_whose_cache_fills_starts_it_again_and_answers_the_same(monkeypatch):
+    """RE2's DFA when its memory is spent: the cache (sets of automaton states, steps) starts
+    again, bounded whatever the regex and names; the answers do not change."""
+    import random
+
+    from kafkawire.broker import consumer_regex_match
+    monkeypatch.setattr(consumer_regex_match, "_KEPT_SET_STATES", 60)
+    regex = "[ab]*a[ab]{12}(-[0-9]+)?"            # a DFA of 2^13 states: every name a new path
+    matcher, python = consumer_regex_match.Matcher(translated(regex)), re.compile(regex)
+    rnd = random.Random(29)
+    names = ["".join(rnd.choice("ab") for _ in range(rnd.randint(1, 60))) + rnd.choice(("", "-7", "-")) for _ in range(300)]
+    assert [matcher.fullmatch(n) for n in names] == [python.fullmatch(n) is not None for n in names]
+    assert any(python.fullmatch(n) for n in names) and not all(python.fullmatch(n) for n in names)
+    assert matcher._set_states <= 60 + 40 and len(matcher._sets) < 20       # started again, many times
