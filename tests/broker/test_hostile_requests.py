@@ -227,7 +227,11 @@ def _header(api_key: int, version: int, correlation_id: int = 7) -> bytes:
 def test_truncated_and_garbage_frames_close_the_connection_and_the_node_keeps_serving(node):
     rnd = random.Random(29)
     frames = [struct.pack(">i", -1), struct.pack(">i", 2**31 - 1) + b"\x00" * 16, struct.pack(">i", 3) + b"\x00\x0b\x00"]
+    frames += [struct.pack(">i", len(_header(api_key, 0))) + _header(api_key, 0) for api_key in (9999, -1)]   # no such API
     for cls in APIS:
+        for version in (-1, cls.VALID_VERSIONS[1] + 1, 2**15 - 1):              # versions no broker serves
+            frame = _header(cls.API_KEY, version) + b"\x00" * 8
+            frames.append(struct.pack(">i", len(frame)) + frame)
         header = _header(cls.API_KEY, cls.VALID_VERSIONS[1])
         if cls.VALID_VERSIONS[1] >= (cls.FLEXIBLE_VERSIONS or (1 << 15,))[0]:
             header += b"\x00"                    # the flexible header's tagged fields
