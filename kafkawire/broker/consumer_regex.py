@@ -22,6 +22,7 @@ import functools
 import re
 
 from .consumer_regex_classes import ASCII, perl_members, posix_members, range_members, signed, unicode_members
+from .consumer_regex_match import MAX_DEPTH, TOO_DEEP, Matcher, TooLarge, group_depth
 
 __all__ = ["compiled", "regex_error", "translated", "Refused"]
 
@@ -358,21 +359,32 @@ def translated(regex: str) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def compiled(regex: str):
-    """The compiled regex, or None when it does not compile (refused at the heartbeat)."""
+def compiled(regex: str) -> Matcher | None:
+    """The regex's matcher (``fullmatch(name)``, linear in the name as RE2's, never backtracking
+    as Python's ``re``), or None when it does not compile (refused at the heartbeat)."""
     try:
-        return re.compile(translated(regex))
-    except (re.error, Refused):
+        return _matcher(regex)
+    except (re.error, Refused, TooLarge):
         return None
+
+
+def _matcher(regex: str) -> Matcher:
+    pattern = translated(regex)
+    if group_depth(pattern) > MAX_DEPTH:      # before ``re``, whose parser recurses per group
+        raise TooLarge(TOO_DEEP)
+    re.compile(pattern)                       # what Python refuses of a translation, with its reason
+    return Matcher(pattern)
 
 
 def regex_error(regex: str) -> str | None:
     """Why ``regex`` is not a valid RE2 expression, or None: RE2J's description for what the
-    translation refuses (RE2J's rules), else Python's reason for what its ``re`` refuses."""
+    translation refuses (RE2J's rules), Go's for a regex too large or too deeply nested to match
+    in bounded memory (kafkawire.broker.consumer_regex_match), else Python's reason for what its
+    ``re`` refuses."""
     try:
-        re.compile(translated(regex))
-    except Refused as exc:
-        return str(exc)
-    except re.error as exc:
+        if compiled(regex) is not None:       # built once: the resolution reuses it
+            return None
+        _matcher(regex)
+    except (Refused, TooLarge, re.error) as exc:
         return str(exc)
     return None

@@ -14,17 +14,19 @@ members' heartbeats.
 from __future__ import annotations
 
 import logging
+import time
 
 from . import consumer_records as rec
 from .consumer_hash import group_hash
 from .consumer_regex import compiled
 
-__all__ = ["RegexRefresher", "NO_CHANGE", "REGEX_UPDATED", "REGEX_UPDATED_AND_RESOLVED",
+__all__ = ["RegexRefresher", "Scan", "NO_CHANGE", "REGEX_UPDATED", "REGEX_UPDATED_AND_RESOLVED",
            "REGEX_BATCH_REFRESH_MIN_INTERVAL_MS", "regex_key", "leaving_tombstones"]
 
 log = logging.getLogger(__name__)
 
 REGEX_BATCH_REFRESH_MIN_INTERVAL_MS = 10_000
+SCAN_SLICE_S = 0.01        # matching per turn of the loop, before other work gets its turn
 NO_CHANGE, REGEX_UPDATED, REGEX_UPDATED_AND_RESOLVED = 0, 1, 2
 
 
@@ -35,14 +37,34 @@ def regex_key(group_id: str) -> str:
 def resolve(regexes, view) -> dict:
     """TopicRegexResolver.resolveRegularExpressions before its DESCRIBE filter: regex -> the
     topics of ``view`` it matches whole."""
-    found: dict = {regex: set() for regex in regexes}
-    patterns = [(regex, compiled(regex)) for regex in regexes]
-    patterns = [(regex, p) for regex, p in patterns if p is not None]   # refused at the heartbeat already
-    for name in view.by_name:
-        for regex, pattern in patterns:
-            if pattern.fullmatch(name):
-                found[regex].add(name)
-    return found
+    scan = Scan(regexes, view)
+    scan.advance(None)
+    return scan.found
+
+
+class Scan:
+    """A resolution's matching, done in slices: every topic of ``view`` against each regex, once.
+    A match costs at most a step per character of the name, but a step over a regex of many
+    states is not cheap (kafkawire.broker.consumer_regex_match), so many topics and such a regex
+    would hold the loop: Kafka matches on an executor thread, kafkawire in slices of the loop."""
+
+    def __init__(self, regexes, view):
+        self.view = view
+        self.found: dict = {regex: set() for regex in regexes}
+        patterns = [(regex, compiled(regex)) for regex in regexes]
+        self.patterns = [(regex, p) for regex, p in patterns if p is not None]   # refused at the heartbeat already
+        self.names = iter(list(view.by_name))
+
+    def advance(self, deadline: float | None) -> bool:
+        """Match until ``deadline`` (time.perf_counter(); None: to the end); True once done."""
+        found, patterns = self.found, self.patterns
+        for count, name in enumerate(self.names, 1):
+            for regex, pattern in patterns:
+                if pattern.fullmatch(name):
+                    found[regex].add(name)
+            if deadline is not None and count % 64 == 0 and time.perf_counter() >= deadline:
+                return False
+        return True
 
 
 def leaving_tombstones(group, member_ids) -> list:
@@ -114,10 +136,26 @@ class RegexRefresher:
             self.pending.add(group.group_id)
             regexes, describe = frozenset(counts), self.describe
             self.coordinator.classic.timer.schedule(regex_key(group.group_id), 0,
-                                                    lambda: self._resolved(group.group_id, regexes, describe))
+                                                    lambda: self._scan(group.group_id, regexes, describe))
         return status
 
-    def _resolved(self, group_id: str, regexes: frozenset, describe=None) -> None:
+    def _scan(self, group_id: str, regexes: frozenset, describe, scan: Scan | None = None) -> None:
+        """A slice of the resolution's matching (of the image as it is at the first), then the
+        next slice at the loop's next turn, then the resolution written."""
+        group = self.coordinator.groups.get(group_id)
+        if group is None:
+            self.pending.discard(group_id)
+            return
+        if scan is None:
+            counts = group.subscribed_regexes()
+            scan = Scan([r for r in regexes if counts.get(r)], self.coordinator.topics())
+        if not scan.advance(time.perf_counter() + SCAN_SLICE_S):
+            self.coordinator.classic.timer.schedule(regex_key(group_id), 0,
+                                                    lambda: self._scan(group_id, regexes, describe, scan))
+            return
+        self._resolved(group_id, scan, describe)
+
+    def _resolved(self, group_id: str, scan: Scan, describe=None) -> None:
         """handleRegularExpressionsResult: the resolution (only the topics ``describe`` allows, the
         principal of the member that asked for it) written, the group epoch bumped when a regex's
         topics or the subscribed topics' metadata hash changed."""
@@ -126,10 +164,10 @@ class RegexRefresher:
         group = c.groups.get(group_id)
         if group is None:
             return
-        view, now = c.topics(), c.classic.now_ms()
+        view, now = scan.view, c.classic.now_ms()
         counts = group.subscribed_regexes()
         records, bump = [], False
-        found = resolve([r for r in regexes if counts.get(r)], view)
+        found = {regex: topics for regex, topics in scan.found.items() if counts.get(regex)}   # still subscribed
         if describe is not None:
             denied = {t for t in set().union(*found.values()) if not describe(t)}   # each topic asked once
             found = {regex: topics - denied for regex, topics in found.items()}

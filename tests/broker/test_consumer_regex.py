@@ -79,7 +79,7 @@ def test_a_second_member_of_a_resolved_regex_bumps_the_epoch_at_once_without_mat
     h = harness()
     assert resolved_member(h) == (1, {T1: {0, 1}})
     calls = []
-    monkeypatch.setattr(consumer_regex_refresh, "resolve", lambda *a: calls.append(a) or {})
+    monkeypatch.setattr(consumer_regex_refresh, "Scan", lambda *a: calls.append(a))
     response = regex_beat(h, "m2", 0, "orders|orders-new")
     assert h.group.group_epoch == 2 and response.member_epoch == 2 and calls == []
     assert regex_key(GROUP) not in h.timer.due
@@ -89,8 +89,8 @@ def test_heartbeats_do_not_match_again_until_a_topic_is_created_or_the_interval_
     h = harness()
     resolved_member(h)
     matched = []
-    real = consumer_regex_refresh.resolve
-    monkeypatch.setattr(consumer_regex_refresh, "resolve", lambda regexes, view: matched.append(1) or real(regexes, view))
+    real = consumer_regex_refresh.Scan
+    monkeypatch.setattr(consumer_regex_refresh, "Scan", lambda regexes, view: matched.append(1) or real(regexes, view))
     for _ in range(50):                                  # 50 heartbeats over 9 minutes: no matching
         h.timer.advance(10_800)
         assert regex_beat(h, "m1", 1).error_code == Errors.NONE
@@ -166,8 +166,8 @@ def test_a_new_coordinator_starts_from_the_replayed_resolution_instead_of_matchi
     again.coordinator.after_load()
     assert again.group.resolved == h.group.resolved
     matched = []
-    real = consumer_regex_refresh.resolve
-    monkeypatch.setattr(consumer_regex_refresh, "resolve", lambda regexes, view: matched.append(1) or real(regexes, view))
+    real = consumer_regex_refresh.Scan
+    monkeypatch.setattr(consumer_regex_refresh, "Scan", lambda regexes, view: matched.append(1) or real(regexes, view))
     response = regex_beat(again, "m1", 1)
     again.timer.advance(0)
     assert response.error_code == Errors.NONE and response.member_epoch == 1 and matched == []
