@@ -139,7 +139,9 @@ class MixedCluster(WaitsShowingLogs):
             formats = [pool.submit(self.quorum.format, extra_args=self.format_args),
                        pool.submit(self.kafka.format, self.quorum.cluster_id, "--no-initial-controllers")]
             if self.kafka_controller:
-                formats.append(pool.submit(self.kafka_controller.format, self.quorum.cluster_id, "--standalone"))
+                # the SCRAM credential too: the controller's bootstrap records are the cluster's
+                formats.append(pool.submit(self.kafka_controller.format, self.quorum.cluster_id, "--standalone",
+                                           *self.format_args))
             for done in formats:
                 done.result()
         self.mark("formatted")

@@ -1,4 +1,4 @@
-"""A mixed cluster (issue 29, scope 5, first slice): one kafkawire controller (node 1), one
+"""A mixed cluster (issue 29, scope 5): one controller (node 1: kafkawire's, or Kafka's, below), one
 kafkawire broker (node 2, process.roles=broker) and one Apache Kafka 4.3.1 broker (node 3, one JVM
 at -Xmx256m) on it, replicas of the same partitions. Topic ``mixed`` has partition 0 on [3, 2]
 (Kafka leads, kafkawire follows) and partition 1 on [2, 3] (the other way round).
@@ -29,10 +29,13 @@ In order, on one cluster per module:
 5. A compacted log copied across implementations: a `compact` topic led by each broker alone is
    cleaned by its leader's cleaner, then each partition gets the other implementation as follower.
 Between 1 and 2, KIP-939's two-phase commit init is answered alike by each coordinator.
-By hand, not in CI: the same on a Kafka 4.3.1 controller (one more JVM),
-``KAFKAWIRE_MIXED_CONTROLLER=kafka pytest tests/interop/test_mixed_cluster_with_kafka.py``, and with
-replication over SASL_PLAINTEXT or SASL_SSL with SCRAM-SHA-256 between the brokers,
-``KAFKAWIRE_MIXED_INTER_BROKER=sasl`` or ``sasl_ssl``.
+The module runs twice (its cluster fixture has two params): on kafkawire's controller with PLAINTEXT
+between the brokers, then on a Kafka 4.3.1 controller (one more JVM, so that Kafka's controller
+judges kafkawire's registration, heartbeats, fencing and AlterPartition) with replication over
+SASL_SSL with SCRAM-SHA-256 between the brokers: two claims for one more cluster (35 s at load 10).
+By hand, ``KAFKAWIRE_MIXED_CONTROLLER=kafkawire|kafka`` and ``KAFKAWIRE_MIXED_INTER_BROKER=
+plaintext|sasl|sasl_ssl`` (either or both; the one unset takes kafkawire or plaintext) run the
+module once on that one combination instead.
 Every wait is bounded; every process is killed by pid at teardown; the timings are printed."""
 from __future__ import annotations
 
@@ -65,14 +68,26 @@ from tests.interop.mixed_cluster import (  # noqa: E402  (after the skip: it imp
     produce, read_back, read_more, reader, reassign, replica_records, transactional_id_in, unreplicated_tail)
 
 
-@pytest.fixture(scope="module")
-def cluster(kafka_libs, tmp_path_factory):
-    controller = os.environ.get("KAFKAWIRE_MIXED_CONTROLLER", "kafkawire")
+def cluster_configurations() -> list:
+    """(controller, inter-broker security) of each cluster the module runs on: without the
+    variables, kafkawire's controller over PLAINTEXT and Kafka's over SASL_SSL; with either, that
+    one combination."""
+    controller = os.environ.get("KAFKAWIRE_MIXED_CONTROLLER")
+    inter_broker = os.environ.get("KAFKAWIRE_MIXED_INTER_BROKER")
+    if controller is None and inter_broker is None:
+        chosen = [("kafkawire", "plaintext"), ("kafka", "sasl_ssl")]
+    else:
+        chosen = [(controller or "kafkawire", inter_broker or "plaintext")]
+    return [pytest.param(c, id=f"{c[0]}-controller-{c[1]}") for c in chosen]
+
+
+@pytest.fixture(scope="module", params=cluster_configurations())
+def cluster(request, kafka_libs, tmp_path_factory):
+    controller, inter_broker = request.param
     assert controller in ("kafkawire", "kafka"), f"KAFKAWIRE_MIXED_CONTROLLER={controller!r}: kafkawire or kafka"
-    inter_broker = os.environ.get("KAFKAWIRE_MIXED_INTER_BROKER", "plaintext")
     assert inter_broker in ("plaintext", "sasl", "sasl_ssl"), \
         f"KAFKAWIRE_MIXED_INTER_BROKER={inter_broker!r}: plaintext, sasl or sasl_ssl"
-    cluster = MixedCluster(tmp_path_factory.mktemp("mixed-cluster"), controller, inter_broker)
+    cluster = MixedCluster(tmp_path_factory.mktemp(f"mixed-cluster-{controller}"), controller, inter_broker)
     try:
         cluster.start()
         response = call(cluster.ours, CreateTopicsRequest(timeout_ms=10_000, topics=[CreatableTopic(
