@@ -49,3 +49,14 @@ def test_the_network_clients_reconnect_wait_at_the_cap_is_jittered_below_it_not_
     assert max(waits) == 1000 and min(waits) < 1000 and min(waits) >= 800
     # the first failures: 100 and 200 ms give or take 20%, as before
     assert 80 <= client._backoff_ms(1) <= 120 and 160 <= client._backoff_ms(2) <= 240
+
+
+def test_the_folded_backoffs_never_pass_their_caps():
+    # Each backoff that mirrors a Kafka ExponentialBackoff now is one, so its jitter stays under the cap.
+    from kafkawire.broker import share_lag
+    from kafkawire.tools.admin_client import Admin, AdminConfig
+    assert max(share_lag.backoff_ms(attempt) for attempt in range(4, 40) for _ in range(20)) <= share_lag.BACKOFF_MAX_MS
+    admin = Admin(AdminConfig.create(bootstrap_server="127.0.0.1:1"), rng=random.Random(2))
+    waits = [admin._backoff_ms(tries) for tries in range(1, 30) for _ in range(20)]
+    assert max(waits) <= admin.config.retry_backoff_max_ms and min(waits) >= 0.8 * admin.config.retry_backoff_ms
+    assert 80 <= admin._backoff_ms(1) <= 120 and 160 <= admin._backoff_ms(2) <= 240
