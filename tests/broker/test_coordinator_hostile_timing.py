@@ -163,3 +163,127 @@ def test_stable_offset_fetches_parked_behind_a_commit_are_not_coordinator_after_
         assert served == [(Errors.NONE, [("t", 0, 43)])] * 2     # all topics: those with an offset
         broker.close()
     asyncio.run(go())
+
+
+async def _join(broker, member_id, metadata=b"", *, version=3, protocol="range"):
+    client = type("Client", (), {"api_version": version, "client_id": "c", "peer": ("127.0.0.1", 1)})()
+    return await handler(broker.group_apis, 11)(client, JoinGroupRequest(
+        group_id=GROUP, session_timeout_ms=10_000, rebalance_timeout_ms=10_000, member_id=member_id,
+        protocol_type="consumer", protocols=[JoinGroupRequestProtocol(name=protocol, metadata=metadata)]))
+
+
+async def _commit(broker, member_id, generation):
+    r = await broker.group_apis.offset_apis.offset_commit(ctx(8), OffsetCommitRequest(
+        group_id=GROUP, generation_id_or_member_epoch=generation, member_id=member_id, topics=[
+            OffsetCommitRequestTopic(name="t", partitions=[OffsetCommitRequestPartition(
+                partition_index=0, committed_offset=5, committed_metadata="")])]))
+    return r.topics[0].partitions[0].error_code
+
+
+async def _sync(broker, member_id, generation, *, group_id=GROUP, protocol_type="consumer"):
+    """SyncGroup v5 (its protocol type and name required: KafkaApis' INCONSISTENT_GROUP_PROTOCOL)."""
+    r = await handler(broker.group_apis, 14)(ctx(5), SyncGroupRequest(
+        group_id=group_id, generation_id=generation, member_id=member_id, protocol_type=protocol_type,
+        protocol_name="range", assignments=[]))
+    return r.error_code
+
+
+async def _completing(tmp_path):
+    """Two members joined, the leader's assignment appended and not committed: the broker, the
+    leader's and the other member's JoinGroup answers and their parked SyncGroups."""
+    broker, leader, other = await two_members_joined(tmp_path)
+    leaders = await answered(broker, sync(broker, leader, [(leader.member_id, b"L"), (other.member_id, b"O")]),
+                             replicated=False)
+    others = sync(broker, other)
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert broker.group_apis.coordinator.groups[GROUP].state == "CompletingRebalance"
+    assert not leaders.done() and not others.done()
+    return broker, leader, other, leaders, others
+
+
+def test_requests_in_the_completing_rebalance_window_get_kafkas_answers_and_leave_the_assignment_alone(tmp_path):
+    async def go():
+        broker, leader, other, leaders, others = await _completing(tmp_path)
+        generation = other.generation_id
+        # ClassicGroup.validateOffsetCommit, in its order
+        assert [await _commit(broker, other.member_id, generation),
+                await _commit(broker, other.member_id, generation + 1),
+                await _commit(broker, "no-such-member", generation),
+                await _commit(broker, "", -1)] == [Errors.REBALANCE_IN_PROGRESS, Errors.ILLEGAL_GENERATION,
+                                                   Errors.UNKNOWN_MEMBER_ID, Errors.UNKNOWN_MEMBER_ID]
+        # SyncGroup's validation before the state
+        assert [await _sync(broker, other.member_id, generation - 1),
+                await _sync(broker, "no-such-member", generation),
+                await _sync(broker, other.member_id, generation, protocol_type="connect"),
+                await _sync(broker, other.member_id, generation, protocol_type=None),
+                await _sync(broker, other.member_id, generation, group_id="")] == [
+            Errors.ILLEGAL_GENERATION, Errors.UNKNOWN_MEMBER_ID, Errors.INCONSISTENT_GROUP_PROTOCOL,
+            Errors.INCONSISTENT_GROUP_PROTOCOL, Errors.INVALID_GROUP_ID]
+        # a member joining again unchanged (it missed its answer) gets the current generation
+        again = await _join(broker, other.member_id)
+        assert (again.error_code, again.generation_id, again.leader) == (Errors.NONE, generation, leader.member_id)
+        unknown = await _join(broker, "no-such-member")
+        assert unknown.error_code == Errors.UNKNOWN_MEMBER_ID
+        group = broker.group_apis.coordinator.groups[GROUP]
+        assert group.state == "CompletingRebalance" and not leaders.done() and not others.done()
+
+        follower_fetches(broker, OFFSETS)                  # the assignment is committed after all
+        await until(lambda: leaders.done() and others.done())
+        assert [(s.result().error_code, s.result().assignment) for s in (leaders, others)] == [
+            (Errors.NONE, b"L"), (Errors.NONE, b"O")]
+        assert group.state == "Stable"
+        broker.close()
+    asyncio.run(go())
+
+
+def test_a_new_member_joining_in_the_window_rebalances_and_the_parked_syncs_are_rebalance_in_progress(tmp_path):
+    """GroupMetadataManager: a new member in CompletingRebalance prepares a rebalance, which
+    answers every parked SyncGroup REBALANCE_IN_PROGRESS at once; the assignment record, when it
+    commits, finds the group moved on and gives nobody its part."""
+    async def go():
+        broker, leader, other, leaders, others = await _completing(tmp_path)
+        newcomer = asyncio.ensure_future(_join(broker, ""))
+        await until(lambda: leaders.done() and others.done())
+        assert [s.result().error_code for s in (leaders, others)] == [Errors.REBALANCE_IN_PROGRESS] * 2
+        group = broker.group_apis.coordinator.groups[GROUP]
+        assert group.state == "PreparingRebalance" and not newcomer.done()
+        follower_fetches(broker, OFFSETS)                  # the assignment commits: the group has moved on
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert group.state == "PreparingRebalance" and [m.assignment for m in group.members.values()] == [b""] * 3
+        # ClassicGroup.validateOffsetCommit has no word on PreparingRebalance: a member of the
+        # generation may commit (once the follower has it); a SyncGroup is REBALANCE_IN_PROGRESS
+        assert await answered(broker, _commit(broker, other.member_id, other.generation_id),
+                              replicated=True) == Errors.NONE
+        assert await _sync(broker, other.member_id, other.generation_id) == Errors.REBALANCE_IN_PROGRESS
+        broker.close()
+        newcomer.cancel()
+    asyncio.run(go())
+
+
+def test_the_leader_syncing_again_in_the_window_changes_nothing_committed_and_its_first_request_stays_parked(
+        tmp_path):
+    """A leader that sends SyncGroup again while its assignment is in flight (another assignment):
+    Kafka's ClassicGroupMember.setAwaitingSyncFuture replaces the parked answer (the first request
+    is never answered: its connection, muted as Kafka's, waits until the client gives up and
+    closes it, which cancels it here), and the first assignment to commit is the group's."""
+    async def go():
+        broker, leader, other, leaders, others = await _completing(tmp_path)
+        partition = broker.partitions[(OFFSETS, 0)]
+        end = partition.log.log_end_offset
+        again = sync(broker, leader, [(leader.member_id, b"L2"), (other.member_id, b"O2")])
+        await until(lambda: partition.log.log_end_offset > end)      # its assignment appended too
+        follower_fetches(broker, OFFSETS)
+        await until(lambda: again.done() and others.done())
+        assert [(s.result().error_code, s.result().assignment) for s in (again, others)] == [
+            (Errors.NONE, b"L"), (Errors.NONE, b"O")]
+        group = broker.group_apis.coordinator.groups[GROUP]
+        assert group.state == "Stable" and [m.assignment for m in group.members.values()] == [b"L", b"O"]
+        assert not leaders.done()
+        leaders.cancel()                                   # the client closed the connection
+        await until(leaders.done)
+        assert leaders.cancelled()
+        await until(lambda: not broker.replication.acks.waiting and not coordinator_acks._settling)
+        broker.close()
+    asyncio.run(go())
