@@ -46,6 +46,10 @@ STARTING, RECOVERY, RUNNING = "STARTING", "RECOVERY", "RUNNING"
 PENDING_CONTROLLED_SHUTDOWN = "PENDING_CONTROLLED_SHUTDOWN"
 CONTROLLED_SHUTDOWN_POLL_MS = 50     # Kafka's first heartbeat after the shutdown began comes this soon
 STARTING_HEARTBEAT_MS = 10           # Kafka's broker heartbeats this often until it caught up
+# After a failed registration or heartbeat: 100 ms doubling up to broker.heartbeat.interval.ms,
+# no jitter, so never past the interval. Not net/backoff.py's ExponentialBackoff: Kafka's
+# BrokerLifecycleManager has no exponential backoff here (it waits the heartbeat interval after
+# a failure), so there is no Kafka formula to mirror.
 FIRST_BACKOFF_MS = 100
 REQUEST_TIMEOUT_MS = 5000
 _FATAL = {Errors.INCONSISTENT_CLUSTER_ID, Errors.INVALID_REGISTRATION, Errors.UNSUPPORTED_VERSION}

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 
 from kafkawire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+from kafkawire.net.backoff import ExponentialBackoff
 from kafkawire.net.client import (AuthenticationFailed, ProtocolError, RequestTimedOut, TransportError,
                                   UnsupportedVersion)
 from kafkawire.protocol.error_codes import Errors
@@ -35,9 +35,14 @@ RETRIES = 5                               # NetworkPartitionMetadataClient.MAX_R
 BACKOFF_MS, BACKOFF_MAX_MS, JITTER = 1_000, 30_000, 0.2
 
 
-def backoff_ms(attempt: int, rng=random) -> float:
-    """ExponentialBackoff(1 s, x2, 30 s, 20% jitter).backoff(attempt), attempt counted from 1."""
-    return min(BACKOFF_MS * 2 ** min(attempt, 16) * rng.uniform(1 - JITTER, 1 + JITTER), BACKOFF_MAX_MS)
+# NetworkPartitionMetadataClient's ExponentialBackoffManager: 1 s doubling to 30 s, 20% jitter
+_BACKOFF = ExponentialBackoff(BACKOFF_MS, 2, BACKOFF_MAX_MS, JITTER)
+
+
+def backoff_ms(attempt: int) -> float:
+    """The wait before retry number ``attempt`` (counted from 1, as Kafka's manager counts it
+    before asking its backoff): 2 s, 4 s, ... up to 30 s, never past it."""
+    return _BACKOFF.backoff_ms(attempt)
 
 
 class LatestOffsets:

@@ -48,6 +48,7 @@ import weakref
 
 from kafkawire.metadata.image import ImageChanges, MetadataImage
 
+from .partition_index import topic_partition_counts
 from .state import ControllerState
 
 log = logging.getLogger(__name__)
@@ -115,6 +116,30 @@ class CommittedImage:
     def ahead(self) -> int:
         """Writes applied to the state and not committed yet."""
         return len(self._versions)
+
+    def partition_counts(self, max_partitions_visited: int) -> tuple[int, int, int] | None:
+        """(partitions, without a leader, not led by their first replica) of the committed image
+        (Kafka's GlobalPartitionCount, OfflinePartitionsCount, PreferredReplicaImbalanceCount,
+        which its ControllerMetricsChanges keeps over the published, committed image), without
+        walking it: the state's partition index counts, less what the writes applied ahead made
+        of the topics they changed (counted in both images). None when those topics hold more
+        than ``max_partitions_visited`` partitions (a caller then walks the committed image)."""
+        index = self.state.partition_index
+        counts = [index.partition_count(), index.leaderless_count(), index.imbalanced_count()]
+        if not self._versions:
+            return counts[0], counts[1], counts[2]          # the state is what is committed
+        changed = {key for _, changes in self._versions for collection, key, _ in changes.entries
+                   if collection == "topics_by_id"}
+        ahead, committed = self.state.image.topics_by_id, self._base.topics_by_id
+        pairs = [(ahead.get(topic_id), committed.get(topic_id)) for topic_id in changed]
+        if sum(len(t.partitions) for pair in pairs for t in pair if t is not None) > max_partitions_visited:
+            return None
+        for in_state, in_committed in pairs:
+            for sign, topic in ((-1, in_state), (1, in_committed)):
+                if topic is not None:
+                    for i, n in enumerate(topic_partition_counts(topic)):
+                        counts[i] += sign * n
+        return counts[0], counts[1], counts[2]
 
     # --- what the controller tells ------------------------------------------------------------
     def state_committed(self) -> None:

@@ -166,6 +166,16 @@ def _imbalanced_under(p) -> tuple:
     return (replicas[0],) if replicas and p.leader != replicas[0] else ()
 
 
+def topic_partition_counts(topic) -> tuple[int, int, int]:
+    """(partitions, without a leader, not led by their first replica) of one topic, counted as
+    the index counts them (ControllerMetricsChanges' hasLeader and hasPreferredLeader)."""
+    leaderless = imbalanced = 0
+    for p in topic.partitions.values():
+        leaderless += p.leader == NO_LEADER
+        imbalanced += bool(p.replicas) and p.leader != p.replicas[0]
+    return len(topic.partitions), leaderless, imbalanced
+
+
 class PartitionIndex:
     def __init__(self):
         self._isr = _BrokerSets()
@@ -256,6 +266,10 @@ class PartitionIndex:
     def imbalanced_count(self) -> int:
         """How many partitions their first replica does not lead."""
         return sum(len(keys) for shards in self._imbalanced.by_broker.values() for keys in shards)
+
+    def partition_count(self) -> int:
+        """How many partitions there are (each is under its leader or NO_LEADER, once)."""
+        return sum(len(keys) for shards in self._leader.by_broker.values() for keys in shards)
 
     def imbalanced_keys(self) -> list[int]:
         """The keys of the partitions their first replica does not lead, in no order (a copy in C)."""

@@ -22,6 +22,7 @@ import random
 import uuid
 
 from kafkawire.messages.controller_registration_request import ControllerRegistrationRequest, Feature, Listener
+from kafkawire.net.backoff import ExponentialBackoff
 from kafkawire.net.client import TransportError
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.storage.state_files import uuid_to_kafka
@@ -35,12 +36,9 @@ log = logging.getLogger(__name__)
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 
-def exponential_backoff(attempts: int, rng: random.Random, *, initial_ms: int = 100, multiplier: float = 2,
-                        max_ms: int = 120_000, jitter: float = 0.02) -> int:
-    """org.apache.kafka.common.utils.ExponentialBackoff.backoff."""
-    term = initial_ms * multiplier ** min(attempts, 64)
-    factor = rng.uniform(1 - jitter, 1 + jitter) if jitter > 0 else 1.0
-    return min(int(factor * term), max_ms)
+# ControllerRegistrationManager.resendExponentialBackoff: 100 ms (backoff_initial_ms here)
+# doubling up to 120 s, 2% jitter.
+RESEND_BACKOFF_MULTIPLIER, RESEND_BACKOFF_MAX_MS, RESEND_BACKOFF_JITTER = 2, 120_000, 0.02
 
 
 class ControllerRegistrationManager:
@@ -58,6 +56,8 @@ class ControllerRegistrationManager:
         self.request_timeout_ms = request_timeout_ms
         self.backoff_initial_ms = backoff_initial_ms
         self.rng = rng or random.Random()
+        self.resend_backoff = ExponentialBackoff(backoff_initial_ms, RESEND_BACKOFF_MULTIPLIER, RESEND_BACKOFF_MAX_MS,
+                                                 RESEND_BACKOFF_JITTER, self.rng)
         self.acknowledged = False
         self.attempts = 0                 # requests sent, for tests and metrics
         self.failures = 0                 # consecutive failures (the backoff exponent)
@@ -94,7 +94,7 @@ class ControllerRegistrationManager:
             while self._should_send():
                 if await self._send_once():
                     break
-                delay = exponential_backoff(self.failures - 1, self.rng, initial_ms=self.backoff_initial_ms)
+                delay = self.resend_backoff.backoff_ms(self.failures - 1)
                 await asyncio.sleep(delay / 1000)
 
     async def _send_once(self) -> bool:

@@ -9,8 +9,8 @@
 * ConnectFailed: the TCP connect failed or took longer than ``connect_timeout_ms``
   (socket.connection.setup.timeout.ms). The peer then backs off.
 * NodeBackingOff: the peer failed recently and its reconnect backoff has not expired
-  (reconnect.backoff.ms doubling up to reconnect.backoff.max.ms, with 20% jitter, as
-  ClusterConnectionStates does); ``retry_after_ms`` says when to try again.
+  (reconnect.backoff.ms doubling up to reconnect.backoff.max.ms, with 20% jitter and never
+  past the max, as ClusterConnectionStates does); ``retry_after_ms`` says when to try again.
 * RequestTimedOut: no response within the request's timeout. As NetworkClient.
   handleTimedOutRequests does, the connection is closed, so every other request in flight on
   it fails with Disconnected, and the peer backs off.
@@ -48,6 +48,7 @@ import ssl
 import time
 from dataclasses import dataclass
 
+from kafkawire.net.backoff import ExponentialBackoff
 from kafkawire.protocol.apis import api_table
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.errors import DecodeError
@@ -68,7 +69,7 @@ DEFAULT_CONNECT_TIMEOUT_MS = 10_000
 DEFAULT_RECONNECT_BACKOFF_MS = 50
 DEFAULT_RECONNECT_BACKOFF_MAX_MS = 1000
 DEFAULT_MAX_IN_FLIGHT = 5
-_JITTER = 0.2       # ClusterConnectionStates' ExponentialBackoff jitter
+_RECONNECT_MULTIPLIER, _RECONNECT_JITTER = 2, 0.2     # ClusterConnectionStates' ExponentialBackoff
 FIRST_API_VERSIONS_VERSION = 4
 _CLIENT_SOFTWARE = "kafkawire"
 _CLIENT_SOFTWARE_VERSION = "0.1.0"
@@ -247,6 +248,8 @@ class NetworkClient:
         self.max_in_flight = max_in_flight_per_connection
         self.max_response_bytes = max_response_bytes
         self._rng = rng or random.Random()
+        self._reconnect_backoff = ExponentialBackoff(self.reconnect_backoff_ms, _RECONNECT_MULTIPLIER,
+                                                     self.reconnect_backoff_max_ms, _RECONNECT_JITTER, self._rng)
         self.ssl_context = ssl_context
         self.sasl = sasl              # () -> SaslClient, one per connection
         self._peers: dict[tuple, _PeerState] = {}
@@ -310,12 +313,9 @@ class NetworkClient:
     # -- connection management --
 
     def _backoff_ms(self, failures: int) -> float:
-        """ExponentialBackoff(reconnect.backoff.ms, 2, reconnect.backoff.max.ms, 0.2).backoff(failures - 1)."""
-        if self.reconnect_backoff_ms >= self.reconnect_backoff_max_ms:
-            base = self.reconnect_backoff_max_ms
-        else:
-            base = min(self.reconnect_backoff_ms * (2 ** max(failures - 1, 0)), self.reconnect_backoff_max_ms)
-        return base * (1 + self._rng.uniform(-_JITTER, _JITTER))
+        """ClusterConnectionStates.updateReconnectBackoff: the wait after ``failures`` failed
+        connections in a row is ExponentialBackoff's for ``failures - 1``."""
+        return self._reconnect_backoff.backoff_ms(max(failures - 1, 0))
 
     def _failed(self, state: _PeerState) -> None:
         state.failures += 1

@@ -43,6 +43,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 
+from kafkawire.net.backoff import ExponentialBackoff
 from kafkawire.net.client import (AuthenticationFailed, NetworkClient, NodeBackingOff, ProtocolError, RequestTimedOut,
                                   TransportError, UnsupportedVersion)
 from kafkawire.protocol.error_codes import Errors
@@ -235,6 +236,8 @@ class Admin:
         self._client = NetworkClient(client_id=config.client_id, request_timeout_ms=config.request_timeout_ms,
                                      connect_timeout_ms=config.connect_timeout_ms, **config.client_options)
         self._rng = rng or random.Random()
+        # KafkaAdminClient.retryBackoff: retry.backoff.ms doubling to retry.backoff.max.ms, 20% jitter
+        self._retry_backoff = ExponentialBackoff(config.retry_backoff_ms, 2, config.retry_backoff_max_ms, 0.2, self._rng)
         self._bootstrap_index = 0
         self._active: tuple[str, int] | None = None
         self._broker_metadata = False    # bootstrap servers: a broker answered Metadata
@@ -431,9 +434,9 @@ class Admin:
         return f"trying again in {int(backoff_ms)} ms, giving up in {left_ms} ms; {how}"
 
     def _backoff_ms(self, tries: int) -> float:
-        """ExponentialBackoff(retry.backoff.ms, 2, retry.backoff.max.ms, 0.2)."""
-        base = min(self.config.retry_backoff_ms * 2 ** max(tries - 1, 0), self.config.retry_backoff_max_ms)
-        return base * self._rng.uniform(0.8, 1.2)
+        """KafkaAdminClient's retryBackoff.backoff(tries - 1): the wait after the ``tries``-th
+        failed attempt."""
+        return self._retry_backoff.backoff_ms(max(tries - 1, 0))
 
     @staticmethod
     async def _sleep(ms: float, deadline) -> None:

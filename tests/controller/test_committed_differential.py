@@ -129,6 +129,16 @@ def _record(rng: random.Random) -> bytes:
                        frame("AbortTransactionRecord"), frame("NoOpRecord")))
 
 
+def walked_partition_counts(image) -> tuple[int, int, int]:
+    """(partitions, without a leader, not led by their first replica) by a walk of ``image``,
+    as the metrics counted them before the index (Kafka's hasLeader, hasPreferredLeader). By topic
+    id: the random records may give two topics one name, which Kafka's counts, kept from each
+    partition's changes, both count."""
+    partitions = [p for topic in image.topics_by_id.values() for p in topic.partitions.values()]
+    return (len(partitions), sum(p.leader == -1 for p in partitions),
+            sum(p.leader != (p.replicas[0] if p.replicas else -1) for p in partitions))
+
+
 def state_fingerprint(state: ControllerState) -> tuple:
     """Everything a ControllerState keeps, orders included (not its replay counts and problems)."""
     txn = state._transaction
@@ -139,7 +149,7 @@ def state_fingerprint(state: ControllerState) -> tuple:
             state.partition_index.as_sets())
 
 
-async def _drive(seed: int, steps: int, rollbacks: list) -> int:
+async def _drive(seed: int, steps: int, rollbacks: list, counts_checked: dict | None = None) -> int:
     """``rollbacks`` gets, for each rollback, whether a metadata transaction was open at the
     commit point or in flight."""
     rng = random.Random(seed)
@@ -150,6 +160,7 @@ async def _drive(seed: int, steps: int, rollbacks: list) -> int:
     ahead: list[tuple[int, list[bytes]]] = []    # appended, not committed, oldest first
     held: list[tuple[object, tuple]] = []        # images handed out, with what they were then
     checks = 0
+    counted = counts_checked if counts_checked is not None else {False: 0, True: 0}
     for _ in range(steps):
         action = rng.random()
         if action < 0.45:                                   # a write applied ahead
@@ -187,6 +198,12 @@ async def _drive(seed: int, steps: int, rollbacks: list) -> int:
                 held.append((image, fingerprint(image)))
         assert fingerprint(committed.image) == fingerprint(oracle.image), (seed, checks)
         assert committed.offset == oracle.next_offset - 1
+        # the metrics' partition counts, from the state's index, are the committed image's
+        # (counted by a walk of the oracle), whatever is ahead; unbounded, and bounded to the
+        # topics of one write, where None (the caller walks) is allowed
+        assert committed.partition_counts(10**9) == walked_partition_counts(oracle.image), (seed, checks)
+        assert committed.partition_counts(2) in (None, walked_partition_counts(oracle.image)), (seed, checks)
+        counted[committed.ahead > 0] += 1
         for image, then in held:
             assert fingerprint(image) == then, (seed, checks)
         if len(held) > 4:
@@ -199,11 +216,13 @@ def test_the_committed_image_is_what_the_committed_records_make_at_every_step(mo
     monkeypatch.setattr(logging.getLogger("kafkawire.controller.state"), "disabled", True)   # the refused records
 
     rollbacks = []
+    counts_checked = {False: 0, True: 0}            # with writes ahead or not
 
     async def go():
-        return [await _drive(seed, 250, rollbacks) for seed in range(5)]
+        return [await _drive(seed, 250, rollbacks, counts_checked) for seed in range(5)]
 
     assert asyncio.run(go()) == [250] * 5
+    assert min(counts_checked.values()) > 100
     assert len(rollbacks) > 20 and any(rollbacks)          # some in the middle of a metadata transaction
 
 

@@ -175,3 +175,68 @@ def test_poll_idle_ratio_is_the_share_of_the_windows_without_raft_work():
     now[0], metrics.busy_ms = 2000.0, 500.0
     assert metrics.poll_idle_ratio() == 0.75
     assert metrics.snapshot()["poll-idle-ratio-avg"] == 0.75
+
+
+def _walked(image) -> tuple[int, int, int]:
+    partitions = [p for topic in image.topics_by_id.values() for p in topic.partitions.values()]
+    return (len(partitions), sum(p.leader == -1 for p in partitions),
+            sum(p.leader != (p.replicas[0] if p.replicas else -1) for p in partitions))
+
+
+def test_partition_counts_come_from_the_index_and_are_the_committed_images_while_writes_are_ahead(monkeypatch):
+    """GlobalPartitionCount, OfflinePartitionsCount and PreferredReplicaImbalanceCount describe the
+    committed image, as Kafka's (ControllerMetricsChanges over the published image): a fencing
+    applied ahead of its commit (broker 1's partitions lose their leader) shows only once
+    committed, though the partition index it is served from already holds it."""
+    from kafkawire.raft.node import prometheus
+    monkeypatch.setattr(prometheus, "_walked_counts", lambda image: pytest.fail("the scrape walked the image"))
+    quorum, leader = held_leader()
+    seen = []
+
+    def counts():
+        m = scrape(leader)
+        served = tuple(int(m[(CONTROLLER + name, ())]) for name in (
+            "globalpartitioncount", "offlinepartitionscount", "preferredreplicaimbalancecount"))
+        index = leader.state.partition_index
+        seen.append((leader.committed.ahead, served, _walked(leader.image),
+                     (index.partition_count(), index.leaderless_count(), index.imbalanced_count())))
+
+    async def go():
+        async with Running(leader):
+            epoch = await lead_with_a_broker(quorum, leader)
+            await leader.handlers()[19].handle(Ctx(7), create("t"))
+            counts()
+            quorum.holding = True
+            fence = asyncio.ensure_future(leader.handlers()[63].handle(
+                Ctx(0), heartbeat(1, epoch, quorum.end_offset, want_fence=True)))
+            await until(lambda: quorum.held, "the fencing appended and held")
+            counts()
+            quorum.release()
+            await fence
+            counts()
+    run(go())
+    assert [ahead for ahead, *_ in seen] == [0, 1, 0]
+    assert [served for _, served, _, _ in seen] == [(1, 0, 0), (1, 0, 0), (1, 1, 1)]
+    assert all(served == walked for _, served, walked, _ in seen)
+    assert seen[1][3] == (1, 1, 1)          # the index was ahead of what the metrics served
+
+
+def test_the_walk_a_scrape_falls_back_to_counts_what_the_index_counts():
+    """When the writes ahead touched too many partitions to adjust the index's counts
+    (CommittedImage.partition_counts gives None), the scrape walks the committed image, in steps:
+    the same numbers."""
+    from kafkawire.raft.node.prometheus import PAUSE, _image_families
+    quorum = FakeQuorum()
+    controller = add_controller(quorum, 1)
+    records = [frame("TopicRecord", name="t", topic_id=TOPIC_ID)]
+    for pid, (replicas, leader) in enumerate([([1, 2], 1), ([1, 2], 2), ([2, 1], -1), ([3], 3)]):
+        records.append(frame("PartitionRecord", partition_id=pid, topic_id=TOPIC_ID, replicas=replicas,
+                             isr=[r for r in replicas if r == leader], leader=leader, leader_epoch=0,
+                             partition_epoch=0))
+    quorum.commit(records)
+
+    def gauges(counts):
+        return {f.name: f.samples for f in _image_families(controller.image, counts) if f is not PAUSE}
+    indexed = controller.committed.partition_counts(0)
+    assert indexed == (4, 1, 2)
+    assert gauges(None) == gauges(indexed)

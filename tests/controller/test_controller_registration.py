@@ -6,7 +6,6 @@ from kafkawire.messages.controller_registration_request import ControllerRegistr
 from kafkawire.messages.controller_registration_response import ControllerRegistrationResponse
 from kafkawire.net.client import TransportError
 from kafkawire.protocol.error_codes import Errors
-from kafkawire.controller.registration import exponential_backoff
 from kafkawire.raft.contract import NoLeader
 from kafkawire.raft.types import OffsetAndEpoch
 
@@ -116,9 +115,13 @@ def test_registration_before_controller_registration_exists_is_unsupported():
 
 def test_kafkas_exponential_backoff():
     import random
-    rng = random.Random(1)
-    delays = [exponential_backoff(n, rng) for n in range(14)]
+    from kafkawire.controller.registration import ControllerRegistrationManager
+    manager = ControllerRegistrationManager(None, None, incarnation_id=None, listeners=[], supported_features={},
+                                            rng=random.Random(1))
+    delays = [manager.resend_backoff.backoff_ms(n) for n in range(14)]
     for n, delay in enumerate(delays):
         expected = min(100 * 2 ** n, 120_000)
-        assert expected * 0.98 - 1 <= delay <= min(expected * 1.02, 120_000)
-    assert delays[-1] == 120_000
+        assert int(expected * 0.98) <= delay <= min(expected * 1.02, 120_000)
+    # at the cap the wait is jittered below 120 s (Kafka's), never above it
+    at_cap = [manager.resend_backoff.backoff_ms(40) for _ in range(50)]
+    assert max(at_cap) <= 120_000 and min(at_cap) >= int(120_000 * 0.98) and len(set(at_cap)) > 1

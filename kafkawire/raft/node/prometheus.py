@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Generator, Iterable, Iterator
 
 from kafkawire.net.config import ServerConfig
 from kafkawire.net.metrics_http import (MISSING_CLIENT, PAUSE, Family, FamilyOrPause, MetricsEndpoint,
@@ -101,10 +101,13 @@ def controller_families(driver: RaftDriver, state_machine, config: ServerConfig,
     image = None if state_machine is None else state_machine.image
     if image is None:
         return
+    # the partition counts of that same image: taken now, before the scrape gives the loop back
+    committed = getattr(state_machine, "committed", None)
+    counts = None if committed is None else committed.partition_counts(PARTITIONS_PER_STEP)
     is_active = getattr(state_machine, "is_active", None)
     active = bool(is_active is not None and is_active())
     yield gauge(CONTROLLER + "activecontrollercount", "1 on the active controller", int(active))
-    yield from _image_families(image)
+    yield from _image_families(image, counts)
     stats, replay = getattr(state_machine, "stats", None), getattr(state_machine, "replay_stats", None)
     if stats is not None and replay is not None:
         now_ms = state_machine.clock()          # the controller's clock: its contact times are on it
@@ -126,19 +129,11 @@ def controller_families(driver: RaftDriver, state_machine, config: ServerConfig,
                  "log's voter set", int(bool(config.controller_quorum_voters) and status.kraft_version > 0))
 
 
-def _image_families(image) -> Iterator[FamilyOrPause]:
-    """ControllerMetricsChanges' counts, over the committed image as it is now."""
-    partitions = offline = not_preferred = 0
-    paused_at = 0
-    for topic in list(image.topics_by_name.values()):
-        if partitions - paused_at >= PARTITIONS_PER_STEP:
-            paused_at = partitions
-            yield PAUSE
-        for partition in topic.partitions.values():
-            partitions += 1
-            offline += partition.leader < 0
-            preferred = partition.replicas[0] if partition.replicas else -1
-            not_preferred += partition.leader != preferred
+def _image_families(image, counts: tuple[int, int, int] | None = None) -> Iterator[FamilyOrPause]:
+    """ControllerMetricsChanges' counts, over the committed image as it is now. ``counts``:
+    (partitions, offline, not led by the preferred replica) as the controller's partition index
+    gives them for that image (CommittedImage.partition_counts); without them, a walk of it."""
+    partitions, offline, not_preferred = counts if counts is not None else (yield from _walked_counts(image))
     fenced = sum(1 for b in image.brokers.values() if b.fenced)
     shutting_down = sum(1 for b in image.brokers.values() if b.in_controlled_shutdown)
     yield gauge(CONTROLLER + "globaltopiccount", "The number of topics", len(image.topics_by_name))
@@ -153,6 +148,23 @@ def _image_families(image) -> Iterator[FamilyOrPause]:
                  shutting_down)
     yield Family(CONTROLLER + "brokerregistrationstate", "10 fenced, 20 in controlled shutdown, 30 active",
                  [({"broker": str(b.id)}, float(_registration_state(b))) for b in image.brokers.values()])
+
+
+def _walked_counts(image) -> Generator[FamilyOrPause, None, tuple[int, int, int]]:
+    """(partitions, offline, not led by the preferred replica) of ``image``, a PAUSE between steps
+    (by topic id, as the partition index and Kafka's counts, kept from partition changes, count)."""
+    partitions = offline = not_preferred = 0
+    paused_at = 0
+    for topic in list(image.topics_by_id.values()):
+        if partitions - paused_at >= PARTITIONS_PER_STEP:
+            paused_at = partitions
+            yield PAUSE
+        for partition in topic.partitions.values():
+            partitions += 1
+            offline += partition.leader < 0
+            preferred = partition.replicas[0] if partition.replicas else -1
+            not_preferred += partition.leader != preferred
+    return partitions, offline, not_preferred
 
 
 def _summary(name: str, help_text: str, durations) -> Family:
