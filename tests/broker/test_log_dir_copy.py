@@ -402,3 +402,46 @@ def test_without_directory_assignment_the_swap_follows_the_catch_up(tmp_path):
         assert parent(broker.partitions[KEY]) == str(dirs[1]) and sent == [] and held == []
         await broker.stop(graceful=False)
     asyncio.run(go())
+
+
+def test_a_crash_after_the_controller_accepted_and_before_the_swap_asks_again_after_the_restart(tmp_path):
+    """The metadata names the new directory, the log is still in the old one and the future log
+    in the new: at the restart the log opens where it is and is assigned back there (Kafka's
+    maybeUpdateTopicAssignment), the copy resumes, and once caught up the controller is asked
+    again and the swap waits for it. A waiting move does not hold the next partition's copy."""
+    async def go():
+        held = []
+        broker, state, dirs, _ = two_dir_broker(tmp_path, {0: registration(), 1: registration()}, held=held)
+        for _ in range(5):
+            await produce(broker, os.urandom(4 << 10))
+        source = parent(broker.partitions[KEY])
+        target = dirs[1] if source == dirs[0] else dirs[0]
+        assert await altered(broker, target, 0) == {KEY: Errors.NONE}
+        await until_told(held, 1)
+        other_source = parent(broker.partitions[("t", 1)])
+        assert await altered(broker, source if other_source == target else target, 1) == {("t", 1): Errors.NONE}
+        await until_told(held, 2)               # partition 1 copied and waiting too, while 0 waits
+        ids = dict(zip(dirs, broker.log_dirs.ids()))
+        state["image"] = image_of({0: registration(ids[target]), 1: registration(ids[other_source])})
+        broker.on_metadata()                    # the controller's record of 0; then a crash
+        crashed = tmp_path / "crashed"
+        broker.state_writes.wait_all()
+        for d in ("a", "b"):
+            shutil.copytree(tmp_path / d, crashed / d)
+        await broker.stop(graceful=False)
+        crashed_dirs = {d: str(crashed / os.path.basename(d)) for d in dirs}
+        broker, _ = make_broker([crashed / "a", crashed / "b"], state["image"])
+        sent, held = [], []
+        broker.dir_assignments.submit = accepting(sent, held)
+        futures_of(broker).resumable.update(find_future_logs(list(crashed_dirs.values())))
+        broker.on_metadata()
+        partition = broker.partitions[KEY]
+        assert parent(partition) == crashed_dirs[source] and sent[:1] == [ids[source]]     # assigned back
+        await until_told(held, 2)
+        assert ids[target] in sent[1:] and parent(partition) == crashed_dirs[source]
+        for accepted in held:
+            accepted()
+        await wait_for_swap(broker)
+        assert parent(partition) == crashed_dirs[target] and partition.log.log_end_offset == 5
+        await broker.stop(graceful=False)
+    asyncio.run(go())

@@ -197,3 +197,28 @@ def test_an_io_error_of_the_swaps_renames_takes_that_logs_directory_offline(rena
             assert (dirs[2] / "t-0").is_dir() and future.log.directory == str(dirs[2] / "t-0")
         await broker.stop(graceful=False)
     asyncio.run(go())
+
+
+def test_the_destination_failing_while_the_controller_is_asked_assigns_the_replica_back(tmp_path, caplog):
+    """ReplicaAlterLogDirsThread.removePartitions: the future log's directory fails after the
+    controller was told of the move (its answer not applied yet): the future log is closed there,
+    the replica serves on from its directory and is assigned back to it; the late acceptance is
+    ignored."""
+    async def go():
+        broker, state, dirs, current = moving(tmp_path)
+        sent, held = [], []
+        broker.dir_assignments.submit = accepting(sent, held)
+        assert await altered(broker, dirs[2], 0) == {("t", 0): Errors.NONE}
+        async with asyncio.timeout(10):
+            while not held:
+                await asyncio.sleep(0.001)
+        ids = broker.log_dirs.ids()
+        assert sent == [ids[2]] and parent(current) == str(dirs[1])
+        broker.fail_log_dir(str(dirs[2]), OSError(5, "Input/output error"))
+        futures = broker.alter_log_dirs.futures
+        assert not futures.futures and not futures.stalled and sent == [ids[2], ids[1]]
+        held.pop()()
+        assert broker.partitions[("t", 0)] is current and parent(current) == str(dirs[1])
+        assert current.log.read(0, 1 << 20).data and broker.log_dirs.offline == {str(dirs[2])}
+        await broker.stop(graceful=False)
+    asyncio.run(go())
