@@ -371,6 +371,7 @@ class FutureLogs(CopyFailures):
         backoff = max(self.broker.config.replica_fetch_backoff_ms, 1) / 1000
         while self.futures:
             progressed = False
+            self._wake.clear()          # before the steps: an acceptance during one is not lost
             for key in self._turn():
                 if key not in self.futures:          # gone during an earlier step of this turn
                     continue
@@ -388,7 +389,6 @@ class FutureLogs(CopyFailures):
             if progressed:
                 await asyncio.sleep(0)              # the loop's other work between two steps
                 continue
-            self._wake.clear()
             try:
                 async with asyncio.timeout(backoff):
                     await self._wake.wait()
