@@ -1,6 +1,7 @@
 """How long AlterReplicaLogDirs keeps a partition unavailable, and how long the copy takes
 (kafkawire.broker.log_dir_copy: a future log copied by a task on the event loop while the replica
-serves, swapped when caught up). One partition of SIZE MB moved between two log directories of an
+serves, swapped when caught up and the controller accepted it: here a stand-in accepting
+on the next turn of the loop). One partition of SIZE MB moved between two log directories of an
 in-process broker while a client task produces 1 KiB batches and fetches them back without pause.
 Reported, medians of RUNS: the answer's latency, the copy until the swap, the longest gap between
 two answers of the client during the move (the time the partition, or the loop, did not serve),
@@ -52,8 +53,14 @@ def broker_with(dirs):
                     send_to_controller=None, supported_features={})
     broker.lifecycle = SimpleNamespace(state="RUNNING", poke=lambda: None, broker_epoch=5)
     broker.group_apis.on_metadata = broker.txn_apis.on_metadata = lambda: None
-    broker.dir_assignments.submit = lambda *a: None
+    broker.dir_assignments.submit = accepted_on_the_next_turn
     return broker
+
+
+def accepted_on_the_next_turn(topic_id, index, directory, *, on_accepted=None) -> None:
+    """A stand-in controller: a move's AssignReplicasToDirs accepted on the event loop's next turn."""
+    if on_accepted is not None:
+        asyncio.get_running_loop().call_soon(on_accepted)
 
 
 async def client(broker, stop: asyncio.Event, stats: dict) -> None:
@@ -94,21 +101,21 @@ async def one_run(size_mb: int) -> dict:
         swaps = []
         real_swap = futures.swap
 
+        durable = []                               # the swap's fsyncs done (appends allowed again)
+
+        async def until_durable():
+            await broker.state_writes.appends_allowed()
+            durable.append(time.perf_counter() - swapped[0])
+
         def timed_swap(*args):
             begun = time.perf_counter()
             failed = real_swap(*args)
             swapped.append(time.perf_counter())
             swaps.append(swapped[0] - begun)
+            waits.append(asyncio.ensure_future(until_durable()))
             return failed
         futures.swap = timed_swap
-        told = []
-        real_on_metadata = broker.on_metadata
-
-        def timed_on_metadata():
-            if swaps and not told:                 # the controller told: the swap's fsyncs are done
-                told.append(time.perf_counter() - swapped[0])
-            real_on_metadata()
-        broker.on_metadata = timed_on_metadata
+        waits = []
         swapped = []
         stop, stats = asyncio.Event(), {"gap": 0.0, "answers": 0, "refused": 0}
         running = asyncio.ensure_future(client(broker, stop, stats))
@@ -123,14 +130,14 @@ async def one_run(size_mb: int) -> dict:
         answered = time.perf_counter() - started
         assert response.results[0].partitions[0].error_code == 0
         async with asyncio.timeout(600):
-            while futures.futures:
+            while futures.futures or not durable:
                 await asyncio.sleep(0.001)
         copied = time.perf_counter() - started
         stop.set()
         await running
         assert os.path.dirname(broker.partitions[("t", 0)].log.directory) == dirs[1]
         await broker.stop(graceful=False)
-        return dict(answer=answered, copy=copied, gap=stats["gap"], idle_gap=idle_gap, swap=swaps[0], durable=told[0],
+        return dict(answer=answered, copy=copied, gap=stats["gap"], idle_gap=idle_gap, swap=swaps[0], durable=durable[0],
                     refused=stats["refused"],
                     answers=stats["answers"], plain=plain)
     finally:

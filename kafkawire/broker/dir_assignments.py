@@ -12,7 +12,9 @@ wait in ``ready`` (the latest per partition wins); one request at a time carries
 of them (AssignReplicasToDirsRequest.MAX_ASSIGNMENTS_PER_REQUEST), each still valid against the
 image when sent (the topic and partition exist, this broker is a replica). A failed request, or a
 partition answered with an error, goes back to ``ready`` and is sent again after a backoff of
-100 ms doubling up to 10 s (Kafka's STANDARD_BACKOFF, without its 2% jitter).
+100 ms doubling up to 10 s (Kafka's STANDARD_BACKOFF, without its 2% jitter). An assignment may
+carry a callback run when the controller accepts it (AlterReplicaLogDirs' swap waits for it,
+kafkawire.broker.log_dir_copy), as Kafka's Assignment's successCallback.
 """
 from __future__ import annotations
 
@@ -46,15 +48,21 @@ class DirAssignments:
         self.image = image
         self.ready: dict[tuple[uuid.UUID, int], uuid.UUID] = {}
         self.inflight: dict[tuple[uuid.UUID, int], uuid.UUID] = {}     # sent, not answered yet
+        # run when the controller accepts that directory for that partition (Assignment.successCallback)
+        self.on_accepted: dict[tuple[uuid.UUID, int], tuple[uuid.UUID, Callable[[], None]]] = {}
         self.sent = 0                       # assignments the controller accepted
         self.failures = 0                   # consecutive failed rounds (the backoff's exponent)
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
 
-    def submit(self, topic_id: uuid.UUID, partition: int, directory_id: uuid.UUID) -> None:
+    def submit(self, topic_id: uuid.UUID, partition: int, directory_id: uuid.UUID, *,
+               on_accepted: Callable[[], None] | None = None) -> None:
         """Queue an assignment (not again while the same one waits or is in flight: the metadata
-        names the new directory only once the controller's record is committed)."""
+        names the new directory only once the controller's record is committed); ``on_accepted``
+        runs once the controller answers NONE for it (a move's swap waits for that)."""
         key = (topic_id, partition)
+        if on_accepted is not None:
+            self.on_accepted[key] = (directory_id, on_accepted)
         if self.ready.get(key) != directory_id and self.inflight.get(key) != directory_id:
             self.ready[(topic_id, partition)] = directory_id
             self._wake.set()
@@ -92,6 +100,8 @@ class DirAssignments:
             registration = None if topic is None else topic.partitions.get(key[1])
             if registration is not None and self.node_id in registration.replicas:
                 batch[key] = directory_id
+            elif self.on_accepted.get(key, (None,))[0] == directory_id:
+                del self.on_accepted[key]       # never accepted now (Kafka drops an invalid one unsent)
         return batch
 
     async def _send_once(self) -> bool:
@@ -133,6 +143,7 @@ class DirAssignments:
                     directory_id = batch.pop(key)
                     if p.error_code == Errors.NONE:
                         self.sent += 1
+                        self._accepted(key, directory_id)
                     else:
                         failed[key] = directory_id
                         log.error("assigning %s-%d to directory %s: %s", key[0], key[1], directory_id,
@@ -141,6 +152,15 @@ class DirAssignments:
         for key, directory_id in failed.items():
             self.ready.setdefault(key, directory_id)     # a newer assignment queued meanwhile wins
         return not failed
+
+    def _accepted(self, key, directory_id) -> None:
+        if self.on_accepted.get(key, (None,))[0] != directory_id:
+            return
+        _, callback = self.on_accepted.pop(key)
+        try:
+            callback()
+        except Exception:        # a bug of the caller: logged, the sender goes on
+            log.exception("the callback of the assignment of %s-%d to %s failed", key[0], key[1], directory_id)
 
     def _requeue(self, batch: dict, why: str) -> bool:
         log.info("broker %d: AssignReplicasToDirs of %d assignments failed (%s); retrying after a backoff",

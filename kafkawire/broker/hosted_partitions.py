@@ -24,16 +24,25 @@ log = logging.getLogger(__name__)
 DIRECTORY_ASSIGNMENT_LEVEL = 17           # metadata.version 3.7-IV2: KIP-858's directory assignment
 
 
+def directory_assignment_supported(image) -> bool:
+    """The metadata.version of ``image`` has replicas' directories (the controller takes AssignReplicasToDirs)."""
+    return (getattr(image, "metadata_version", None) or 0) >= DIRECTORY_ASSIGNMENT_LEVEL
+
+
 class HostedPartitions:
     """Opening, leading and closing the partitions hosted here (Broker's base class; every
     attribute used here is the broker's)."""
 
     def _assign_directories(self, image) -> None:
         """ReplicaManager.maybeUpdateTopicAssignment: each replica here whose log is not in the
-        directory the metadata names is assigned to its own (from metadata.version 3.7-IV2)."""
-        if (getattr(image, "metadata_version", None) or 0) < DIRECTORY_ASSIGNMENT_LEVEL:
+        directory the metadata names is assigned to its own (from metadata.version 3.7-IV2); not
+        one whose move waits for its swap (the controller accepted or not yet the new directory)."""
+        if not directory_assignment_supported(image):
             return
+        moving = self.alter_log_dirs.futures.waiting()     # the metadata may name either directory
         for (name, index), partition in self.log_manager.replicas().items():
+            if (name, index) in moving:
+                continue
             actual = self.log_dirs.id_of_log(partition.log.directory)
             topic = image.topics_by_name.get(name)
             registration = None if topic is None else topic.partitions.get(index)

@@ -21,26 +21,37 @@ the future restarts at the current log start), and after the append the current 
 and log start (maybeIncrementLogStartOffset). What was copied is fsynced off the loop every
 ``FLUSH_BYTES``.
 
+When the future log has caught up with the current one (and what it holds is mostly fsynced:
+more than ``SWAP_FLUSH_BYTES`` not yet, fsynced off the loop first), the controller is told first
+(AssignReplicasToDirs through kafkawire.broker.dir_assignments, as
+ReplicaAlterLogDirsThread.maybePromoteFutureReplica): the swap waits for its answer NONE for that
+partition (Kafka's successCallback; a refusal is sent again after the backoff). Meanwhile the
+future log is kept caught up, a step between those of the next partition's copy (the in-progress
+one is the first not waiting), the replica serves from its directory, and a metadata naming
+either directory is not assigned back (Broker._assign_directories skips it). A move stopped before
+its swap (cancelled, its replica gone, a failed directory) assigns the replica back to the current
+log's directory (ReplicaAlterLogDirsThread.removePartitions). In a metadata.version without
+directory assignment (before 3.7-IV2) nothing is asked: the swap follows the catch-up (see
+docs/differences.md).
+
 The swap (Partition.maybeReplaceCurrentWithFutureReplica, LogManager.replaceCurrentWithFutureLog)
-happens in the step that finds the future at the current log end, once what it holds is mostly
-fsynced (more than ``SWAP_FLUSH_BYTES`` not yet: fsynced off the loop first, then another step),
-within one turn of the event loop, so no produce or fetch of the partition sees it half done: the
-future log renamed ``<topic>-<partition>`` in its directory, the current one renamed ``-delete``
-(removed later, kafkawire.broker.log_deletion), and the partition object serving on with the new
-log (the same open files, LocalLog.renameDir), its leader epoch entries and its producer state
-(their files written in the background: the future log's own, replayed from the same batches,
-are there already). Then, off the loop, the new log's last writes and both parent directories are
-fsynced (on the state-file thread, produce waiting meanwhile as for a new leader epoch's
-checkpoint, so nothing is appended to the new log before its name is on disk), and only then is
-the controller told (AssignReplicasToDirs, through Broker.on_metadata). A crash before those
-fsyncs finds either the renames (two equal logs, the first in ``log.dirs`` order opening, or the
-new one alone) or the future log again, whose copy resumes. An fsync that fails takes the
-destination directory offline (Broker.fail_log_dir); so does any I/O error of a step, on the
-directory Kafka names (kafkawire.broker.log_dir_copy_failures). Kafka's controller-first
-promotion (the swap waits for the controller to accept the assignment) is not done: see
-docs/differences.md. While a replica is moved its log is not cleaned (the log cleaner
-paused, LogCleanerManager.abortAndPauseCleaning); retention runs on its future log as on the
-current one (kafkawire.broker.log_manager).
+happens in the step that finds the accepted future at the current log end, within one turn of the
+event loop, so no produce or fetch of the partition sees it half done: the future log renamed
+``<topic>-<partition>`` in its directory, the current one renamed ``-delete`` (removed later,
+kafkawire.broker.log_deletion), and the partition object serving on with the new log (the same
+open files, LocalLog.renameDir), its leader epoch entries and its producer state (their files
+written in the background: the future log's own, replayed from the same batches, are there
+already). Then, off the loop, the new log's last writes and both parent directories are fsynced
+(on the state-file thread, produce waiting meanwhile as for a new leader epoch's checkpoint, so
+nothing is appended to the new log before its name is on disk). A crash before those fsyncs finds
+either the renames (two equal logs, the first in ``log.dirs`` order opening, or the new one alone)
+or the future log again, whose copy resumes (the metadata may name its directory already: the
+replica is assigned back to where its log opened, and the future asks again once caught up, as
+Kafka after a restart). An fsync that fails takes the destination directory offline
+(Broker.fail_log_dir); so does any I/O error of a step, on the directory Kafka names
+(kafkawire.broker.log_dir_copy_failures). While a replica is moved its log is not cleaned (the
+log cleaner paused, LogCleanerManager.abortAndPauseCleaning); retention runs on its future log as
+on the current one (kafkawire.broker.log_manager).
 
 The rate: ``replica.alter.log.dirs.io.max.bytes.per.second`` (a dynamic broker config, this broker's
 value then the cluster default, as Kafka's ConfigHandler reads it; unset: no bound) over
@@ -70,6 +81,7 @@ from kafkawire.storage.state_files import (StateFileError, read_partition_metada
                                            write_partition_metadata)
 
 from .follower import FollowerReplica, offset_truncation_state
+from .hosted_partitions import directory_assignment_supported
 from .log_deletion import delete_dir_name
 from .log_dir_copy_failures import CopyFailures, CopyStepError
 from .log_dir_failure import LogTruncationError, append_step
@@ -83,6 +95,7 @@ log = logging.getLogger(__name__)
 FUTURE_SUFFIX = "-future"
 FLUSH_BYTES = 4 * 1024 * 1024       # copied bytes fsynced off the loop, at most, while the copy goes on
 SWAP_FLUSH_BYTES = 256 * 1024       # caught up with more than this not fsynced: fsynced first, then the swap
+QUEUED, ACCEPTED = "queued", "accepted"     # ReplicaAlterLogDirsThread's ReassignmentState (None, Effective aside)
 # (rate config, throttled-replicas config): every moved replica is throttled, as Kafka's alterLogDirs quota
 ALTER_LOG_DIRS_QUOTA = ("replica.alter.log.dirs.io.max.bytes.per.second", None)
 
@@ -102,6 +115,13 @@ class FutureLog:
         self.unflushed = 0                   # bytes appended since the last fsync
         self.metadata_synced = False         # partition.metadata fsynced (with the first flush, off the loop)
         self.started = time.monotonic()
+        self.assignment: str | None = None  # None, QUEUED (told to the controller) or ACCEPTED (by it)
+        self.origin = None                   # the current log's directory id when the controller was told
+
+    @property
+    def waiting(self) -> bool:
+        """Caught up once and told to the controller: kept caught up until the swap, not the copy in progress."""
+        return self.assignment is not None
 
     @property
     def partition(self) -> LeaderPartition:
@@ -225,7 +245,7 @@ class FutureLogs(CopyFailures):
         return future
 
     def busy(self) -> bool:
-        """A copy is under way, or a swap not yet told to the controller."""
+        """A copy is under way (or waits for the controller to accept its destination)."""
         return bool(self.futures) or (self._task is not None and not self._task.done())
 
     def destination(self, key) -> str | None:
@@ -238,9 +258,38 @@ class FutureLogs(CopyFailures):
         if future is None:
             return
         self._resume_cleaning(key)
+        self.revert_assignment(key, future)
         log.info("broker %d: the future log of %s-%d in %s goes: %s", self.broker.node_id, *key, future.destination,
                  reason)
         self.broker.log_deleter.delete(future.partition)
+
+    def waiting(self) -> set:
+        """The partitions whose move the controller was told of and that are not swapped yet: the
+        metadata may name either directory meanwhile (not reassigned back to the current log's)."""
+        return {key for key, future in self.futures.items() if future.waiting}
+
+    def request_assignment(self, key, future: FutureLog, current) -> None:
+        """The future log caught up: the controller told (AssignReplicasToDirs) before any swap, as
+        ReplicaAlterLogDirsThread.maybePromoteFutureReplica; its acceptance lets the swap happen."""
+        log_dirs = self.broker.log_dirs
+        future.origin = log_dirs.id_of_log(current.log.directory)
+        destination = log_dirs.id_of_log(future.log.directory)
+        future.assignment = QUEUED
+        log.info("broker %d: %s caught up in %s; waiting for the controller to accept it there", self.broker.node_id,
+                 current.name, future.destination)
+
+        def accepted() -> None:
+            if self.futures.get(key) is future and future.assignment == QUEUED:
+                future.assignment = ACCEPTED
+                self._wake.set()
+        self.broker.dir_assignments.submit(current.topic_id, key[1], destination, on_accepted=accepted)
+
+    def revert_assignment(self, key, future: FutureLog) -> None:
+        """A move told to the controller and not swapped stops: the replica assigned back to the
+        directory its log is in (ReplicaAlterLogDirsThread.removePartitions)."""
+        if future.assignment is not None and future.origin is not None:
+            self.broker.dir_assignments.submit(future.partition.topic_id, key[1], future.origin)
+        future.assignment = None
 
     def _resume_cleaning(self, key) -> None:
         if self.broker.log_manager.cleaner is not None:
@@ -311,25 +360,35 @@ class FutureLogs(CopyFailures):
             return
         self._task = asyncio.ensure_future(self._run())
 
+    def _turn(self) -> list:
+        """The partitions stepped in one turn of the copier: those waiting for the controller (kept
+        caught up) and the first other one, in the order asked (the copy in progress)."""
+        waiting = [key for key, future in self.futures.items() if future.waiting]
+        copying = next((key for key, future in self.futures.items() if not future.waiting), None)
+        return waiting if copying is None else [*waiting, copying]
+
     async def _run(self) -> None:
         backoff = max(self.broker.config.replica_fetch_backoff_ms, 1) / 1000
         while self.futures:
-            key = next(iter(self.futures))          # one partition at a time, in the order asked
-            try:
-                progressed = await self.step(key)
-            except asyncio.CancelledError:
-                raise
-            except CopyStepError as exc:             # a directory goes offline
-                self._step_failed(key, exc)
-                continue
-            except Exception:                        # the copy of one partition must never stop the others
-                log.exception("broker %d: the copy of %s-%d failed", self.broker.node_id, *key)
-                self.drop(key, "its copy failed")
-                continue
+            progressed = False
+            self._wake.clear()          # before the steps: an acceptance during one is not lost
+            for key in self._turn():
+                if key not in self.futures:          # gone during an earlier step of this turn
+                    continue
+                try:
+                    progressed = await self.step(key) or progressed
+                except asyncio.CancelledError:
+                    raise
+                except CopyStepError as exc:             # a directory goes offline
+                    self._step_failed(key, exc)
+                    progressed = True
+                except Exception:                        # the copy of one partition must never stop the others
+                    log.exception("broker %d: the copy of %s-%d failed", self.broker.node_id, *key)
+                    self.drop(key, "its copy failed")
+                    progressed = True
             if progressed:
                 await asyncio.sleep(0)              # the loop's other work between two steps
                 continue
-            self._wake.clear()
             try:
                 async with asyncio.timeout(backoff):
                     await self._wake.wait()
@@ -375,12 +434,20 @@ class FutureLogs(CopyFailures):
         if future.unflushed > SWAP_FLUSH_BYTES or not future.metadata_synced:
             await self._flush(future)            # most of it on disk before the swap, off the loop
             return True
+        if future.assignment is None and directory_assignment_supported(self.broker.image()):
+            # its state files written first: one that failed takes its directory offline, not told
+            self.broker.state_writes.settle(future.log.directory)
+            if self.futures.get(key) is future:
+                self.request_assignment(key, future, current)
+            return True
+        if future.assignment == QUEUED:          # kept caught up meanwhile: progress only when it copied
+            return copied > 0
         for directory in (current.log.directory, future.log.directory):      # before the swap renames them
             self.broker.state_writes.settle(directory)     # a state file failed: its directory goes offline
         if self.futures.get(key) is not future or self.broker.log_manager.replica(key) is not current:
             return True
         failed = self.swap(key, future, current)
-        await self.broker.state_writes.appends_allowed()    # the swap durable (produce waits for it too) ...
+        await self.broker.state_writes.appends_allowed()    # the swap durable (produce waits for it too)
         if failed:
             log.error("broker %d: the move of %s to %s cannot be made durable: %s", self.broker.node_id,
                       current.name, future.destination, failed[0])
@@ -388,7 +455,6 @@ class FutureLogs(CopyFailures):
             return True
         log.info("broker %d: moved %s to %s in %.3f s", self.broker.node_id, current.name, future.destination,
                  time.monotonic() - future.started)
-        self.broker.on_metadata()                # ... before the controller is told (AssignReplicasToDirs)
         return True
 
     async def _flush(self, future: FutureLog) -> None:

@@ -3,7 +3,7 @@ a copy step raises (``CopyStepError``), what the copier does with it (``_step_fa
 directory goes offline, with Kafka's messages, and which log is closed) and a log directory's
 failure as it touches the moves (``on_log_dir_failure``, called from
 kafkawire.broker.log_dir_failure). ``CopyFailures`` is FutureLogs' part for these: it uses its
-``broker``, ``futures``, ``stalled`` and ``_resume_cleaning``.
+``broker``, ``futures``, ``stalled``, ``_resume_cleaning`` and ``revert_assignment``.
 """
 from __future__ import annotations
 
@@ -38,8 +38,8 @@ class CopyFailures:
         stops there (``on_log_dir_failure``). Writing the future log (ReplicaAlterLogDirsThread
         marks the partition failed; a flush fails outside the fetcher, in Kafka's flusher): the
         future log's directory goes offline with UnifiedLog's message and the future log is closed
-        there, not renamed; the replica stays where it is, as the metadata still says (the
-        controller is told of a move only after the swap). The swap's rename of the current log
+        there, not renamed; the replica stays where it is (a move the controller was told of is
+        assigned back to it, as ReplicaAlterLogDirsThread.removePartitions does). The swap's rename of the current log
         (LogManager.replaceCurrentWithFutureLog, the future log renamed in place already): the
         current log's directory goes offline, its replica with it, and the new log is closed."""
         broker, name = self.broker, "%s-%d" % key
@@ -74,6 +74,7 @@ class CopyFailures:
     def _close_future(self, key) -> None:
         future = self.futures.pop(key)
         self._resume_cleaning(key)
+        self.revert_assignment(key, future)
         self.broker.close_partition(future.partition)
 
     def on_log_dir_failure(self, path: str) -> list:
@@ -90,6 +91,7 @@ class CopyFailures:
                 closed.append(key)
             elif current is not None and os.path.dirname(os.path.abspath(current.log.directory)) == path:
                 del self.futures[key]
+                self.revert_assignment(key, future)
                 self.stalled[key] = future
         for key, future in list(self.stalled.items()):
             if future.destination == path:

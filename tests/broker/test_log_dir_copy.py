@@ -14,6 +14,8 @@ from types import SimpleNamespace
 
 from kafkawire.broker.follower import FollowerReplica
 from kafkawire.broker.log_dir_copy import find_future_logs
+from kafkawire.messages.assign_replicas_to_dirs_response import (AssignReplicasToDirsResponse, DirectoryData,
+                                                                 PartitionData, TopicData)
 from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic
 from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kafkawire.metadata.registrations import UNASSIGNED
@@ -22,7 +24,7 @@ from kafkawire.records import iter_batches
 from kafkawire.records.builder import build_batch
 from kafkawire.storage.segment import LOG_SUFFIX
 
-from .test_log_dirs import altered, image_of, make_broker, parent, registration
+from .test_log_dirs import accepting, altered, image_of, make_broker, parent, registration
 
 KEY = ("t", 0)
 
@@ -55,11 +57,11 @@ async def fetch(broker, offset: int):
     return answer.error_code, [b.base_offset for b in iter_batches(bytes(answer.records or b""))]
 
 
-def two_dir_broker(tmp_path, partitions=None):
+def two_dir_broker(tmp_path, partitions=None, held=None):
     dirs = [tmp_path / "a", tmp_path / "b"]
     broker, state = make_broker(dirs, image_of(partitions or {0: registration()}))
     sent = []
-    broker.dir_assignments.submit = lambda topic_id, index, directory: sent.append(directory)
+    broker.dir_assignments.submit = accepting(sent, held)
     broker.on_metadata()
     return broker, state, [str(d) for d in dirs], sent
 
@@ -99,11 +101,11 @@ def test_the_replica_serves_throughout_the_copy_and_the_swap_keeps_the_same_log(
         assert steps > 5                            # the copy took several turns of the loop
         assert {code for code, _ in answers} == {Errors.NONE}       # never NOT_LEADER_OR_FOLLOWER
         assert broker.partitions[KEY] is partition and parent(partition) == dirs[1]
-        assert sent[-1] == broker.log_dirs.ids()[1]                 # AssignReplicasToDirs to b after the swap
+        assert sent == list(broker.log_dirs.ids())      # AssignReplicasToDirs: the new log's a, then b (once)
         old = [n for n in os.listdir(dirs[0]) if n.startswith("t-0.") and n.endswith("-delete")]
         assert len(old) == 1 and not os.path.exists(os.path.join(dirs[0], "t-0"))
         # the same batches at the swap (the client went on producing to the moved log until the
-        # controller was told), the ones produced during the copy among them
+        # controller accepted it), the ones produced during the copy among them
         before, after = log_bytes(os.path.join(dirs[0], old[0])), log_bytes(partition.log.directory)
         assert after.startswith(before) and 40 < [b.last_offset for b in iter_batches(before)][-1] + 1 < produced
         assert partition.log.log_end_offset == produced
@@ -209,7 +211,7 @@ def test_a_copy_cut_short_by_a_crash_resumes_from_its_future_log(tmp_path):
         assert list(found) == [KEY] and os.path.dirname(found[KEY]) == dirs[1]
 
         broker, _ = make_broker([crashed / "a", crashed / "b"], state["image"])
-        broker.dir_assignments.submit = lambda *a: None
+        broker.dir_assignments.submit = accepting([])
         futures_of(broker).resumable.update(found)
         broker.on_metadata()                         # the replica opens in a; its copy goes on
         assert futures_of(broker).futures[KEY].log.log_end_offset == copied
@@ -295,5 +297,151 @@ def test_a_followed_replica_moves_while_its_leaders_batches_are_appended(tmp_pat
         assert follower.log.log_end_offset == offset > 31
         assert [b.base_offset for b in iter_batches(log_bytes(follower.log.directory))] == list(range(offset))
         assert [(e.epoch, e.start_offset) for e in follower.epochs.entries] == [(3, 0)]
+        await broker.stop(graceful=False)
+    asyncio.run(go())
+
+
+async def until_told(held: list, count: int):
+    async with asyncio.timeout(10):
+        while len(held) < count:
+            await asyncio.sleep(0.001)
+
+
+def test_the_swap_waits_for_the_controller_the_future_log_kept_caught_up_meanwhile(tmp_path):
+    """ReplicaAlterLogDirsThread.maybePromoteFutureReplica: the caught-up future log is told to the
+    controller first and swapped only once it accepted; meanwhile the replica serves from its
+    directory, the future log follows what is produced, and the metadata naming the new directory
+    is not assigned back. A move stopped before the acceptance is assigned back (removePartitions)."""
+    async def go():
+        held = []
+        broker, state, dirs, sent = two_dir_broker(tmp_path, held=held)
+        partition = broker.partitions[KEY]
+        ids = list(broker.log_dirs.ids())
+        for _ in range(10):
+            await produce(broker, os.urandom(4 << 10))
+        futures = futures_of(broker)
+        assert await altered(broker, dirs[1], 0) == {KEY: Errors.NONE}
+        await until_told(held, 1)
+        # cancelled (moved back where it is) before the answer: assigned back to a, the late answer ignored
+        assert await altered(broker, dirs[0], 0) == {KEY: Errors.NONE} and not futures.futures
+        assert sent == [ids[0], ids[1], ids[0]]
+        held.pop()()
+        assert not futures.futures and parent(partition) == dirs[0] and len(sent) == 3
+
+        assert await altered(broker, dirs[1], 0) == {KEY: Errors.NONE}
+        await until_told(held, 1)
+        future = futures.futures[KEY]
+        assert future.log.log_end_offset == partition.log.log_end_offset and futures.waiting() == {KEY}
+        assert parent(partition) == dirs[0] and sent[-1] == ids[1]
+        state["image"] = image_of({0: registration(ids[1])})     # the controller's record before its answer
+        broker.on_metadata()
+        assert len(sent) == 4 and broker.partitions[KEY] is partition and parent(partition) == dirs[0]
+        for _ in range(5):
+            await produce(broker, os.urandom(4 << 10))
+        async with asyncio.timeout(10):         # the copier's next turn (replica.fetch.backoff.ms) copies them
+            while future.log.log_end_offset != partition.log.log_end_offset:
+                await asyncio.sleep(0.001)
+        assert parent(partition) == dirs[0] and futures.futures[KEY] is future and len(held) == 1
+        held.pop()()                            # the controller's answer: accepted
+        await wait_for_swap(broker)
+        assert parent(partition) == dirs[1] and partition.log.log_end_offset == 15 and len(sent) == 4
+        old = next(n for n in os.listdir(dirs[0]) if n.startswith("t-0.") and n.endswith("-delete"))
+        assert log_bytes(os.path.join(dirs[0], old)) == log_bytes(partition.log.directory)
+        await broker.stop(graceful=False)
+    asyncio.run(go())
+
+
+def test_a_refused_move_stays_in_its_directory_caught_up_until_the_controller_accepts_it(tmp_path):
+    """AssignmentsManager: a partition answered with an error is sent again after a backoff; the
+    replica stays in its directory (its future log caught up) until an answer NONE, then swaps."""
+    async def go():
+        broker, state, dirs, _ = two_dir_broker(tmp_path)
+        partition = broker.partitions[KEY]
+        assignments = broker.dir_assignments
+        del assignments.submit                  # the real one from here on, over a stand-in controller
+        requests, refusing = [], [True]
+
+        async def send(request, timeout_ms):
+            requests.append(request)
+            code = Errors.NOT_LEADER_OR_FOLLOWER if refusing[0] else Errors.NONE
+            return AssignReplicasToDirsResponse(directories=[DirectoryData(id=d.id, topics=[TopicData(
+                topic_id=t.topic_id, partitions=[PartitionData(partition_index=p.partition_index, error_code=code)
+                                                 for p in t.partitions]) for t in d.topics])
+                for d in request.directories])
+        assignments.send, assignments.broker_epoch = send, lambda: 5
+        assignments.start()
+        for _ in range(5):
+            await produce(broker, os.urandom(4 << 10))
+        assert await altered(broker, dirs[1], 0) == {KEY: Errors.NONE}
+        await until_told(requests, 2)           # refused, and refused again after the backoff
+        future = futures_of(broker).futures[KEY]
+        assert parent(partition) == dirs[0] and future.log.log_end_offset == partition.log.log_end_offset == 5
+        assert [d.id for r in requests for d in r.directories] == [broker.log_dirs.ids()[1]] * 2
+        refusing[0] = False
+        await wait_for_swap(broker)
+        assert parent(partition) == dirs[1] and len(requests) == 3 and assignments.sent == 1
+        assignments.close()
+        await broker.stop(graceful=False)
+    asyncio.run(go())
+
+
+def test_without_directory_assignment_the_swap_follows_the_catch_up(tmp_path):
+    """Before metadata.version 3.7-IV2 the controller takes no AssignReplicasToDirs (Kafka's
+    answers UNSUPPORTED_VERSION): nothing is asked, the caught-up future log is swapped at once."""
+    async def go():
+        held = []
+        dirs = [tmp_path / "a", tmp_path / "b"]
+        broker, state = make_broker(dirs, image_of({0: registration()}, metadata_version=16))
+        sent = []
+        broker.dir_assignments.submit = accepting(sent, held)
+        broker.on_metadata()
+        for _ in range(3):
+            await produce(broker, os.urandom(1 << 10))
+        assert await altered(broker, dirs[1], 0) == {KEY: Errors.NONE}
+        await wait_for_swap(broker)
+        assert parent(broker.partitions[KEY]) == str(dirs[1]) and sent == [] and held == []
+        await broker.stop(graceful=False)
+    asyncio.run(go())
+
+
+def test_a_crash_after_the_controller_accepted_and_before_the_swap_asks_again_after_the_restart(tmp_path):
+    """The metadata names the new directory, the log is still in the old one and the future log
+    in the new: at the restart the log opens where it is and is assigned back there (Kafka's
+    maybeUpdateTopicAssignment), the copy resumes, and once caught up the controller is asked
+    again and the swap waits for it. A waiting move does not hold the next partition's copy."""
+    async def go():
+        held = []
+        broker, state, dirs, _ = two_dir_broker(tmp_path, {0: registration(), 1: registration()}, held=held)
+        for _ in range(5):
+            await produce(broker, os.urandom(4 << 10))
+        source = parent(broker.partitions[KEY])
+        target = dirs[1] if source == dirs[0] else dirs[0]
+        assert await altered(broker, target, 0) == {KEY: Errors.NONE}
+        await until_told(held, 1)
+        other_source = parent(broker.partitions[("t", 1)])
+        assert await altered(broker, source if other_source == target else target, 1) == {("t", 1): Errors.NONE}
+        await until_told(held, 2)               # partition 1 copied and waiting too, while 0 waits
+        ids = dict(zip(dirs, broker.log_dirs.ids()))
+        state["image"] = image_of({0: registration(ids[target]), 1: registration(ids[other_source])})
+        broker.on_metadata()                    # the controller's record of 0; then a crash
+        crashed = tmp_path / "crashed"
+        broker.state_writes.wait_all()
+        for d in ("a", "b"):
+            shutil.copytree(tmp_path / d, crashed / d)
+        await broker.stop(graceful=False)
+        crashed_dirs = {d: str(crashed / os.path.basename(d)) for d in dirs}
+        broker, _ = make_broker([crashed / "a", crashed / "b"], state["image"])
+        sent, held = [], []
+        broker.dir_assignments.submit = accepting(sent, held)
+        futures_of(broker).resumable.update(find_future_logs(list(crashed_dirs.values())))
+        broker.on_metadata()
+        partition = broker.partitions[KEY]
+        assert parent(partition) == crashed_dirs[source] and sent[:1] == [ids[source]]     # assigned back
+        await until_told(held, 2)
+        assert ids[target] in sent[1:] and parent(partition) == crashed_dirs[source]
+        for accepted in held:
+            accepted()
+        await wait_for_swap(broker)
+        assert parent(partition) == crashed_dirs[target] and partition.log.log_end_offset == 5
         await broker.stop(graceful=False)
     asyncio.run(go())

@@ -19,7 +19,7 @@ from kafkawire.messages.describe_log_dirs_request import DescribeLogDirsRequest
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.records.builder import build_batch
 
-from .test_log_dirs import altered, failing, image_of, make_broker, parent, until_offline
+from .test_log_dirs import accepting, altered, failing, image_of, make_broker, parent, until_offline
 
 
 def moving(tmp_path):
@@ -27,7 +27,7 @@ def moving(tmp_path):
     batches of 2 records (leader epoch 0); its directory ids."""
     dirs = [tmp_path / "meta", tmp_path / "a", tmp_path / "b"]
     broker, state = make_broker(dirs, image_of({}))
-    broker.dir_assignments.submit = lambda *args: None
+    broker.dir_assignments.submit = accepting([])
     broker.lifecycle.heartbeat_soon = lambda: None
     ids = broker.log_dirs.ids()
     state["image"] = image_of({0: SimpleNamespace(leader=1, leader_epoch=0, replicas=(1,), isr=(1,),
@@ -72,7 +72,7 @@ def test_an_io_error_writing_the_future_log_takes_its_directory_offline(step, tm
     async def go():
         broker, state, dirs, current = moving(tmp_path)
         sent = []
-        broker.dir_assignments.submit = lambda *args: sent.append(args)
+        broker.dir_assignments.submit = accepting(sent)
         assert await altered(broker, dirs[2], 0) == {("t", 0): Errors.NONE}
         future = broker.alter_log_dirs.futures.futures[("t", 0)]
         assert future.log.log_end_offset == 0                    # not stepped yet
@@ -159,14 +159,16 @@ def test_an_io_error_reading_the_current_log_takes_its_directory_offline_and_lea
 
 @pytest.mark.parametrize("renamed", ["future", "current"])
 def test_an_io_error_of_the_swaps_renames_takes_that_logs_directory_offline(renamed, tmp_path, caplog, monkeypatch):
-    """LogManager.replaceCurrentWithFutureLog: the future log's rename to the partition's name
-    fails: its directory goes offline, the future log closed there, the replica serving on in its
-    own; the current log's rename to ``-delete`` fails (the future log renamed in place already):
-    the current log's directory goes offline with its replica, the new log closed where it is."""
+    """LogManager.replaceCurrentWithFutureLog (after the controller accepted the move): the future
+    log's rename to the partition's name fails: its directory goes offline, the future log closed
+    there, the replica serving on in its own; the current log's rename to ``-delete`` fails (the
+    future log renamed in place already): the current log's directory goes offline with its
+    replica, the new log closed where it is. Either way the replica is assigned back to the current
+    log's directory (ReplicaAlterLogDirsThread.removePartitions)."""
     async def go():
         broker, state, dirs, current = moving(tmp_path)
         sent = []
-        broker.dir_assignments.submit = lambda *args: sent.append(args)
+        broker.dir_assignments.submit = accepting(sent)
         source = current.log.directory
         assert await altered(broker, dirs[2], 0) == {("t", 0): Errors.NONE}
         future = broker.alter_log_dirs.futures.futures[("t", 0)]
@@ -182,7 +184,10 @@ def test_an_io_error_of_the_swaps_renames_takes_that_logs_directory_offline(rena
         assert f"Error while renaming dir for t-0 in log dir {failed}" in caplog.text
         assert "[ReplicaAlterLogDirsThread-0]: Partition t-0 marked as failed" in caplog.text
         futures = broker.alter_log_dirs.futures
-        assert not futures.futures and not futures.stalled and sent == []
+        assert not futures.futures and not futures.stalled
+        # the controller accepted b before the swap; the move failed: assigned back to a
+        ids = broker.log_dirs.ids()
+        assert sent == [ids[2], ids[1]]
         assert broker.log_dirs.offline == {str(failed)} and os.path.isdir(source)
         if renamed == "future":
             assert broker.partitions[("t", 0)] is current and parent(current) == str(dirs[1])
@@ -190,5 +195,30 @@ def test_an_io_error_of_the_swaps_renames_takes_that_logs_directory_offline(rena
         else:
             assert ("t", 0) not in broker.partitions and future_dirs(dirs[2]) == []
             assert (dirs[2] / "t-0").is_dir() and future.log.directory == str(dirs[2] / "t-0")
+        await broker.stop(graceful=False)
+    asyncio.run(go())
+
+
+def test_the_destination_failing_while_the_controller_is_asked_assigns_the_replica_back(tmp_path, caplog):
+    """ReplicaAlterLogDirsThread.removePartitions: the future log's directory fails after the
+    controller was told of the move (its answer not applied yet): the future log is closed there,
+    the replica serves on from its directory and is assigned back to it; the late acceptance is
+    ignored."""
+    async def go():
+        broker, state, dirs, current = moving(tmp_path)
+        sent, held = [], []
+        broker.dir_assignments.submit = accepting(sent, held)
+        assert await altered(broker, dirs[2], 0) == {("t", 0): Errors.NONE}
+        async with asyncio.timeout(10):
+            while not held:
+                await asyncio.sleep(0.001)
+        ids = broker.log_dirs.ids()
+        assert sent == [ids[2]] and parent(current) == str(dirs[1])
+        broker.fail_log_dir(str(dirs[2]), OSError(5, "Input/output error"))
+        futures = broker.alter_log_dirs.futures
+        assert not futures.futures and not futures.stalled and sent == [ids[2], ids[1]]
+        held.pop()()
+        assert broker.partitions[("t", 0)] is current and parent(current) == str(dirs[1])
+        assert current.log.read(0, 1 << 20).data and broker.log_dirs.offline == {str(dirs[2])}
         await broker.stop(graceful=False)
     asyncio.run(go())

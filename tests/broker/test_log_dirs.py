@@ -49,6 +49,17 @@ def image_of(partitions: dict, metadata_version=17):
 
 
 
+def accepting(sent: list, held: list | None = None):
+    """A stand-in for DirAssignments.submit: each directory assigned goes into ``sent``; a move's
+    acceptance by the controller comes at once, or, with ``held``, when the test runs the callbacks
+    kept there."""
+    def submit(topic_id, index, directory, *, on_accepted=None):
+        sent.append(directory)
+        if on_accepted is not None:
+            on_accepted() if held is None else held.append(on_accepted)
+    return submit
+
+
 def heartbeats_recorded(broker, **dirs) -> list:
     """A stand-in BrokerLifecycle on ``broker`` (epoch 5) whose heartbeats are kept in the list
     returned, each answered caught up and unfenced; ``dirs``: its offline or cordoned dirs."""
@@ -230,7 +241,7 @@ def test_alter_replica_log_dirs_moves_a_replica_with_its_records_and_assigns_it(
                                        directories=(UNASSIGNED, UNASSIGNED))     # the high watermark waits for 2
         broker, state = make_broker(dirs, image_of({0: two_replicas}))
         sent = []
-        broker.dir_assignments.submit = lambda topic_id, index, directory: sent.append(directory)
+        broker.dir_assignments.submit = accepting(sent)
         broker.on_metadata()
         before = broker.partitions[("t", 0)]
         for _ in range(3):
