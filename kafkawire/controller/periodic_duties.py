@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
-from . import cluster
+from . import cluster, fence_timeline
 from .delegation_tokens import MAX_RECORDS_PER_EXPIRATION, expired_token_records
 from .errors import ApiError
 from .frames import frame
@@ -78,14 +79,19 @@ class PeriodicDuties:
         await self._turn(None)
         if self.is_active() and self.moves:
             called_ms = self.clock()
+            cpu_started = time.process_time()
             records, _ = self._generate(lambda: (self.moves.next_records(self.state, self.static_min_insync_replicas),
                                                  None), called_ms)
             write = None
             if records:
+                first_offset = self._next_offset()
                 try:
                     write = self._append_ahead(records)
                 except ApiError:
                     return
+                if fence_timeline.enabled():
+                    fence_timeline.step(self.node_id, first_offset, len(records), time.process_time() - cpu_started,
+                                        self.moves.leaderships_left())
             self.moves.log_when_leaderships_committed(self.node_id, self.pipeline.last_answer() if write is None
                                                       else write.answer)
         await asyncio.sleep(0)
