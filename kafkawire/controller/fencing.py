@@ -140,7 +140,7 @@ class PartitionMoves:
         _list_parts(job, state)
         self._jobs[broker_id] = job
         if fence_timeline.enabled():
-            fence_timeline.job_started(broker_id, job.led_count, sum(keys.left for keys, _ in job.parts))
+            fence_timeline.job_started(broker_id, job.led_count, partitions_to_visit(state, broker_id, kind))
 
     def waiter(self, broker_id: int) -> asyncio.Future:
         """A future done when ``broker_id``'s job ends (NOT_CONTROLLER if leadership goes first)."""
