@@ -79,19 +79,18 @@ class PeriodicDuties:
         await self._turn(None)
         if self.is_active() and self.moves:
             called_ms = self.clock()
-            cpu_started = time.process_time()
+            cpu_started = time.process_time() if fence_timeline.enabled() else 0.0
             records, _ = self._generate(lambda: (self.moves.next_records(self.state, self.static_min_insync_replicas),
                                                  None), called_ms)
             write = None
             if records:
-                first_offset = self._next_offset()
                 try:
                     write = self._append_ahead(records)
                 except ApiError:
                     return
                 if fence_timeline.enabled():
-                    fence_timeline.step(self.node_id, first_offset, len(records), time.process_time() - cpu_started,
-                                        self.moves.leaderships_left())
+                    fence_timeline.step(self.node_id, write.last_offset - len(records) + 1, len(records),
+                                        time.process_time() - cpu_started, self.moves.leaderships_left())
             self.moves.log_when_leaderships_committed(self.node_id, self.pipeline.last_answer() if write is None
                                                       else write.answer)
         await asyncio.sleep(0)
