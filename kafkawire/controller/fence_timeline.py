@@ -29,9 +29,11 @@ def enabled() -> bool:
     return log.isEnabledFor(logging.DEBUG)
 
 
-def job_started(broker_id: int, leaderships: int, partitions: int) -> None:
-    log.debug("t=%.4f job of broker %d started: %d leaderships, %d partitions to visit",
-              time.time(), broker_id, leaderships, partitions)
+def job_started(broker_id: int, leaderships: int, partitions: int, started: float) -> None:
+    """``started``: time.monotonic() at the job's start, before its partitions were listed."""
+    listed_s = time.monotonic() - started
+    log.debug("t=%.4f job of broker %d started: %d leaderships, %d partitions to visit (listed in %.1f ms)",
+              time.time() - listed_s, broker_id, leaderships, partitions, listed_s * 1000)
 
 
 def step(node_id: int, first_offset: int, records: int, cpu_s: float, leaderships_left: int) -> None:

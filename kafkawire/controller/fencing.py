@@ -140,7 +140,8 @@ class PartitionMoves:
         _list_parts(job, state)
         self._jobs[broker_id] = job
         if fence_timeline.enabled():
-            fence_timeline.job_started(broker_id, job.led_count, partitions_to_visit(state, broker_id, kind))
+            fence_timeline.job_started(broker_id, job.led_count, partitions_to_visit(state, broker_id, kind),
+                                      job.started)
 
     def waiter(self, broker_id: int) -> asyncio.Future:
         """A future done when ``broker_id``'s job ends (NOT_CONTROLLER if leadership goes first)."""

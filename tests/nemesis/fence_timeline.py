@@ -32,6 +32,7 @@ _STEP = re.compile(_T + r"step offsets (?P<first>\d+)-(?P<last>\d+) \((?P<n>\d+)
 _COMMITTED = re.compile(_T + r"committed offsets (?P<first>\d+)-(?P<last>\d+) \((?P<n>\d+) records\), "
                         r"(?:applied ahead|replayed in (?P<ms>[0-9.]+) ms of CPU)")
 _GC = re.compile(r"garbage collection of generation (?P<gen>\d) took (?P<ms>\d+) ms")
+_LOGGED = re.compile(r"leads no partition: its \d+ leaderships moved and committed (?P<ms>\d+) ms after its job started")
 
 
 @dataclass
@@ -41,6 +42,7 @@ class NodeLog:
     steps: list = field(default_factory=list)       # (t, first, last, cpu ms, leaderships left)
     commits: list = field(default_factory=list)     # (t, first, last, replay cpu ms or None)
     collections: list = field(default_factory=list)  # (t, generation, ms)
+    logged_ms: int | None = None                      # fencing.py's INFO line: committed this long after the start
 
     def committed_at(self, offset: int) -> float | None:
         return next((t for t, _, last, _ in self.commits if last >= offset), None)
@@ -69,6 +71,8 @@ def read(path: str, node: int) -> NodeLog:
             elif (m := _COMMITTED.search(line)) is not None:
                 found.commits.append((float(m.group("t")), int(m.group("first")), int(m.group("last")),
                                       float(m.group("ms")) if m.group("ms") else None))
+            elif (m := _LOGGED.search(line)) is not None:
+                found.logged_ms = int(m.group("ms"))
             elif (m := _GC.search(line)) is not None and (t := _stamp(line)) is not None:
                 found.collections.append((t, int(m.group("gen")), int(m.group("ms"))))
     return found
@@ -95,6 +99,9 @@ def summary(base_dir: str) -> list[str]:
     lines = [f"leader {leader.node}: {len(led)} steps moved the leaderships (offsets {led[0][1]}-{last_offset}), "
              f"{sum(s[3] for s in led) / 1000:.2f} s of CPU; first appended {led[0][0] - t0:.3f} s, "
              f"last {appended - t0:.3f} s, committed {_rel(committed, t0)} s"]
+    if leader.logged_ms is not None and committed is not None:
+        lines.append(f"  the leader's INFO line says {leader.logged_ms} ms: its answer's callback ran "
+                     f"{leader.logged_ms - (committed - t0) * 1000:.0f} ms after the commit was applied")
     lags = [c - s[0] for s in led if (c := leader.committed_at(s[2])) is not None]
     if lags:
         lines.append(f"  a leadership step's append to its commit: p50 {statistics.median(lags) * 1000:.0f} ms, "

@@ -32,9 +32,10 @@ By hand, at 100k partitions (exits 1 if a check of ``problems`` fails):
 
 ``--fence``: the first broker leaves the storm a quarter of the way into it and asks to be fenced
 (or to shut down); printed: when that was answered, when its leaderships were committed (the
-leader's log line) with each voter's CPU meanwhile, and when its partitions had all moved
-(Fencing). With 10 brokers each leads a tenth of the partitions (issue 28: "fencing a broker
-that leads 10% of 1M partitions").
+leader's log line) with each voter's CPU meanwhile and its time runnable but waiting for a core,
+and when its partitions had all moved (Fencing). ``--timeline`` adds where that time went, step
+by step (tests/nemesis/fence_timeline.py). With 10 brokers each leads a tenth of the
+partitions (issue 28: "fencing a broker that leads 10% of 1M partitions").
 
 benchmarks/heartbeat_storm.py prints the same figures for several sizes; tests/nemesis/
 test_paced_storm.py runs it small in CI.
