@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 WINDOW_S = 0.25
 _STAMP = re.compile(r"^\[([^\]]+)\]")
 _T = r"t=(?P<t>[0-9.]+) "
-_JOB = re.compile(_T + r"job of broker (?P<broker>\d+) started: (?P<led>\d+) leaderships")
+_JOB = re.compile(_T + r"job of broker (?P<broker>\d+) started: (?P<led>\d+) leaderships"
+                  r"(?:.*?\(listed in (?P<listed>[0-9.]+) ms\))?")
 _STEP = re.compile(_T + r"step offsets (?P<first>\d+)-(?P<last>\d+) \((?P<n>\d+) records\) generated and applied in "
                    r"(?P<ms>[0-9.]+) ms of CPU; (?P<left>\d+) leaderships left")
 _COMMITTED = re.compile(_T + r"committed offsets (?P<first>\d+)-(?P<last>\d+) \((?P<n>\d+) records\), "
@@ -39,6 +40,7 @@ _LOGGED = re.compile(r"leads no partition: its \d+ leaderships moved and committ
 class NodeLog:
     node: int
     job_t: float | None = None
+    listed_ms: float | None = None                   # the job's start: its partitions listed, in its event
     steps: list = field(default_factory=list)       # (t, first, last, cpu ms, leaderships left)
     commits: list = field(default_factory=list)     # (t, first, last, replay cpu ms or None)
     collections: list = field(default_factory=list)  # (t, generation, ms)
@@ -64,7 +66,8 @@ def read(path: str, node: int) -> NodeLog:
     with open(path, errors="replace") as f:
         for line in f:
             if (m := _JOB.search(line)) is not None:
-                found = NodeLog(node, float(m.group("t")), collections=found.collections)
+                found = NodeLog(node, float(m.group("t")), collections=found.collections,
+                                listed_ms=float(m.group("listed")) if m.group("listed") else None)
             elif (m := _STEP.search(line)) is not None:
                 found.steps.append((float(m.group("t")), int(m.group("first")), int(m.group("last")),
                                     float(m.group("ms")), int(m.group("left"))))
@@ -98,7 +101,9 @@ def summary(base_dir: str) -> list[str]:
     committed = leader.committed_at(last_offset)
     lines = [f"leader {leader.node}: {len(led)} steps moved the leaderships (offsets {led[0][1]}-{last_offset}), "
              f"{sum(s[3] for s in led) / 1000:.2f} s of CPU; first appended {led[0][0] - t0:.3f} s, "
-             f"last {appended - t0:.3f} s, committed {_rel(committed, t0)} s"]
+             f"last {appended - t0:.3f} s, committed {_rel(committed, t0)} s"
+             + (f" (from the job's start; its partitions listed in {leader.listed_ms:.0f} ms)"
+                if leader.listed_ms is not None else "")]
     if leader.logged_ms is not None and committed is not None:
         lines.append(f"  the leader's INFO line says {leader.logged_ms} ms: its answer's callback ran "
                      f"{leader.logged_ms - (committed - t0) * 1000:.0f} ms after the commit was applied")
