@@ -89,7 +89,7 @@ def _leader_steps(state: ControllerState):
     return written, generate_cpu, apply_cpu
 
 
-async def measure(partitions: int, brokers: int, collector: bool) -> None:
+async def measure(partitions: int, brokers: int, collector: bool, young_threshold: int = 0) -> None:
     cluster = Cluster(brokers)
     await cluster.start(partitions)
     state = cluster.controller.state
@@ -99,6 +99,8 @@ async def measure(partitions: int, brokers: int, collector: bool) -> None:
     gc.freeze()
     if not collector:
         gc.disable()
+    if young_threshold:
+        gc.set_threshold(young_threshold, *gc.get_threshold()[1:])
     gc_time = _CollectorTime()
     written, generate_cpu, apply_cpu = _leader_steps(state)
     n = sum(map(len, written))
@@ -130,8 +132,10 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=1_000_000)
     parser.add_argument("--brokers", type=int, default=10)
     parser.add_argument("--no-gc", action="store_true", help="the collector off during the timed parts")
+    parser.add_argument("--young-threshold", type=int, default=0,
+                        help="gc's first threshold during the timed parts (default: as it is, 700)")
     args = parser.parse_args()
-    asyncio.run(measure(args.partitions, args.brokers, not args.no_gc))
+    asyncio.run(measure(args.partitions, args.brokers, not args.no_gc, args.young_threshold))
 
 
 if __name__ == "__main__":

@@ -52,7 +52,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 from kafkawire.raft.contract import NotLeader, RaftHandle, SnapshotLoadInSteps
 
-from . import admin_apis, broker_apis, registration_apis
+from . import admin_apis, broker_apis, fence_timeline, registration_apis
 from .acl_apis import acl_handlers
 from .activation import BootstrapError, activation_records
 from .bounded import BoundedListTooLong, excessive_batch
@@ -213,9 +213,13 @@ class MetadataController(PeriodicDuties):
 
     # --- the raft side (kafkawire.raft.contract) --------------------------------------------------------
     def on_committed(self, base_offset: int, epoch: int, append_time_ms: int, records: list[bytes]) -> None:
+        timeline = fence_timeline.enabled()
         if self.pipeline.applied_ahead(base_offset, records):
             self.pipeline.committed(base_offset, records)       # the committed image moves with it
+            if timeline:
+                fence_timeline.committed(self.node_id, base_offset, len(records), None)
         else:
+            replay_started = time.process_time()
             if self.pipeline.in_flight:
                 # Commits come in log order: a batch not applied ahead while writes are in flight
                 # means the log is not the one they were applied to, or another writer's came first.
@@ -224,6 +228,8 @@ class MetadataController(PeriodicDuties):
                 self.pipeline.roll_back(not_controller(None))
             self.state.apply_batch(base_offset, epoch, append_time_ms, records)
             self.committed.state_committed()
+            if timeline:
+                fence_timeline.committed(self.node_id, base_offset, len(records), time.process_time() - replay_started)
         self._applied.set()
         self._applied = asyncio.Event()
         self.poke()

@@ -67,6 +67,7 @@ from dataclasses import dataclass, field
 
 from kafkawire.metadata.registrations import NO_LEADER
 
+from . import fence_timeline
 from .errors import not_controller
 from .partition_index import PID_BITS, partition_id_of, topic_of
 from .replication import leader_and_isr_updates
@@ -138,6 +139,9 @@ class PartitionMoves:
                    waiters=current.waiters if current is not None else [])
         _list_parts(job, state)
         self._jobs[broker_id] = job
+        if fence_timeline.enabled():
+            fence_timeline.job_started(broker_id, job.led_count, partitions_to_visit(state, broker_id, kind),
+                                      job.started)
 
     def waiter(self, broker_id: int) -> asyncio.Future:
         """A future done when ``broker_id``'s job ends (NOT_CONTROLLER if leadership goes first)."""
@@ -186,6 +190,10 @@ class PartitionMoves:
         self._dir_jobs[broker_id] = DirectoryJob(broker_id, state.image.brokers[broker_id].epoch, dirs,
                                                  SortedInSteps(state.partition_index.isr_or_elr_keys(broker_id)))
         self.dirs_checked.add(broker_id)
+
+    def leaderships_left(self) -> int:
+        """The leaderships the jobs in progress have still to move (fence_timeline.py)."""
+        return sum(job.led.left for job in self._jobs.values() if job.led is not None)
 
     def in_progress(self, broker_id: int) -> bool:
         return broker_id in self._jobs

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
-from . import cluster
+from . import cluster, fence_timeline
 from .delegation_tokens import MAX_RECORDS_PER_EXPIRATION, expired_token_records
 from .errors import ApiError
 from .frames import frame
@@ -80,6 +81,7 @@ class PeriodicDuties:
         await self._turn(None)
         if self.is_active() and self.moves:
             called_ms = self.clock()
+            cpu_started = time.process_time() if fence_timeline.enabled() else 0.0
             records, _ = self._generate(lambda: (self.moves.next_records(self.state),
                                                  None), called_ms)
             write = None
@@ -88,6 +90,9 @@ class PeriodicDuties:
                     write = self._append_ahead(records)
                 except ApiError:
                     return
+                if fence_timeline.enabled():
+                    fence_timeline.step(self.node_id, write.last_offset - len(records) + 1, len(records),
+                                        time.process_time() - cpu_started, self.moves.leaderships_left())
             self.moves.log_when_leaderships_committed(self.node_id, self.pipeline.last_answer() if write is None
                                                       else write.answer)
         await asyncio.sleep(0)

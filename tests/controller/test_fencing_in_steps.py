@@ -167,3 +167,34 @@ def test_the_active_controller_logs_when_the_leaderships_of_a_fence_in_steps_are
             assert led > 3 and len(lines) == 1, lines
             assert f"broker {VICTIM} leads no partition: its {led} leaderships moved and committed" in lines[0]
     run(go())
+
+
+def test_a_fence_in_steps_logs_its_timeline_at_debug(monkeypatch, caplog, tmp_path):
+    """kafkawire.controller.fence_timeline at DEBUG: the job's start with the leaderships it has to
+    move, each step's offsets (contiguous, every record of the job) down to no leadership left,
+    each committed batch; tests/nemesis/fence_timeline.py reads them back from a node's log."""
+    from tests.nemesis import fence_timeline
+
+    async def go():
+        quorum, leader, running, topic_id = await _cluster(3, monkeypatch)
+        async with running:
+            led = sum(p.leader == VICTIM for p in leader.image.topics_by_id[topic_id].partitions.values())
+            with caplog.at_level("DEBUG", logger="kafkawire.controller.fence_timeline"):
+                await call(leader, 63, heartbeat(VICTIM, leader.image.brokers[VICTIM].epoch, quorum.end_offset,
+                                                 want_fence=True))
+                await until(lambda: not leader.moves and not leader.pipeline.in_flight, "the partitions moved")
+            return led
+    led = run(go())
+    lines = [r.getMessage() for r in caplog.records if r.name == "kafkawire.controller.fence_timeline"]
+    assert any(f"job of broker {VICTIM} started: {led} leaderships, {PARTITIONS} partitions" in line
+               for line in lines), lines
+    (tmp_path / "node-1.log").write_text("".join(f"[2026-12-01 00:00:00,000] DEBUG {line} (x)\n" for line in lines))
+    steps = [fence_timeline._STEP.search(line) for line in lines]
+    steps = [s for s in steps if s is not None]
+    assert [int(s["first"]) for s in steps[1:]] == [int(s["last"]) + 1 for s in steps[:-1]]
+    assert sum(int(s["n"]) for s in steps) == PARTITIONS and int(steps[-1]["left"]) == 0
+    summary = fence_timeline.summary(str(tmp_path))
+    led_steps = -(-led // 3)                        # the leaderships' part, 3 partitions a step
+    assert summary[0].startswith(f"leader 1: {led_steps} steps moved the leaderships (offsets "
+                                 f"{steps[0]['first']}-{steps[led_steps - 1]['last']})"), summary
+    assert "committed never" not in summary[0]

@@ -32,9 +32,10 @@ By hand, at 100k partitions (exits 1 if a check of ``problems`` fails):
 
 ``--fence``: the first broker leaves the storm a quarter of the way into it and asks to be fenced
 (or to shut down); printed: when that was answered, when its leaderships were committed (the
-leader's log line) with each voter's CPU meanwhile, and when its partitions had all moved
-(Fencing). With 10 brokers each leads a tenth of the partitions (issue 28: "fencing a broker
-that leads 10% of 1M partitions").
+leader's log line) with each voter's CPU meanwhile and its time runnable but waiting for a core,
+and when its partitions had all moved (Fencing). ``--timeline`` adds where that time went, step
+by step (tests/nemesis/fence_timeline.py). With 10 brokers each leads a tenth of the
+partitions (issue 28: "fencing a broker that leads 10% of 1M partitions").
 
 benchmarks/heartbeat_storm.py prints the same figures for several sizes; tests/nemesis/
 test_paced_storm.py runs it small in CI.
@@ -57,12 +58,18 @@ from dataclasses import dataclass, field
 from kafkawire.feature_versions import LATEST_PRODUCTION_LEVEL
 from kafkawire.messages.broker_heartbeat_request import BrokerHeartbeatRequest
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
+from kafkawire.messages.incremental_alter_configs_request import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
 from kafkawire.net.client import NetworkClient, TransportError
 from kafkawire.net.config import PROMETHEUS_REPORTER
 from kafkawire.net.request_metrics import RECENT_SAMPLES
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.raft.node.local_quorum import LocalQuorum, QuorumError, describe_quorum, free_ports
 
+from . import fence_timeline
 from .storm import _registration
 
 STORM_PROPERTIES = {"broker.session.timeout.ms": "600000"}
@@ -95,6 +102,21 @@ def cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def scheduled_seconds(pid: int) -> tuple[float, float]:
+    """(seconds on a core, seconds runnable but waiting for one) of a process's threads, from
+    /proc/<pid>/task/*/schedstat (the scheduler's counts, in ns): whether a process that was
+    not on a core was idle or waiting for a core (the machine's other processes)."""
+    on_core = waiting = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                ran, waited, _ = f.read().split()
+        except (FileNotFoundError, ProcessLookupError):   # a thread that ended meanwhile
+            continue
+        on_core, waiting = on_core + int(ran), waiting + int(waited)
+    return on_core / 1e9, waiting / 1e9
 
 
 def rss_mb(pid: int) -> float:
@@ -295,13 +317,16 @@ class Fencing:
     sent_at: float = float("nan")                     # the asking heartbeat's sending, time.time()
     committed_s: float = float("nan")
     cpu_s: dict = field(default_factory=dict)         # node id -> CPU s from the sending to the line
+    waited_s: dict = field(default_factory=dict)      # node id -> s runnable but waiting for a core, the same
 
     def line(self) -> str:
         end_to_end = ""
         if self.log_path is not None:
             cpu = ", ".join(f"node {n} {s:.2f} s" for n, s in sorted(self.cpu_s.items())) or "not read"
+            waited = ", ".join(f"node {n} {s:.2f} s" for n, s in sorted(self.waited_s.items())) or "not read"
             end_to_end = (f"; its leaderships committed {self.committed_s:.2f} s after the asking heartbeat was "
-                          f"sent (the leader's log line's time), the nodes' CPU meanwhile: {cpu}")
+                          f"sent (the leader's log line's time), the nodes' CPU meanwhile: {cpu}; their time "
+                          f"runnable but waiting for a core: {waited}")
         return (f"  {self.how} of broker {self.broker} at {self.at_s:.1f} s into the window: answered after "
                 f"{self.answered_s:.2f} s, its partitions moved after {self.done_s:.2f} s; its answers "
                 f"{dict(self.answers)}; the leader's log: {self.leaderships}{end_to_end}")
@@ -319,7 +344,8 @@ class Fencing:
         return False
 
     def node_cpu(self) -> dict:
-        return {node: cpu_seconds(pid) for node, pid in self.pids.items()}
+        """node id -> (CPU s, s waiting for a core) so far."""
+        return {node: (cpu_seconds(pid), scheduled_seconds(pid)[1]) for node, pid in self.pids.items()}
 
     async def watch_leaderships(self, cpu_before: dict) -> None:
         """Until the leader logs the broker's leaderships committed (at most FENCE_BOUND_S): then
@@ -328,7 +354,8 @@ class Fencing:
             await asyncio.sleep(LOG_POLL_S)
             if self.read_leaderships(self.log_path):
                 after = self.node_cpu()
-                self.cpu_s = {node: after[node] - cpu_before[node] for node in after}
+                self.cpu_s = {node: after[node][0] - cpu_before[node][0] for node in after}
+                self.waited_s = {node: after[node][1] - cpu_before[node][1] for node in after}
                 return
 
 
@@ -589,13 +616,30 @@ async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, parti
                        ServerSide(*scraped) if scraped else None)
 
 
+TIMELINE_LOGGER, BROKER_LOGGER = "kafkawire.controller.fence_timeline", 8
+
+
+async def log_timeline(quorum: LocalQuorum) -> None:
+    """kafkawire/controller/fence_timeline.py's logger at DEBUG on every node (KIP-412's
+    BROKER_LOGGER resource), so its lines give the fence's timeline (tests/nemesis/fence_timeline.py)."""
+    async with NetworkClient(client_id="storm-timeline", request_timeout_ms=REQUEST_TIMEOUT_MS) as client:
+        for node in quorum.node_ids:
+            reply = await client.send(quorum.address(node), IncrementalAlterConfigsRequest(resources=[
+                AlterConfigsResource(resource_type=BROKER_LOGGER, resource_name=str(node), configs=[
+                    AlterableConfig(name=TIMELINE_LOGGER, config_operation=0, value="DEBUG")])]))
+            failed = [r for r in reply.responses if r.error_code != Errors.NONE]
+            if failed:
+                raise RuntimeError(f"node {node}: {TIMELINE_LOGGER} not set to DEBUG: {failed[0].error_message}")
+
+
 def run(base_dir: str, brokers: int, partitions: int, seconds: float, properties: dict | None = None,
         fence: str | None = None, python: str | None = None, storm_signals: tuple | None = None,
-        scrape_every_s: float | None = None) -> StormReport:
+        scrape_every_s: float | None = None, timeline: bool = False) -> StormReport:
     """A fresh quorum of ``kafkawire server-start`` processes (STORM_PROPERTIES and
     ``properties`` in their configs; ``python`` the interpreter that runs them), and the run
     against its leader; ``storm_signals`` (two signal numbers) are sent to the leader at the
-    storm window's start and end (a profiler's, benchmarks/heartbeat_storm.py --profile)."""
+    storm window's start and end (a profiler's, benchmarks/heartbeat_storm.py --profile);
+    ``timeline``: every node logs the fence's timeline (log_timeline)."""
     # every node's Prometheus endpoint on (scraped only around the storm: module docstring)
     metrics_ports = dict(zip((1, 2, 3), free_ports(3)))
     quorum = LocalQuorum(base_dir, voters=3, properties={**STORM_PROPERTIES, "metric.reporters": PROMETHEUS_REPORTER,
@@ -604,6 +648,8 @@ def run(base_dir: str, brokers: int, partitions: int, seconds: float, properties
                                           for i, port in metrics_ports.items()})
     with quorum.started():
         leader = quorum.wait_for_leader(30).leader_id
+        if timeline:
+            asyncio.run(log_timeline(quorum))
         metrics = os.path.join(quorum.data_dir(leader), "kafkawire-raft-metrics.json")
         process = quorum.processes[leader]
         around = None if storm_signals is None else tuple(
@@ -630,11 +676,17 @@ def main(argv=None) -> int:
     parser.add_argument("--fence", choices=("fence", "shutdown"),
                         help="the first broker asks to be fenced (WantFence) or shut down (WantShutDown) "
                              f"{FENCE_AT:.0%} into the storm; the time until its partitions moved is printed")
+    parser.add_argument("--timeline", action="store_true",
+                        help="with --fence: the nodes log the fence's steps, commits and replays, and their "
+                             "timeline is printed (tests/nemesis/fence_timeline.py)")
     args = parser.parse_args(argv)
     properties = dict(p.split("=", 1) for p in args.property)
     with tempfile.TemporaryDirectory(prefix="kafkawire-paced-storm-") as tmp:
-        report = run(args.dir or tmp, args.brokers, args.partitions, args.seconds, properties, args.fence)
+        report = run(args.dir or tmp, args.brokers, args.partitions, args.seconds, properties, args.fence,
+                     timeline=args.timeline)
+        timeline = fence_timeline.summary(args.dir or tmp) if args.timeline else []
     print(report.lines())
+    print("\n".join(timeline))
     found = problems(report)
     print("\n".join(f"PROBLEM: {p}" for p in found) or "no problems")
     return 1 if found else 0

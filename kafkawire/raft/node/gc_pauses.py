@@ -73,12 +73,16 @@ def _on_collection(phase: str, info: dict) -> None:
     freeze_after = _freeze_after_ms[0]
     if freeze_after and generation == 2 and took_ms >= freeze_after:
         # The collection has finished (phase "stop"): what is tracked now survived it.
+        freeze_started = time.perf_counter()
         gc.freeze()
         freezes[0] += 1
         frozen = gc.get_freeze_count()            # (it walks the frozen objects' list: once)
         _space_full_collections(frozen)
+        # the freeze's own time, on the loop after the collection's (the stall is the two)
+        freeze_ms = (time.perf_counter() - freeze_started) * 1000
         log.info("froze %d objects after a full collection of %.0f ms (kafkawire.gc.freeze.after.ms=%d; "
-                 "freeze %d of this process)", frozen, took_ms, freeze_after, freezes[0])
+                 "freeze %d of this process; the freeze itself %.1f ms)", frozen, took_ms, freeze_after, freezes[0],
+                 freeze_ms)
 
 
 def _space_full_collections(frozen: int) -> None:
