@@ -13,8 +13,9 @@ long-lived connections.
 
 Every --every seconds a line: the rounds so far, the active controller's resident memory and the
 followers', the freezes the active controller has made (its log's "froze" lines: the count each
-line gives is gc.get_freeze_count() right after that freeze, but for those after a snapshot's
-write or load, counted apart, which log their records instead; between freezes it only falls, as
+line gives is gc.get_freeze_count() right after that freeze (counted exactly at the first freeze
+and every 16th; in between the last count plus what each freeze moved), but for those after a
+snapshot's write or load, counted apart, which log their records instead; between freezes it only falls, as
 frozen objects freed by their reference count leave the permanent generation), and its full
 collections logged since the last line (those of 100 ms or more, kafkawire.raft.node.gc_pauses).
 What a freeze leaks is what was alive at it and later died in a reference cycle: it stays in the

@@ -56,11 +56,13 @@ def _unfrozen():
     setting, threshold = gc_pauses._freeze_after_ms[0], gc.get_threshold()
     gc.unfreeze()
     gc_pauses._threshold_before.clear()
+    gc_pauses._frozen[0] = gc_pauses._since_count[0] = 0
     yield
     gc_pauses._freeze_after_ms[0] = setting
     gc.unfreeze()
     gc.set_threshold(*threshold)
     gc_pauses._threshold_before.clear()
+    gc_pauses._frozen[0] = gc_pauses._since_count[0] = 0
 
 
 def test_a_long_full_collection_freezes_what_survived_it(caplog, _unfrozen):
@@ -92,6 +94,34 @@ def test_a_freeze_spaces_full_collections_for_what_it_froze_until_the_last_node_
     assert gc.get_threshold() == (100, 10, frozen // 4_000)
     gc_pauses.stop_logging_long_pauses(token)
     assert gc.get_threshold() == (100, 10, 10) and gc.get_freeze_count() == 0
+
+
+def test_the_frozen_objects_are_counted_exactly_at_the_first_freeze_and_every_sixteenth(_unfrozen, monkeypatch):
+    """gc.get_freeze_count() walks every frozen object (hundreds of ms at 1M partitions), so
+    between exact counts a freeze adds what it moved (the oldest generation's objects) to the last."""
+    asked = []
+
+    def counting():
+        asked.append(gc_pauses.freezes[0])
+        return real()
+    real = gc.get_freeze_count
+    monkeypatch.setattr(gc, "get_freeze_count", counting)
+    gc_pauses.log_long_pauses(freeze_after_ms=1)
+    gc_pauses._freeze_after_ms[0] = 1e-9                           # every full collection counts as long
+    first = gc_pauses.freezes[0]
+    keep = []
+    for _ in range(gc_pauses.RECOUNT_EVERY + 1):
+        keep.append([[] for _ in range(100)])                      # 101 tracked objects that stay alive
+        gc.collect()
+    assert [n - first for n in asked] == [1, gc_pauses.RECOUNT_EVERY + 1]
+    # Between the counts the estimate grew by at least the objects each freeze moved (the lists above).
+    assert gc_pauses._frozen[0] == real()
+    counted = gc_pauses._frozen[0]
+    keep.append([[] for _ in range(100)])
+    gc.collect()                                                   # not a counting freeze: estimated
+    assert len(asked) == 2
+    assert gc_pauses._frozen[0] - counted >= 101                   # at least the new lists
+    assert abs(gc_pauses._frozen[0] - real()) < 1000               # and close to the truth
 
 
 def test_no_freezing_when_the_setting_is_0(_unfrozen):

@@ -57,6 +57,9 @@ _threshold_before: list[tuple] = []        # gc.get_threshold() before the first
 _NO_FULL_COLLECTIONS = 1 << 30
 _holds: list[int] = [0]                    # snapshot loads running (hold_full_collections)
 _held_oldest: list[int] = [0]              # threshold2 to give back when the last hold ends
+RECOUNT_EVERY = 16                         # freezes between two exact counts of the frozen objects
+_frozen: list[int] = [0]                   # the frozen objects, as last counted plus what froze since
+_since_count: list[int] = [0]              # freezes since the last exact count (0: count at the next)
 
 
 def _on_collection(phase: str, info: dict) -> None:
@@ -74,15 +77,33 @@ def _on_collection(phase: str, info: dict) -> None:
     if freeze_after and generation == 2 and took_ms >= freeze_after:
         # The collection has finished (phase "stop"): what is tracked now survived it.
         freeze_started = time.perf_counter()
+        # After a full collection every tracked object is in the oldest generation: these are
+        # what the freeze moves (a walk of them only, not of all the frozen ones).
+        moving = len(gc.get_objects(generation=2))
         gc.freeze()
         freezes[0] += 1
-        frozen = gc.get_freeze_count()            # (it walks the frozen objects' list: once)
+        frozen = _count_frozen(moving)
         _space_full_collections(frozen)
         # the freeze's own time, on the loop after the collection's (the stall is the two)
         freeze_ms = (time.perf_counter() - freeze_started) * 1000
         log.info("froze %d objects after a full collection of %.0f ms (kafkawire.gc.freeze.after.ms=%d; "
-                 "freeze %d of this process; the freeze itself %.1f ms)", frozen, took_ms, freeze_after, freezes[0],
-                 freeze_ms)
+                 "freeze %d of this process; %d objects moved; the freeze itself %.1f ms)", frozen, took_ms,
+                 freeze_after, freezes[0], moving, freeze_ms)
+
+
+def _count_frozen(moved: int) -> int:
+    """The objects frozen now, after a freeze that moved ``moved``. gc.get_freeze_count() walks
+    every frozen object (48-394 ms on the loop at 1M partitions under load: benchmarks/README.md,
+    "Where the fence's wall time goes"), so it is asked at the first freeze and then once every
+    RECOUNT_EVERY freezes; in between, the last count plus what each freeze moved (frozen objects
+    freed since are still counted until the next exact count: full collections spaced a little
+    wider meanwhile)."""
+    if _since_count[0] == 0 or _since_count[0] >= RECOUNT_EVERY:
+        _frozen[0], _since_count[0] = gc.get_freeze_count(), 1
+    else:
+        _frozen[0] += moved
+        _since_count[0] += 1
+    return _frozen[0]
 
 
 def _space_full_collections(frozen: int) -> None:
@@ -145,6 +166,8 @@ def freeze_after_load(records: int = 0, what: str = "a snapshot load") -> None:
     gc.collect(1)
     gc.freeze()
     freezes[0] += 1
+    _frozen[0] += records                  # an estimate, as for the threshold: the next count corrects it
+    _since_count[0] = max(_since_count[0], 1)
     _space_full_collections(records)
     log.info("froze what survived %s of %d records in %.1f ms (kafkawire.gc.freeze.after.ms=%d; "
              "freeze %d of this process)", what, records, (time.perf_counter() - started) * 1000, _freeze_after_ms[0],
@@ -182,5 +205,6 @@ def stop_logging_long_pauses(token: int) -> None:
     # (gc has one permanent generation, so when both froze, both are undone).
     if freezes[0] > _freezes_before[0]:
         gc.unfreeze()
+    _frozen[0] = _since_count[0] = 0
     if _threshold_before:
         _set_oldest(_threshold_before.pop()[2])
