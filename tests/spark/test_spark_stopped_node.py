@@ -6,7 +6,9 @@ what a read_committed consumer read from the broker before the stop, row for row
 The node: a combined node with ``log.dirs`` of two directories, so the partitions of a topic are
 spread over both. On ``orders`` (4 partitions): two transactional producers interleaved across
 the partitions (one aborts while the other commits between its batches), and an idempotent
-non-transactional producer writing between them. On ``ledger`` (compacted, 1 MiB segments, so
+non-transactional producer writing between them; last, a transaction left open on one partition
+and a plain record on each after it (a read_committed read of that partition ends at the open
+transaction). On ``ledger`` (compacted, 1 MiB segments, so
 it rolls; delete.retention.ms 0): two rounds of keyed transactions committed and aborted with a
 tombstone among them, the cleaner (backoff 50 ms) cleaning up to the active segment after each,
 so the second cleaning also drops the first round's tombstone and its transaction markers. The node is
@@ -95,6 +97,21 @@ def _orders(bootstrap: str) -> None:
     a.commit_transaction(WAIT_S)
 
 
+def _open_transaction(bootstrap: str):
+    """A transaction left open on orders-1, then a plain record on every partition: a
+    read_committed read of orders-1 ends at the open transaction (its last stable offset), so
+    ``late-1`` is not read while ``late-0``, ``late-2`` and ``late-3`` are. The producer is
+    returned: destroying it could end its transaction, so it lives until the node stops."""
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "transactional.id": "spark-stop-open",
+                                         "linger.ms": 0, "transaction.timeout.ms": 300_000, "log_level": 0})
+    producer.init_transactions(WAIT_S)
+    producer.begin_transaction()
+    _send(producer, ORDERS, [(1, b"open-k", b"open-0")])
+    plain = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 0})
+    _send(plain, ORDERS, [(p, b"late-k", b"late-%d" % p) for p in range(ORDERS_PARTITIONS)])
+    return producer
+
+
 def _ledger(producer, round_: int) -> None:
     """Keys overwritten across rolled segments, an aborted transaction among committed ones,
     and a tombstone (committed): the cleaner has work below the active segment."""
@@ -169,14 +186,17 @@ def test_spark_reads_a_stopped_jbod_node_as_the_read_committed_consumer_read_it(
     node = jbod_node
     _create_topics(node.bootstrap_servers)
     _orders(node.bootstrap_servers)
+    open_transaction = _open_transaction(node.bootstrap_servers)
     _ledger_rounds(node)
     consumed = _read_committed_by_a_consumer(node.bootstrap_servers)
     _stop(node)
+    del open_transaction
     homes = {os.path.dirname(_partition_dir(node, ORDERS, p)) for p in range(ORDERS_PARTITIONS)}
     assert homes == set(node.log_dirs)                          # the topic is spread over both directories
     values = {v for *_, v in consumed}
     assert not any(v.startswith(b"a-aborted") for v in values if v) and b"a-committed-6" in values
-    assert sum(1 for t, *_ in consumed if t == ORDERS) == 8 + 5 + 4 + 7
+    assert sum(1 for t, *_ in consumed if t == ORDERS) == 8 + 5 + 4 + 7 + 3
+    assert b"open-0" not in values and b"late-1" not in values and {b"late-0", b"late-2", b"late-3"} <= values
     ledger = [(k, v) for t, _, _, k, v in consumed if t == LEDGER]
     assert len(ledger) < 2 * (4 * 6 + 1)                        # compacted
     assert all(not v or v.split(b"-")[1] not in (b"1", b"4") for _, v in ledger)    # none aborted
