@@ -40,6 +40,13 @@ def test_hostile_epochs_are_refused_and_the_quorum_lives_on(tmp_path, voters):
         # Two of three voters elect a leader: the third may not be listening yet (a connect refused).
         quorum.wait_until(lambda: all("listening on" in open(quorum.log_path(i)).read() for i in quorum.node_ids),
                           30, "every node listening", watch=quorum.node_ids)
+        # And every voter has a record of the leader's epoch: a voter whose log still ends in
+        # epoch 0 rightly grants a stranger claiming a log at (epoch 0, offset 10**6), as one
+        # that lags may not know every voter yet (voting.py); under load a follower had not
+        # fetched yet once (a full tests/node run at load 12).
+        quorum.wait_until(lambda: (v := quorum.describe(first.leader_id)).high_watermark > 0
+                          and all(r.log_end_offset >= v.high_watermark for r in v.voters),
+                          30, "every voter to fetch in the leader's epoch", watch=quorum.node_ids)
         answers = asyncio.run(send_all(quorum))
         assert len(answers) == 8 * voters
         for target, what, answer in answers:

@@ -31,6 +31,7 @@ from kafkawire.raft.io import (Append, DeleteBefore, InstallSnapshot, LogOp, Tru
 from kafkawire.raft.types import ElectionState, OffsetAndEpoch
 
 from .quorum_state_file import election_from_quorum_state, election_to_quorum_state
+from .tail_cache import DEFAULT_TAIL_CACHE_BYTES, TailCache
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ def _to_file_id(snapshot_id: OffsetAndEpoch) -> SnapshotId:
 
 class DiskLogStore:
     def __init__(self, directory, *, segment_bytes: int = 1 << 30, fsync: bool = True,
-                 segment_ms: int | None = None):
+                 segment_ms: int | None = None, tail_cache_bytes: int = DEFAULT_TAIL_CACHE_BYTES):
         self.directory = os.fspath(directory)
         self.fsync = fsync
         os.makedirs(self.directory, exist_ok=True)
@@ -69,6 +70,9 @@ class DiskLogStore:
                 log.warning("log recovery cut %d bytes of %s: %s", report.truncated_bytes, report.file,
                             report.reason)
         self._epochs = self._scan_epochs()
+        # The newest batches as written, for the reads of the log's tail (tail_cache.py): filled
+        # by apply's appends, so it starts empty and every read below what it holds goes to the file.
+        self._tail = TailCache(tail_cache_bytes)
         self._written_epochs: list[tuple[int, int]] | None = None   # None: not written since the store opened
         if not os.path.exists(os.path.join(self.directory, PARTITION_METADATA_FILE)):
             write_partition_metadata(os.path.join(self.directory, PARTITION_METADATA_FILE), METADATA_TOPIC_ID,
@@ -128,9 +132,19 @@ class DiskLogStore:
         return list(self._epochs)
 
     def read(self, offset: int, max_bytes: int) -> bytes:
+        return self._read(offset, max_bytes)
+
+    def _read(self, offset: int, max_bytes: int, stop_offset: int | None = None) -> bytes:
+        """Whole batches from the one holding ``offset`` (Log.read), from the tail cache when it
+        holds that batch; ``stop_offset``: the cache may leave out batches from there on."""
         if self._installing is not None or offset >= self.log.log_end_offset:
             return b""
-        return self.log.read(max(offset, self.log.log_start_offset), max_bytes).data
+        offset = max(offset, self.log.log_start_offset)
+        if self._tail.end_offset() == self.log.log_end_offset:
+            cached = self._tail.read(offset, max_bytes, stop_offset)
+            if cached is not None:
+                return cached
+        return self.log.read(offset, max_bytes).data
 
     def snapshot_ids(self) -> list[OffsetAndEpoch]:
         return list(self._snapshots)
@@ -176,10 +190,12 @@ class DiskLogStore:
                     raise StoreError(f"append at offset {op.base_offset} but the log ends at "
                                      f"{self.log.log_end_offset}")
                 self.log.append(op.batch)
+                self._tail.append(op.batch, op.base_offset, op.last_offset, self.log.active_segment.base_offset)
                 if not self._epochs or self._epochs[-1][0] != op.epoch:
                     self._epochs.append((op.epoch, op.base_offset))
             case TruncateTo():
                 self.log.truncate_to(op.offset)
+                self._tail.truncate_from(op.offset)
                 self._epochs = [(e, s) for e, s in self._epochs if s < op.offset]
             case WriteSnapshotChunk():
                 self.prepare_chunk(op)()
@@ -190,12 +206,14 @@ class DiskLogStore:
                 self._truncate_fully(op.offset)
             case DeleteBefore():
                 self.log.delete_segments_before(op.offset)
+                self._tail.drop_before(self.log.log_start_offset)
                 self._epochs = _epochs_from(self._epochs, op.offset)
                 self._delete_snapshots_before(op.keep_snapshot.offset)
             case _:
                 unknown_log_op(op)
 
     def _truncate_fully(self, offset: int) -> None:
+        self._tail.clear()
         self.log.truncate_fully_and_start_at(offset)
         self._epochs = []
         self._delete_snapshots_before(offset)
@@ -247,6 +265,7 @@ class DiskLogStore:
         self._snapshots = [s for s in self._snapshots if s.offset >= offset]
         self.add_snapshot(snapshot_id)
         self._epochs = []
+        self._tail.clear()
         self._installing = (snapshot_id, f, size)
 
         def install() -> None:
@@ -330,8 +349,14 @@ class DiskLogStore:
     def data_batches(self, from_offset: int, to_offset: int):
         """Committed batches holding offsets in [from_offset, to_offset), in order."""
         offset = max(from_offset, self.log.log_start_offset)
+        if offset < to_offset and self._installing is None and self._tail.end_offset() == self.log.log_end_offset:
+            cached = self._tail.batches_from(offset, to_offset)
+            if cached is not None:
+                for data in cached:
+                    yield from iter_batches(data)
+                return
         while offset < to_offset:
-            data = self.read(offset, 1 << 20)
+            data = self._read(offset, 1 << 20, to_offset)
             if not data:
                 return
             for batch in iter_batches(data):

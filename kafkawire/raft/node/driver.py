@@ -329,7 +329,7 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing, SnapshotLoads):
             self._held.append((ready.flush_id if ready.hold_until_flushed else 0, disk_write_needed, ready))
         else:
             self._apply_effects(ready)
-        self.metrics.update_from(core.status(), self.store)
+        self.metrics.status_changed(core.status, self.store)
         # 5: the next tick.
         self._schedule(ready.wake_at_ms)
 

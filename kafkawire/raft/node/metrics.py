@@ -196,6 +196,7 @@ class RaftMetrics:
         self.new_leaders = 0              # leader changes to a known leader (NewActiveControllersCount)
         self._leaderless_since: int | None = None
         self._counters: dict[str, int] = {}
+        self._status_source: tuple[Callable[[], RaftStatus], object] | None = None   # see status_changed
 
     def on_leader_change(self, leader, now_ms: int) -> None:
         if leader.leader_id is None:
@@ -210,6 +211,18 @@ class RaftMetrics:
     def set_high_watermark(self, high_watermark: int) -> None:
         """The high watermark the driver exposed (after the fsync it depends on)."""
         self.high_watermark = self.values["high-watermark"] = high_watermark
+
+    def status_changed(self, status_of: Callable[[], RaftStatus], store) -> None:
+        """A Ready was applied: the gauges are taken from ``status_of()`` when next read
+        (snapshot), not now. Building the core's status after every step was ~9% of a 3-voter
+        leader's loop at 100,000 records/s, for gauges read once a second at most."""
+        self._status_source = (status_of, store)
+
+    def _refresh(self) -> None:
+        if self._status_source is not None:
+            status_of, store = self._status_source
+            self._status_source = None
+            self.update_from(status_of(), store)
 
     def update_from(self, status: RaftStatus, store) -> None:
         """The gauges from the core's status after a Ready was applied (the log end as the
@@ -243,6 +256,7 @@ class RaftMetrics:
         return min(1.0, max(0.0, 1.0 - self.busy.rate(self.busy_ms) / 1000))
 
     def snapshot(self) -> dict:
+        self._refresh()
         counters = self._counters
         out = dict(self.values)
         out.update({
