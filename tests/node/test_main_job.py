@@ -1,13 +1,25 @@
 """The README's first command, end to end: `kafkawire main` on a fresh directory."""
+import os
 import re
 import subprocess
 import sys
 
 
+def _without_java(tmp_path) -> dict:
+    """The job's environment on a machine without Java (an empty PATH, no JAVA_HOME): the read
+    step then reads with the Spark data source's task reader, not a JVM (tests/spark covers the
+    step with Spark, on the test session's SparkSession, for less than a JVM start)."""
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = str(empty)
+    return env
+
+
 def test_the_main_job_runs_a_quorum_fails_over_and_dumps_the_log(tmp_path):
     data = tmp_path / "demo"
     result = subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", "main", "--data-dir", str(data)],
-                            capture_output=True, text=True, timeout=240)
+                            capture_output=True, text=True, timeout=240, env=_without_java(tmp_path))
     out = result.stdout
     assert result.returncode == 0, result.stderr[-3000:]
     # The first election may need a second epoch (a split vote on a loaded machine): any epoch.
@@ -34,7 +46,13 @@ def test_the_main_job_runs_a_quorum_fails_over_and_dumps_the_log(tmp_path):
     assert "group demo-billing committed offset 5 of demo-orders-0" in out
     assert "transaction committed: paid-1, paid-2\ntransaction aborted: cancelled-3\n" in out
     assert "read_committed consumer read: paid-1, paid-2\n" in out
-    assert "00000000000000000000.log" in out and "node stopped with 0" in out
+    assert "00000000000000000000.log" in out and "node 1 stopped with 0" in out
+    # The stopped node's directory read as Spark reads it, read_committed: without Java, by the
+    # data source's own planning and task reader, which read what the consumer read.
+    assert re.search(r"^not with Spark: (no Java runtime|pyspark is not installed)", out, re.M), out[-2000:]
+    reader = "the Spark data source's task reader, without Spark"
+    assert f"read with {reader}: paid-1, paid-2\nread with {reader}: the same records as the read_committed " \
+        f"consumer\n" in out
 
 
 def _node_pids(data) -> set[int]:
@@ -53,9 +71,9 @@ def _wait_until(predicate, timeout_s: float) -> bool:
     return False
 
 
-def _foreground_job(data):
+def _foreground_job(data, env):
     proc = subprocess.Popen([sys.executable, "-m", "kafkawire.tools.cli", "main", "--data-dir", str(data), "--foreground"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     lines = []
     for line in proc.stdout:              # bounded by the job's own 60 s waits
         lines.append(line)
@@ -72,7 +90,7 @@ import pytest  # noqa: E402
 def test_no_node_outlives_the_foreground_job(tmp_path, signame):
     import signal
     data = tmp_path / "demo"
-    proc = _foreground_job(data)
+    proc = _foreground_job(data, _without_java(tmp_path))
     try:
         proc.send_signal(getattr(signal, signame))
         proc.wait(timeout=60)

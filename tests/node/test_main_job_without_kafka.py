@@ -55,9 +55,9 @@ def test_a_negative_broker_count_is_refused(tmp_path):
 def test_without_kafka_python_the_broker_step_says_how_to_get_it_and_starts_nothing(tmp_path, monkeypatch, capsys):
     """kafka-python is an extra (`kafka-brokers`); `pip install kafkawire` alone runs the job without the step."""
     monkeypatch.setitem(sys.modules, "kafka", None)          # import kafka raises ImportError
-    from kafkawire.tools.main_broker import run_broker_step, start_combined_node
-    node = start_combined_node(str(tmp_path / "combined"))
-    run_broker_step(node, lambda text: print(f"=== {text}"))
+    from kafkawire.tools.main_broker import run_broker_step, start_combined_nodes
+    node = start_combined_nodes(str(tmp_path / "combined"))
+    run_broker_step(node, lambda text: print(f"=== {text}"), None)
     assert node is None and not (tmp_path / "combined").exists()
     assert "skipped: it uses kafka-python, which is not installed (pip install 'kafkawire[kafka-brokers]')" in \
         capsys.readouterr().out
