@@ -102,3 +102,39 @@ def test_no_node_outlives_the_foreground_job(tmp_path, signame):
             subprocess.run(["kill", "-9", str(pid)])
         if proc.poll() is None:
             proc.kill()
+
+
+def test_the_broker_step_on_three_combined_nodes(tmp_path, monkeypatch, capsys):
+    """`kafkawire main --brokers 3`'s step, in this process (the quorum steps before it are the
+    test above's): three combined nodes, a three-voter quorum of brokers; both topics created with
+    replication factor 3 and every replica in sync; produced with acks=all, consumed in a group,
+    the transactions; each node's directory holds the transactions' partition, and the leader's,
+    read as Spark reads it (without Java here), holds what the read_committed consumer read."""
+    pytest.importorskip("kafka", reason="the broker step uses kafka-python: pip install -e '.[dev]'")
+    pytest.importorskip("pyarrow", reason="the read step builds Arrow batches: pip install -e '.[dev]'")
+    from kafkawire.tools.main_broker import run_broker_step, start_combined_nodes
+    from kafkawire.tools.main_read import SparkStart
+    monkeypatch.setenv("PATH", str(tmp_path))           # no java: the task reader reads
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    base = tmp_path / "combined"
+    nodes = start_combined_nodes(str(base), 3)
+    try:
+        run_broker_step(nodes, lambda text: print(f"=== {text}"), SparkStart("."))
+    finally:
+        nodes.kill()
+    out = capsys.readouterr().out
+    assert "=== 3 combined nodes: a 3-voter quorum whose voters are also brokers" in out, out
+    for topic in ("demo-orders", "demo-payments"):
+        assert re.search(rf"^created {topic}: 1 partition, replicas \[1, 2, 3\], leader [123], in sync \[1, 2, 3\]$",
+                         out, re.M), out
+    assert re.findall(r"^consumed offset (\d): order-(\d) = \d items$", out, re.M) == [(str(i), str(i)) for i in range(5)]
+    assert "group demo-billing committed offset 5 of demo-orders-0" in out
+    assert [line for line in out.splitlines() if re.match(r"^node \d stopped with", line)] == \
+        [f"node {i} stopped with 0" for i in (1, 2, 3)]
+    for i in (1, 2, 3):
+        assert (base / f"node-{i}" / "demo-payments-0" / "00000000000000000000.log").stat().st_size > 0
+    assert re.search(r"^log directory: .*/combined/node-[123]$", out, re.M), out
+    reader = "the Spark data source's task reader, without Spark"
+    assert "not with Spark: no Java runtime" in out
+    assert f"read with {reader}: paid-1, paid-2\nread with {reader}: the same records as the read_committed " \
+        f"consumer\n" in out
