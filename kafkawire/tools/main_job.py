@@ -135,6 +135,10 @@ def run(args: argparse.Namespace) -> int:
     if args.with_kafka_brokers < 0:
         print("kafkawire main: --with-kafka-brokers must be at least 1", file=sys.stderr)
         return 1
+    if args.with_kafka_brokers and args.brokers != 1:
+        print("kafkawire main: --brokers sets kafkawire's combined nodes; --with-kafka-brokers runs Kafka's "
+              "brokers instead: give one of them", file=sys.stderr)
+        return 1
     if args.with_kafka_brokers:
         from kafkawire.tools.kafka_brokers import run_with_brokers
         return run_with_brokers(base, args.voters, args.with_kafka_brokers, args.kafka_dist)

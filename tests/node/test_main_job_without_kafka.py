@@ -52,6 +52,15 @@ def test_a_negative_broker_count_is_refused(tmp_path):
     assert result.returncode == 1 and "--with-kafka-brokers must be at least 1" in result.stderr
 
 
+def test_brokers_and_kafka_brokers_together_are_refused(tmp_path):
+    data = tmp_path / "demo"
+    result = subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", "main", "--brokers", "3",
+                             "--with-kafka-brokers", "1", "--data-dir", str(data)], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 1 and "give one of them" in result.stderr and "Traceback" not in result.stderr
+    assert not data.exists()
+
+
 def test_without_kafka_python_the_broker_step_says_how_to_get_it_and_starts_nothing(tmp_path, monkeypatch, capsys):
     """kafka-python is an extra (`kafka-brokers`); `pip install kafkawire` alone runs the job without the step."""
     monkeypatch.setitem(sys.modules, "kafka", None)          # import kafka raises ImportError
@@ -61,3 +70,18 @@ def test_without_kafka_python_the_broker_step_says_how_to_get_it_and_starts_noth
     assert node is None and not (tmp_path / "combined").exists()
     assert "skipped: it uses kafka-python, which is not installed (pip install 'kafkawire[kafka-brokers]')" in \
         capsys.readouterr().out
+
+
+def test_without_pyspark_and_pyarrow_the_read_step_says_how_to_get_them(tmp_path, monkeypatch, capsys):
+    """The read step's reader builds Arrow batches: with neither PySpark nor pyarrow (`pip install
+    'kafkawire[kafka-brokers]'` alone) it is skipped, naming the extra, and reads nothing."""
+    import importlib.util
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name in ("pyspark", "pyarrow") else real_find_spec(name, *args))
+    from kafkawire.tools.main_read import SparkStart, run_read_step
+    spark = SparkStart(".")
+    run_read_step(str(tmp_path / "nowhere"), "demo-payments", [b"paid-1"], lambda text: print(f"=== {text}"), spark)
+    assert spark.why_not == "pyspark is not installed (pip install 'kafkawire[spark]')"
+    assert "skipped: the data source's reader builds Arrow batches, and pyarrow is not installed " \
+        "(pip install 'kafkawire[spark]')" in capsys.readouterr().out
