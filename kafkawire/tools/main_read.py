@@ -68,6 +68,10 @@ def _spark_session(repo_root: str):
     return spark
 
 
+def _first_line(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {(str(exc).strip() or '?').splitlines()[0][:200]}"
+
+
 class SparkStart:
     """The step's SparkSession, started when the step reads (not before: on a busy machine a JVM
     starting beside the nodes slows them more than it saves), or the reason there is none.
@@ -88,8 +92,7 @@ class SparkStart:
             try:
                 self._session = _spark_session(self.repo_root)
             except Exception as exc:      # Java too old, no free port, ...: the task reader still reads
-                first_line = (str(exc).strip() or "?").splitlines()[0][:200]
-                self.why_not = f"Spark did not start ({type(exc).__name__}: {first_line})"
+                self.why_not = f"Spark did not start ({_first_line(exc)})"
         return self._session
 
     def stop(self) -> None:
@@ -114,13 +117,17 @@ def run_read_step(log_dir: str, topic: str, consumed: list[bytes], say, spark: S
     if spark.why_not is None and not spark.started:
         print("starting a local SparkSession (local[1]; its JVM takes some seconds)", flush=True)
     session = spark.session()
+    values, reader = None, SPARK
     if session is not None:
-        values, reader = read_with_spark(session, log_dir, topic), SPARK
-    elif importlib.util.find_spec("pyarrow") is None:
-        print("skipped: the data source's reader builds Arrow batches, and pyarrow is not installed "
-              "(pip install 'kafkawire[spark]')")
-        return
-    else:
+        try:
+            values = read_with_spark(session, log_dir, topic)
+        except Exception as exc:      # a worker that cannot start, ...: the task reader still reads
+            spark.why_not = f"Spark's read failed ({_first_line(exc)})"
+    if values is None:
+        if importlib.util.find_spec("pyarrow") is None:
+            print("skipped: the data source's reader builds Arrow batches, and pyarrow is not installed "
+                  "(pip install 'kafkawire[spark]')")
+            return
         print(f"not with Spark: {spark.why_not}")
         values, reader = read_with_task_reader(log_dir, topic), TASK_READER
     print(f"read with {reader}: {', '.join(v.decode() for v in values)}")

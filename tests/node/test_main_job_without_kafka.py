@@ -85,3 +85,27 @@ def test_without_pyspark_and_pyarrow_the_read_step_says_how_to_get_them(tmp_path
     assert spark.why_not == "pyspark is not installed (pip install 'kafkawire[spark]')"
     assert "skipped: the data source's reader builds Arrow batches, and pyarrow is not installed " \
         "(pip install 'kafkawire[spark]')" in capsys.readouterr().out
+
+
+def test_when_sparks_read_fails_the_read_step_says_so_and_reads_with_the_task_reader(tmp_path, capsys):
+    """A session whose read fails (its JVM gone, a worker that cannot start) does not fail the
+    job: the step names the failure and reads with the data source's task reader."""
+    import pytest
+    pytest.importorskip("pyarrow", reason="the task reader builds Arrow batches: pip install -e '.[dev]'")
+    from kafkawire.tools.main_read import TASK_READER, SparkStart, run_read_step
+    from tests.spark.logdata import write_partition
+    write_partition(tmp_path / "demo-payments-0", [[(None, b"paid-1"), (None, b"paid-2")]])
+    write_partition(tmp_path / "demo-orders-0", [[(b"order-0", b"1 items")]])       # not subscribed
+
+    class BrokenSession:
+        @property
+        def conf(self):
+            raise RuntimeError("the JVM is gone")
+    run_read_step(str(tmp_path), "demo-payments", [b"paid-1", b"paid-2"], lambda text: print(f"=== {text}"),
+                  SparkStart(".", session=BrokenSession()))
+    out = capsys.readouterr().out
+    assert "not with Spark: Spark's read failed (RuntimeError: the JVM is gone)\n" in out, out
+    assert f"read with {TASK_READER}: paid-1, paid-2\nread with {TASK_READER}: the same records as the " \
+        f"read_committed consumer\n" in out, out
+    with pytest.raises(RuntimeError, match=r"read \[b'paid-1', b'paid-2'\] from .*, the read_committed consumer \[b'paid-1'\]"):
+        run_read_step(str(tmp_path), "demo-payments", [b"paid-1"], print, SparkStart(".", session=BrokenSession()))
