@@ -19,7 +19,7 @@
 8. reads the transactions' topic from the stopped broker's log directory as Spark does
    (read_committed) and checks it holds what the read_committed consumer read: with Spark where
    pyspark and Java are, else with the Spark data source's own task reader in this process,
-   saying which and why (main_read.py; no Java needed).
+   saying which and why (main_read.py; no Java needed; --no-spark: the task reader in any case).
 
 Every step prints the command a user would type. --foreground restarts the stopped node and
 keeps the quorum running until Ctrl-C, for a user to point kcat or a Kafka client at it.
@@ -54,6 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the broker step's combined kafkawire nodes (broker and controller in one process): "
                              "1 (default), or 3: a three-voter quorum whose voters are each a broker, topics "
                              "created with replication factor 3, produced to with acks=all (Python only)")
+    parser.add_argument("--no-spark", action="store_true",
+                        help="read the broker's log directory with the Spark data source's task reader in this "
+                             "process even where PySpark and Java could run Spark (no JVM to start)")
     parser.add_argument("--with-kafka-brokers", type=int, default=0, metavar="N",
                         help="instead: start N real Apache Kafka 4.3.1 brokers on the kafkawire controllers, create "
                              "a topic through them, produce and consume with kafka-python, stop everything (needs "
@@ -156,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         _say("starting them: kafkawire server-start <config> (one process each; logs in node-N.log)")
         quorum.start_all()
         combined = start_combined_nodes(os.path.join(base, "combined"), args.brokers)   # the last step uses it
-        spark = SparkStart(_repo_root())
+        spark = SparkStart(_repo_root(), wanted=not args.no_spark)
         view = quorum.wait_for_leader(60)
         print(f"leader: node {view.leader_id} in epoch {view.leader_epoch}")
         bootstrap = quorum.bootstrap_servers()

@@ -77,10 +77,11 @@ class SparkStart:
     starting beside the nodes slows them more than it saves), or the reason there is none.
     ``session``: one to use as is (a test's), never stopped here."""
 
-    def __init__(self, repo_root: str, *, session=None):
+    def __init__(self, repo_root: str, *, session=None, wanted: bool = True):
         self.repo_root = repo_root
         self._session, self._owned = session, session is None
-        self.why_not = None if session is not None else spark_unavailable()
+        self.why_not = None if session is not None else \
+            "--no-spark (the Spark data source's own reader, no JVM)" if not wanted else spark_unavailable()
 
     @property
     def started(self) -> bool:
