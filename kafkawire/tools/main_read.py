@@ -25,10 +25,17 @@ def _read_options(topic: str) -> dict:
     return {"subscribe": topic, "kafka.isolation.level": "read_committed"}
 
 
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:           # a finder that refuses the name outright
+        return False
+
+
 def spark_unavailable() -> str | None:
     """Why Spark cannot run here (None when it can): pyspark, pyarrow or Java missing."""
     for module, extra in (("pyspark", "spark"), ("pyarrow", "spark")):
-        if importlib.util.find_spec(module) is None:
+        if not _installed(module):
             return f"{module} is not installed (pip install 'kafkawire[{extra}]')"
     java_home = os.environ.get("JAVA_HOME")
     if shutil.which("java") is None and not (java_home and os.path.exists(os.path.join(java_home, "bin", "java"))):
@@ -125,7 +132,7 @@ def run_read_step(log_dir: str, topic: str, consumed: list[bytes], say, spark: S
         except Exception as exc:      # a worker that cannot start, ...: the task reader still reads
             spark.why_not = f"Spark's read failed ({_first_line(exc)})"
     if values is None:
-        if importlib.util.find_spec("pyarrow") is None:
+        if not _installed("pyarrow"):
             print("skipped: the data source's reader builds Arrow batches, and pyarrow is not installed "
                   "(pip install 'kafkawire[spark]')")
             return
