@@ -1,6 +1,6 @@
 """The README's first command: a three-voter KRaft quorum on 127.0.0.1, shown working.
 
-    kafkawire main [--data-dir DIR] [--foreground]
+    kafkawire main [--data-dir DIR] [--foreground] [--brokers 3]
     kafkawire main --with-kafka-brokers N [--kafka-dist DIR]    (real Kafka brokers: kafka_brokers.py)
 
 1. formats three controllers with `kafkawire storage format --initial-controllers ...` in a
@@ -12,9 +12,14 @@
 4. prints `kafkawire metadata-quorum describe --status` and `--replication`;
 5. stops the leader (SIGTERM: it resigns), shows the new leader with `describe --status`;
 6. dumps the new leader's log with `kafkawire dump-log --cluster-metadata-decoder`;
-7. runs a one-node combined node (broker and controller) that kafka-python produces to and
-   consumes from in a group, and that runs a committed and an aborted transaction (main_broker.py;
-   skipped, saying so, without kafka-python).
+7. runs a one-node combined node (broker and controller; with --brokers 3, three of them: a
+   three-voter quorum of brokers, topics of replication factor 3) that kafka-python produces to
+   (acks=all) and consumes from in a group, and that runs a committed and an aborted transaction
+   (main_broker.py; skipped, saying so, without kafka-python);
+8. reads the transactions' topic from the stopped broker's log directory as Spark does
+   (read_committed) and checks it holds what the read_committed consumer read: with Spark where
+   pyspark and Java are, else with the Spark data source's own task reader in this process,
+   saying which and why (main_read.py; no Java needed; --no-spark: the task reader in any case).
 
 Every step prints the command a user would type. --foreground restarts the stopped node and
 keeps the quorum running until Ctrl-C, for a user to point kcat or a Kafka client at it.
@@ -35,7 +40,8 @@ from kafkawire.tools.storage import LATEST_PRODUCTION, metadata_version
 
 COMMAND = "main"
 HELP = ("the main job: start a local three-voter KRaft quorum, append records, describe it, fail over, dump the log; "
-        "then a combined broker and controller that kafka-python produces to and consumes from")
+        "then a combined broker and controller that kafka-python produces to and consumes from, "
+        "and what it wrote read as Spark reads it")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,6 +50,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--foreground", action="store_true",
                         help="keep the quorum running until Ctrl-C after the demonstration")
     parser.add_argument("--voters", type=int, default=3, help="how many voters (default 3)")
+    parser.add_argument("--brokers", type=int, default=1, choices=(1, 3),
+                        help="the broker step's combined kafkawire nodes (broker and controller in one process): "
+                             "1 (default), or 3: a three-voter quorum whose voters are each a broker, topics "
+                             "created with replication factor 3, produced to with acks=all (Python only)")
+    parser.add_argument("--no-spark", action="store_true",
+                        help="read the broker's log directory with the Spark data source's task reader in this "
+                             "process even where PySpark and Java could run Spark (no JVM to start)")
     parser.add_argument("--with-kafka-brokers", type=int, default=0, metavar="N",
                         help="instead: start N real Apache Kafka 4.3.1 brokers on the kafkawire controllers, create "
                              "a topic through them, produce and consume with kafka-python, stop everything (needs "
@@ -109,7 +122,8 @@ def _interrupt(signum, frame):
 def run(args: argparse.Namespace) -> int:
     # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.raft.node.local_quorum import LocalQuorum, QuorumError
-    from kafkawire.tools.main_broker import run_broker_step, start_combined_node
+    from kafkawire.tools.main_broker import run_broker_step, start_combined_nodes
+    from kafkawire.tools.main_read import SparkStart
 
     if args.data_dir:
         base = os.path.abspath(args.data_dir)
@@ -124,6 +138,10 @@ def run(args: argparse.Namespace) -> int:
     if args.with_kafka_brokers < 0:
         print("kafkawire main: --with-kafka-brokers must be at least 1", file=sys.stderr)
         return 1
+    if args.with_kafka_brokers and args.brokers != 1:
+        print("kafkawire main: --brokers sets kafkawire's combined nodes; --with-kafka-brokers runs Kafka's "
+              "brokers instead: give one of them", file=sys.stderr)
+        return 1
     if args.with_kafka_brokers:
         from kafkawire.tools.kafka_brokers import run_with_brokers
         return run_with_brokers(base, args.voters, args.with_kafka_brokers, args.kafka_dist)
@@ -131,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     # SIGTERM and SIGHUP end the job as Ctrl-C does: the nodes are stopped on the way out.
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _interrupt)
-    combined = None
+    combined = spark = None
     try:
         _say(f"formatting {args.voters} controllers in {base}")
         quorum.format()
@@ -140,7 +158,8 @@ def run(args: argparse.Namespace) -> int:
 
         _say("starting them: kafkawire server-start <config> (one process each; logs in node-N.log)")
         quorum.start_all()
-        combined = start_combined_node(os.path.join(base, "combined"))     # the last step uses it
+        combined = start_combined_nodes(os.path.join(base, "combined"), args.brokers)   # the last step uses it
+        spark = SparkStart(_repo_root(), wanted=not args.no_spark)
         view = quorum.wait_for_leader(60)
         print(f"leader: node {view.leader_id} in epoch {view.leader_epoch}")
         bootstrap = quorum.bootstrap_servers()
@@ -169,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
         _show(["dump-log", "--cluster-metadata-decoder", "--files", ",".join(os.path.join(partition, f)
                                                                             for f in segments)])
 
-        run_broker_step(combined, _say)
+        run_broker_step(combined, _say, spark)
         combined = None
 
         if args.foreground:
@@ -204,4 +223,6 @@ def run(args: argparse.Namespace) -> int:
         for i in quorum.node_ids:
             quorum.kill(i)
         if combined is not None:
-            combined[0].kill(1)
+            combined.kill()
+        if spark is not None:
+            spark.stop()

@@ -153,3 +153,18 @@ def test_spark_read_committed_of_a_running_node_is_what_a_read_committed_consume
     rows = spark.read.format("kafkawire").option("liveLog", "true").option("subscribe", TXN_TOPIC) \
         .option("kafka.isolation.level", "read_committed").load(node.log_dir).orderBy("offset").collect()
     assert [(r["offset"], bytes(r["value"])) for r in rows] == consumed
+
+
+def test_the_main_jobs_read_step_reads_with_spark_what_the_consumer_read(spark, kafkawire_broker, capsys):
+    """`kafkawire main`'s read step where Spark runs (tests/node/test_main_job.py runs it without
+    Java): its transactions on the session's node, then the step reads the node's directory with
+    the session's Spark, read_committed, and finds what kafka-python's read_committed consumer read."""
+    from kafkawire.tools.main_broker import TXN_TOPIC as JOB_TOPIC, _transactions
+    from kafkawire.tools.main_read import SPARK, SparkStart, run_read_step
+    node = kafkawire_broker
+    consumed = _transactions(node.bootstrap_servers)
+    assert consumed == [b"paid-1", b"paid-2"]
+    run_read_step(node.log_dir, JOB_TOPIC, consumed, print, SparkStart(".", session=spark))
+    out = capsys.readouterr().out
+    assert f"read with {SPARK}: paid-1, paid-2\nread with {SPARK}: the same records as the read_committed consumer\n" \
+        in out, out
