@@ -46,6 +46,11 @@ class PeerProxy:
         self._pipes: dict[asyncio.Task, int | None] = {}
         self._held: dict[asyncio.StreamWriter, int | None] = {}
 
+    @property
+    def held(self) -> int:
+        """Connections held unanswered now (from a node cut)."""
+        return len(self._held)
+
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._accept, self.host, 0)
         self.port = self._server.sockets[0].getsockname()[1]
