@@ -17,8 +17,10 @@ from collections import Counter, defaultdict
 
 from kafkawire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
+from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kafkawire.net.client import NetworkClient, TransportError
 from kafkawire.protocol.error_codes import Errors
+from kafkawire.records import build_batch
 from kafkawire.raft.node.local_quorum import LocalQuorum, QuorumError, describe_quorum, free_ports
 
 from .netsplit import Netsplit
@@ -62,6 +64,7 @@ class BrokerCluster:
         self.faults = Counter()
         self.down: set[int] = set()
         self.kill_times: list[tuple] = []     # (monotonic time, node, partition) of each kill -9 right after an ack
+        self.nudges = 0
         self.network_effects = defaultdict(list)   # kind -> seconds from each cut to its effect seen
 
     @property
@@ -190,6 +193,15 @@ class BrokerCluster:
 
     def heal(self) -> None:
         self.netsplit.heal()
+
+    def nudge(self, node_id: int, topic: str, index: int) -> None:
+        """One record (acks=1, never checked) written to the partition at ``node_id``, its leader:
+        a follower falls out of the ISR only when the leader's log moves past it, and the
+        nemesis's producers may be held up elsewhere (a full queue of another partition's)."""
+        self.nudges += 1
+        ask(self.broker(node_id), ProduceRequest(acks=1, timeout_ms=2000, topic_data=[TopicProduceData(
+            name=topic, partition_data=[PartitionProduceData(index=index, records=build_batch(
+                [(None, f"nemesis-nudge-{self.nudges}".encode())]))])]), 11)
 
     def pause(self, node_id: int, paused_s: float) -> None:
         self.faults["SIGSTOP"] += 1

@@ -117,7 +117,10 @@ def network_fault(cluster: BrokerCluster, kind: str, index: int, leader: int) ->
         effect = f"the ISR of partition {index} drops node {follower}"
 
         def happened(p):
-            return follower not in p.isr_nodes
+            if follower in p.isr_nodes:
+                cluster.nudge(leader, TOPIC, index)
+                return False
+            return True
 
     def seen() -> bool:
         p = cluster.partition_seen_by(witness, TOPIC, index)
