@@ -106,33 +106,35 @@ def network_fault(cluster: BrokerCluster, kind: str, index: int, leader: int) ->
     if kind == "isolate leader":
         cluster.isolate(leader, kind)
         witness = cluster.rng.choice([i for i in NODES if i != leader])
-        effect = f"node {witness} sees partition {index}'s leader move from {leader}"
+        wanted = f"node {witness} sees partition {index}'s leader move from {leader}"
 
-        def happened(p):
-            return p.leader_id not in (-1, leader)
+        def effect(p) -> str:
+            return wanted if p.leader_id not in (-1, leader) else ""
     else:
         witness = leader
         follower = cluster.rng.choice([i for i in NODES if i != leader])
         cluster.cut_replication(follower, leader, kind)
-        effect = f"the ISR of partition {index} drops node {follower}"
+        wanted = f"the ISR of partition {index} drops node {follower}"
 
-        def happened(p):
+        def effect(p) -> str:
+            if p.leader_id != leader:      # moved on (a fencing by a new controller): the cut is moot
+                return f"partition {index}'s leadership moved to {p.leader_id} before its ISR dropped node {follower}"
             if follower in p.isr_nodes:
                 cluster.nudge(leader, TOPIC, index)
-                return False
-            return True
+                return ""
+            return wanted
 
-    def seen() -> bool:
+    def seen() -> str:
         p = cluster.partition_seen_by(witness, TOPIC, index)
-        return p is not None and happened(p)
+        return "" if p is None else effect(p)
     try:
-        cluster.wait_until(seen, PARTITION_MOVED_BOUND_S, effect)
+        outcome = cluster.wait_until(seen, PARTITION_MOVED_BOUND_S, wanted)
         took = time.monotonic() - started
-        cluster.network_effects[kind].append(round(took, 1))
+        cluster.network_effects[kind if outcome == wanted else f"{kind}, moot"].append(round(took, 1))
         time.sleep(cluster.rng.uniform(0.5, 2.0))
     finally:
         cluster.heal()
-    return f"{kind}: partition {index}'s leader {leader}; {effect} after {took:.1f} s; healed"
+    return f"{kind}: partition {index}'s leader {leader}; {outcome} after {took:.1f} s; healed"
 
 
 def one_fault(cluster: BrokerCluster, kind: str, producers) -> str:
