@@ -1,7 +1,8 @@
 """Three combined kafkawire nodes (each ``process.roles=broker,controller``, one of three voters)
 for the replication nemesis, and its faults: kill -9 of a partition's leader, of a follower, of
 the active controller (then a restart), a kill -9 that leaves a torn write at the end of the
-partition's newest segment, and SIGSTOP. One node at a time is faulted, and the next fault waits
+partition's newest segment, SIGSTOP, and network partitions through the proxies of netsplit.py
+(a node cut from every other one, or two nodes' inter-broker links cut). One node at a time is faulted, and the next fault waits
 (bounded) until every replica is back in the ISR, so a replication-factor-3 topic with
 min.insync.replicas=2 can keep acknowledging through every fault.
 """
@@ -12,13 +13,17 @@ import os
 import random
 import signal
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 
 from kafkawire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
+from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kafkawire.net.client import NetworkClient, TransportError
 from kafkawire.protocol.error_codes import Errors
+from kafkawire.records import build_batch
 from kafkawire.raft.node.local_quorum import LocalQuorum, QuorumError, describe_quorum, free_ports
+
+from .netsplit import Netsplit
 
 NODES = (1, 2, 3)
 
@@ -44,21 +49,23 @@ class BrokerCluster:
 
     def __init__(self, base, *, rng: random.Random, properties: dict | None = None):
         self.broker_ports = dict(zip(NODES, free_ports(len(NODES))))
+        self.replication_ports = dict(zip(NODES, free_ports(len(NODES))))
         self.quorum = LocalQuorum(base, voters=len(NODES), properties={
             "process.roles": "broker,controller",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": "REPLICATION",
             "broker.session.timeout.ms": "1500", "broker.heartbeat.interval.ms": "300",
             "replica.fetch.backoff.ms": "100", "replica.lag.time.max.ms": "3000",
             "offsets.topic.num.partitions": "1", "transaction.state.log.num.partitions": "1",
             **(properties or {})})
-        for i in NODES:
-            self.quorum.node_properties[i] = {"listeners": f"PLAINTEXT://127.0.0.1:{self.broker_ports[i]},"
-                                                           f"CONTROLLER://127.0.0.1:{self.quorum.ports[i]}"}
+        # the other nodes reach a node's inter-broker and controller listeners through its proxies
+        self.netsplit = Netsplit({"REPLICATION": self.replication_ports, "CONTROLLER": self.quorum.ports})
         self.rng = rng
         self.faults = Counter()
         self.down: set[int] = set()
         self.kill_times: list[tuple] = []     # (monotonic time, node, partition) of each kill -9 right after an ack
+        self.nudges = 0
+        self.network_effects = defaultdict(list)   # kind -> seconds from each cut to its effect seen
 
     @property
     def bootstrap(self) -> str:
@@ -68,22 +75,35 @@ class BrokerCluster:
         return ("127.0.0.1", self.broker_ports[node_id])
 
     def start(self) -> None:
-        self.quorum.format()
-        self.quorum.start_all()
+        self.netsplit.start()
+        q = self.quorum
+        for i in NODES:
+            q.node_properties[i] = {
+                "listeners": f"PLAINTEXT://127.0.0.1:{self.broker_ports[i]},"
+                             f"REPLICATION://127.0.0.1:{self.replication_ports[i]},CONTROLLER://127.0.0.1:{q.ports[i]}",
+                # the raft followers fetch from the endpoint their leader announces: its proxy too
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.broker_ports[i]},"
+                                        f"REPLICATION://127.0.0.1:{self.netsplit.port('REPLICATION', i)},"
+                                        f"CONTROLLER://127.0.0.1:{self.netsplit.port('CONTROLLER', i)}",
+                "controller.quorum.voters": ",".join(
+                    f"{j}@127.0.0.1:{q.ports[j] if j == i else self.netsplit.port('CONTROLLER', j)}" for j in NODES)}
+        q.format(mode="static")          # each node its own view of the voters' addresses
+        q.start_all()
 
     def stop(self) -> None:
         for i in NODES:
             self._signal(i, signal.SIGCONT)
             self.quorum.kill(i)
+        self.netsplit.stop()
 
     def partition_dir(self, node_id: int, topic: str, index: int) -> str:
         return os.path.join(self.quorum.data_dir(node_id), f"{topic}-{index}")
 
     # -- what the cluster says --
 
-    def partitions(self, topic: str) -> dict | None:
-        """index -> the partition's metadata, asked of the live nodes in turn."""
-        for i in NODES:
+    def partitions(self, topic: str, nodes=NODES) -> dict | None:
+        """index -> the partition's metadata, asked of the live ``nodes`` in turn."""
+        for i in nodes:
             if i in self.down:
                 continue
             reply = ask(self.broker(i), MetadataRequest(topics=[MetadataRequestTopic(name=topic)],
@@ -91,6 +111,10 @@ class BrokerCluster:
             if reply is not None and reply.topics and reply.topics[0].error_code == Errors.NONE:
                 return {p.partition_index: p for p in reply.topics[0].partitions}
         return None
+
+    def partition_seen_by(self, node_id: int, topic: str, index: int):
+        """The partition's metadata as ``node_id`` has it (a node cut from the controller: stale)."""
+        return (self.partitions(topic, nodes=(node_id,)) or {}).get(index)
 
     def leader(self, topic: str, index: int) -> int | None:
         p = (self.partitions(topic) or {}).get(index)
@@ -152,6 +176,32 @@ class BrokerCluster:
         if segments:
             with open(os.path.join(directory, segments[-1]), "ab") as f:
                 f.write(os.urandom(self.rng.randint(1, 120)))
+
+    def isolate(self, node_id: int, kind: str) -> None:
+        """A network partition: no connection between ``node_id`` and any other node (clients
+        still reach it)."""
+        self.faults[kind] += 1
+        for other in NODES:
+            if other != node_id:
+                self.netsplit.cut(node_id, other)
+
+    def cut_replication(self, a: int, b: int, kind: str) -> None:
+        """No inter-broker connection between nodes ``a`` and ``b`` (each still reaches the third,
+        and the controller): neither fetches from the other."""
+        self.faults[kind] += 1
+        self.netsplit.cut(a, b, listeners=("REPLICATION",))
+
+    def heal(self) -> None:
+        self.netsplit.heal()
+
+    def nudge(self, node_id: int, topic: str, index: int) -> None:
+        """One record (acks=1, never checked) written to the partition at ``node_id``, its leader:
+        a follower falls out of the ISR only when the leader's log moves past it, and the
+        nemesis's producers may be held up elsewhere (a full queue of another partition's)."""
+        self.nudges += 1
+        ask(self.broker(node_id), ProduceRequest(acks=1, timeout_ms=2000, topic_data=[TopicProduceData(
+            name=topic, partition_data=[PartitionProduceData(index=index, records=build_batch(
+                [(None, f"nemesis-nudge-{self.nudges}".encode())]))])]), 11)
 
     def pause(self, node_id: int, paused_s: float) -> None:
         self.faults["SIGSTOP"] += 1

@@ -3,10 +3,14 @@ and min.insync.replicas=2, idempotent acks=all producers, a transactional produc
 read_committed consumer and a consumer committing offsets (confluent-kafka), while faults come one after another: kill -9 of a
 partition leader, of a follower, of the active controller, kill -9 of the leader the moment a
 record was acknowledged (acks=all across a failover), a kill -9 leaving a torn segment tail,
-SIGSTOP; each held 1-3 s and healed. Then every replica must return to the ISR, the producers
+SIGSTOP, each held 1-3 s and healed; and network partitions (netsplit.py): a partition's leader
+cut from every other node until another node sees its leadership moved (the controller fenced it,
+or the raft quorum elected a new controller that did), or one follower's inter-broker links to
+its leader cut until the leader's ISR drops it; then held 0.5-2 s more, while clients still reach
+the old leader, and healed. Then every replica must return to the ISR, the producers
 flush, the consumer reads to the end, and replication_checks.py runs.
 
-    python -m tests.nemesis.replication_run --duration 600 [--seed N] [--dir DIR]
+    python -m tests.nemesis.replication_run --duration 600 [--seed N] [--dir DIR] [--kinds K1,K2]
 
 It prints the figures and exits 1 if a check fails; tests/nemesis/test_replication_nemesis.py
 runs it briefly.
@@ -32,7 +36,10 @@ TOPIC = "replicated"
 PARTITIONS = 2
 IN_SYNC_BOUND_S = 60            # every replica back in the ISR within this after a heal
 TXN_THREAD_END_BOUND_S = 120    # its longest calls: InitProducerId (60 s), a commit and an abort (30 s each)
-KINDS = ["kill leader", "kill follower", "kill controller", "kill leader after an ack", "torn tail", "pause"]
+PARTITION_MOVED_BOUND_S = 30   # a fault's effect (leadership moved, the ISR shrunk) seen within this
+KINDS = ["kill leader", "kill follower", "kill controller", "kill leader after an ack", "torn tail", "pause",
+         "isolate leader", "cut follower from leader"]
+NETWORK_KINDS = ("isolate leader", "cut follower from leader")
 
 
 @dataclass
@@ -49,6 +56,7 @@ class ReplicationReport:
     fatal: list
     commits: tuple          # (last acknowledged, last attempted, committed at the end)
     commit_errors: dict
+    network_effects: dict   # kind -> seconds from each cut to the leadership moved / the ISR shrunk
 
     @property
     def commit_kept(self) -> bool:
@@ -69,6 +77,7 @@ class ReplicationReport:
             f"read elsewhere {len(v.read_misplaced)}, aborted read {len(v.aborted_read)}; fatal producer errors {self.fatal}",
             f"replication nemesis: offset commits: last acknowledged {self.commits[0]}, last sent {self.commits[1]}, "
             f"committed at the end {self.commits[2]} (kept: {self.commit_kept}); errors {self.commit_errors}",
+            f"replication nemesis: network partitions, seconds to their effect: {self.network_effects}",
         ] + [f"replication nemesis:   {p}" for p in (v.lost + v.misplaced + v.duplicated + v.not_read
                                                       + v.read_twice + v.aborted_read)[:12]])
 
@@ -88,11 +97,53 @@ def create_topic(cluster: BrokerCluster) -> None:
     cluster.wait_until(lambda: cluster.all_in_sync(TOPIC, PARTITIONS), IN_SYNC_BOUND_S, "a full ISR")
 
 
+def network_fault(cluster: BrokerCluster, kind: str, index: int, leader: int) -> str:
+    """Isolate the partition's leader until another node sees the leadership move (the controller
+    fenced it after its session timeout), or cut one follower's inter-broker links to it until the
+    leader's ISR no longer holds the follower (replica.lag.time.max.ms); then a little longer (the old leader still asked to write, by
+    clients that reach it); then heal. The caller waits for the full ISR again."""
+    started = time.monotonic()
+    if kind == "isolate leader":
+        cluster.isolate(leader, kind)
+        witness = cluster.rng.choice([i for i in NODES if i != leader])
+        wanted = f"node {witness} sees partition {index}'s leader move from {leader}"
+
+        def effect(p) -> str:
+            return wanted if p.leader_id not in (-1, leader) else ""
+    else:
+        witness = leader
+        follower = cluster.rng.choice([i for i in NODES if i != leader])
+        cluster.cut_replication(follower, leader, kind)
+        wanted = f"the ISR of partition {index} drops node {follower}"
+
+        def effect(p) -> str:
+            if p.leader_id != leader:      # moved on (a fencing by a new controller): the cut is moot
+                return f"partition {index}'s leadership moved to {p.leader_id} before its ISR dropped node {follower}"
+            if follower in p.isr_nodes:
+                cluster.nudge(leader, TOPIC, index)
+                return ""
+            return wanted
+
+    def seen() -> str:
+        p = cluster.partition_seen_by(witness, TOPIC, index)
+        return "" if p is None else effect(p)
+    try:
+        outcome = cluster.wait_until(seen, PARTITION_MOVED_BOUND_S, wanted)
+        took = time.monotonic() - started
+        cluster.network_effects[kind if outcome == wanted else f"{kind}, moot"].append(round(took, 1))
+        time.sleep(cluster.rng.uniform(0.5, 2.0))
+    finally:
+        cluster.heal()
+    return f"{kind}: partition {index}'s leader {leader}; {outcome} after {took:.1f} s; healed"
+
+
 def one_fault(cluster: BrokerCluster, kind: str, producers) -> str:
     index = cluster.rng.randrange(PARTITIONS)
     leader = cluster.leader(TOPIC, index)
     if leader is None:
         return f"{kind}: no leader of partition {index}"
+    if kind in NETWORK_KINDS:
+        return network_fault(cluster, kind, index, leader)
     hold = cluster.rng.uniform(1.0, 3.0)
     if kind == "pause":
         target = cluster.rng.choice(NODES)
@@ -148,7 +199,9 @@ def wait_for_both_outcomes(cluster: BrokerCluster, txn: TransactionalProducer) -
         raise AssertionError(f"{exc}; the transactional producer's errors: {dict(txn.errors)}") from exc
 
 
-def run(base_dir: str, duration_s: float, seed: int, log=print, transactions: bool = True) -> ReplicationReport:
+def run(base_dir: str, duration_s: float, seed: int, log=print, transactions: bool = True,
+        kinds=KINDS) -> ReplicationReport:
+    """Every one of ``kinds`` once in a random order, then random ones until ``duration_s``."""
     rng = random.Random(seed)
     cluster = BrokerCluster(base_dir, rng=rng)
     cluster.start()
@@ -165,9 +218,9 @@ def run(base_dir: str, duration_s: float, seed: int, log=print, transactions: bo
         for thread in producers + [consumer, committer] + ([txn] if txn else []):
             thread.start()
         started = time.monotonic()
-        order = rng.sample(KINDS, len(KINDS))
+        order = rng.sample(list(kinds), len(kinds))
         while time.monotonic() - started < duration_s or order:
-            kind = order.pop(0) if order else rng.choice(KINDS)
+            kind = order.pop(0) if order else rng.choice(list(kinds))
             log(f"nemesis: {one_fault(cluster, kind, producers)}")
             cluster.wait_until(lambda: cluster.all_in_sync(TOPIC, PARTITIONS), IN_SYNC_BOUND_S,
                                "every replica back in the ISR")
@@ -193,7 +246,7 @@ def run(base_dir: str, duration_s: float, seed: int, log=print, transactions: bo
             txn_errors=dict(txn.errors) if txn else {}, verdict=verdict,
             fatal=[p.fatal for p in producers if p.fatal],
             commits=(committer.acked, committer.attempted, committed),
-            commit_errors=dict(committer.errors))
+            commit_errors=dict(committer.errors), network_effects=dict(cluster.network_effects))
     finally:
         if txn is not None:
             txn.abandon.set()    # a failed run: its thread (and librdkafka's) ends, not retrying for 60 s
@@ -209,11 +262,17 @@ def main(argv=None) -> int:
     parser.add_argument("--duration", type=float, default=600)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--dir", default=None)
+    parser.add_argument("--kinds", default=",".join(KINDS),
+                        help="the fault kinds, comma-separated (default: every one)")
     args = parser.parse_args(argv)
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    unknown = sorted(set(kinds) - set(KINDS))
+    if unknown or not kinds:
+        parser.error(f"--kinds: unknown {unknown or 'none given'}; the kinds: {', '.join(KINDS)}")
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     print(f"replication nemesis: seed {seed}")
     base = args.dir or tempfile.mkdtemp(prefix="kafkawire-replication-nemesis-")
-    report = run(base, args.duration, seed)
+    report = run(base, args.duration, seed, kinds=kinds)
     print(report.lines())
     return 0 if report.verdict.ok and not report.fatal and report.commit_kept else 1
 

@@ -2,10 +2,13 @@
 factor 3 and min.insync.replicas=2, idempotent acks=all producers, a transactional producer and a
 read_committed consumer (confluent-kafka), through every fault kind once (kill -9 of a leader, a
 follower, the active controller, of a leader right after an acknowledgement, a torn segment
-tail, SIGSTOP). Nothing acknowledged is lost, misplaced or duplicated on any replica, the
+tail, SIGSTOP, a leader cut from every other node by a network partition until the controller
+moves its leadership, then healed: it must not acknowledge what it cannot commit, and must
+truncate and rejoin). Nothing acknowledged is lost, misplaced or duplicated on any replica, the
 replicas agree byte for byte below the high watermark, the consumer reads every acknowledged
 and committed value once and no aborted one. By hand, longer:
-`python -m tests.nemesis.replication_run --duration 600` (or KAFKAWIRE_REPLICATION_NEMESIS_SECONDS)."""
+`python -m tests.nemesis.replication_run --duration 600` (or KAFKAWIRE_REPLICATION_NEMESIS_SECONDS),
+every kind, with the follower cut from its leader too (an ISR shrink, then its expansion)."""
 import os
 
 import pytest
@@ -16,10 +19,13 @@ from tests.nemesis.replication_checks import ReplicationVerdict, check_reads, ch
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
 SHORT_RUN_S = float(os.environ.get("KAFKAWIRE_REPLICATION_NEMESIS_SECONDS", "0"))
+# CI's run: every kind but the follower cut from its leader (an ISR shrink and expansion, as the
+# follower kill gives here; the by-hand run has it), to keep the test's cost
+CI_KINDS = [kind for kind in nemesis.KINDS if kind != "cut follower from leader"]
 
 
 def test_a_short_replication_nemesis_loses_nothing_acknowledged(tmp_path):
-    report = nemesis.run(str(tmp_path), SHORT_RUN_S, seed=20261129)
+    report = nemesis.run(str(tmp_path), SHORT_RUN_S, seed=20261129, kinds=CI_KINDS)
     print(report.lines())
     v = report.verdict
     assert v.replicas_agree and v.records_below_hw > 0
@@ -27,7 +33,9 @@ def test_a_short_replication_nemesis_loses_nothing_acknowledged(tmp_path):
     assert v.not_read == [] and v.read_twice == [] and v.read_misplaced == [] and v.aborted_read == [], report.lines()
     assert report.fatal == []
     assert report.commit_kept and report.commits[0] > 0, report.lines()
-    assert set(report.faults) == set(nemesis.KINDS) - {"pause"} | {"SIGSTOP"}, report.faults
+    assert set(report.faults) == set(CI_KINDS) - {"pause"} | {"SIGSTOP"}, report.faults
+    assert len(report.network_effects["isolate leader"]) == report.faults["isolate leader"], \
+        "the isolated leader's partition led by another node before the heal"
     assert report.acked > 100 and report.committed > 0 and report.aborted > 0, report.lines()
     assert report.acked_before_leader_kill > 0, "acks=all across a failover: records acknowledged just before " \
                                                 "their leader's kill -9 (each found on every replica above)"

@@ -118,6 +118,7 @@ from .driver_disk import DiskWork
 from .driver_load import SnapshotLoading, SnapshotLoads
 from .driver_snapshots import SnapshotDuties
 from .metrics import RaftMetrics
+from .to_leader import unless_the_leader_changes
 
 log = logging.getLogger(__name__)
 
@@ -577,6 +578,7 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing, SnapshotLoads):
         return [self.client] + ([] if self._control_client is None else [self._control_client])
 
     async def send_to_leader(self, request, timeout_ms: int = 5000):
+        change = self.leader_change
         leader = self.leader()
         if leader.leader_id is None:
             raise NoLeader(f"no leader is known in epoch {leader.epoch}")
@@ -591,4 +593,6 @@ class RaftDriver(DiskWork, SnapshotDuties, AppendQueueing, SnapshotLoads):
             self._control_client = NetworkClient(client_id=f"controller-{self.node_id}-to-active-controller",
                                                  request_timeout_ms=max(timeout_ms, 1000),
                                                  ssl_context=self.client.ssl_context, sasl=self.client.sasl)
-        return await self._control_client.send(address, request, timeout_ms=timeout_ms)
+        return await unless_the_leader_changes(
+            change, self._control_client.send(address, request, timeout_ms=timeout_ms), address,
+            f"{type(request).__name__} to node {leader.leader_id}")
