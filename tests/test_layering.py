@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 # the longest prefix wins (kafkawire.raft.node is its own layer, not the pure core's).
 ROWS: list[tuple[str, ...]] = [
     # leaves: Kafka's release and feature levels; the optional packages, each named by its extra
-    ("kafkawire.feature_versions", "kafkawire._extras"),
+    ("kafkawire.feature_versions", "kafkawire._extras", "kafkawire.single_broker"),
     ("kafkawire.protocol",),                         # the runtime: never imports generated code
     ("kafkawire.messages",),                         # generated codecs (import only the runtime)
     ("kafkawire.records",),

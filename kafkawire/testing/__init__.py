@@ -32,28 +32,19 @@ import sys
 import tempfile
 import time
 
+from kafkawire.single_broker import SINGLE_BROKER_PROPERTIES
+
 __all__ = ["EmbeddedBroker", "EmbeddedBrokerError", "DEFAULT_PROPERTIES"]
 
 # The node's settings besides its ports and directories (the rest are Kafka's defaults, so an
-# idle session node costs little); a user's ``properties`` win. A single node cannot hold
-# Kafka's default 3 replicas of __consumer_offsets (FindCoordinator would answer
-# COORDINATOR_NOT_AVAILABLE for ever), and tests want a group at once rather than after the
-# 3 s initial rebalance delay; __transaction_state and __share_group_state likewise: the settings single-broker test
-# setups of Kafka use.
+# idle session node costs little); a user's ``properties`` win. One broker's internal topics and
+# no initial rebalance delay: kafkawire.single_broker.
 DEFAULT_PROPERTIES = {
     "process.roles": "broker,controller",
     "node.id": "1",
     "controller.listener.names": "CONTROLLER",
     "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-    "offsets.topic.replication.factor": "1",
-    "offsets.topic.num.partitions": "1",
-    "group.initial.rebalance.delay.ms": "0",
-    "transaction.state.log.replication.factor": "1",
-    "transaction.state.log.num.partitions": "1",
-    "transaction.state.log.min.isr": "1",
-    "share.coordinator.state.topic.replication.factor": "1",
-    "share.coordinator.state.topic.num.partitions": "1",
-    "share.coordinator.state.topic.min.isr": "1",
+    **SINGLE_BROKER_PROPERTIES,
 }
 POLL_S = 0.01              # how often start-up asks the broker whether it is unfenced
 

@@ -26,22 +26,13 @@ import os
 import socket
 import time
 
+from kafkawire.single_broker import SINGLE_BROKER_PROPERTIES
+
 TOPIC = "demo-orders"
 RECORDS = 5
 GROUP = "demo-billing"
 TXN_TOPIC = "demo-payments"
 WAIT_S = 60
-# One node cannot hold Kafka's default 3 replicas of __consumer_offsets and __transaction_state
-# (FindCoordinator would answer COORDINATOR_NOT_AVAILABLE for ever), and a demo wants its group at
-# once, not after the 3 s initial rebalance delay: the settings Kafka's own one-broker config uses.
-SINGLE_NODE_PROPERTIES = {
-    "offsets.topic.replication.factor": "1",
-    "offsets.topic.num.partitions": "1",
-    "group.initial.rebalance.delay.ms": "0",
-    "transaction.state.log.replication.factor": "1",
-    "transaction.state.log.num.partitions": "1",
-    "transaction.state.log.min.isr": "1",
-}
 # Three nodes keep Kafka's 3 replicas of the internal topics; one partition each (not 50) and no
 # initial rebalance delay keep the demonstration quick.
 THREE_NODE_PROPERTIES = {
@@ -89,7 +80,7 @@ def _combined_nodes(base: str, count: int) -> BrokerNodes:
     quorum = LocalQuorum(base, voters=count, properties={
         "process.roles": "broker,controller",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-        **(SINGLE_NODE_PROPERTIES if count == 1 else THREE_NODE_PROPERTIES),
+        **(SINGLE_BROKER_PROPERTIES if count == 1 else THREE_NODE_PROPERTIES),
     })
     broker_ports = dict(zip(quorum.node_ids, free_ports(count)))
     for i in quorum.node_ids:

@@ -112,7 +112,8 @@ def test_the_plugin_imports_only_the_standard_library_and_kafkawire_testing():
             "print(sorted(m for m in sys.modules if m.startswith('kafkawire')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env=dict(os.environ, PYTHONPATH=str(REPO))).stdout
-    assert out.strip() == str(["kafkawire", "kafkawire._lazy", "kafkawire.testing", "kafkawire.testing.pytest_plugin"])
+    assert out.strip() == str(["kafkawire", "kafkawire._lazy", "kafkawire.single_broker", "kafkawire.testing",
+                               "kafkawire.testing.pytest_plugin"])
 
 
 def test_the_pytest11_entry_point_is_named_as_its_module():
