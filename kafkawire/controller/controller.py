@@ -536,6 +536,10 @@ class MetadataController(PeriodicDuties):
     # --- request handlers -----------------------------------------------------------------------
     async def _create_topics(self, ctx, request):
         quota = self.mutation_quotas.quota_for(ctx)
+        if not request.topics:
+            # QuorumController.createTopics answers an empty request at once, active or not: one
+            # whose every topic the authorizer refused gets those refusals, not NOT_CONTROLLER.
+            return quota.answer(ctx, CreateTopicsResponse(topics=[]))
         try:
             results, _ = await self._write(
                 lambda: create_topics(self.state, request, defaults=self.topic_defaults, rng=self.rng,

@@ -1,11 +1,17 @@
-"""A three-voter kafkawire quorum wired through cuttable links, and the faults the nemesis
+"""A three-voter kafkawire quorum wired through cuttable proxies, and the faults the nemesis
 injects into it.
 
-The quorum is static (controller.quorum.voters, kraft.version 0), and each node's config names
-its peers at the ports of its own LinkProxies: node i reaches node j only through link (i, j), so
-cutting every link into and out of a node isolates it as a network partition would, while
-clients still reach every node directly (a partitioned leader can be asked to write, and must
-not acknowledge anything it cannot commit).
+The quorum is static (controller.quorum.voters, kraft.version 0). Each node's controller
+listener has a PeerProxy in front of it (netsplit.py's: it tells the connecting node by the
+client id of its first request), and every address one node learns of another goes through it:
+controller.quorum.voters and .bootstrap.servers name the proxies, and each node advertises its
+controller listener at its proxy's port, since a follower fetches from the endpoint the leader
+announces, not from the voters' list (before this, a "cut" follower went on fetching from the
+leader directly and a partition only stopped Vote and BeginQuorumEpoch). Cutting a node from
+every other one, both ways, isolates it as a network partition would, while clients still reach
+every node directly (a partitioned leader can be asked to write, and must not acknowledge
+anything it cannot commit). Each partition also asks the leader of the time whether a fetch
+crossed the cut (``cut_fetch_leaks``).
 """
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ import asyncio
 import os
 import random
 import signal
+import time
 from collections import Counter
 from contextlib import asynccontextmanager
 
@@ -20,19 +27,24 @@ from kafkawire.net.client import TransportError
 from kafkawire.raft.node.local_quorum import LocalQuorum, QuorumError, describe_quorum, free_ports
 
 from .hostile import fetch_flood, send_hostile_raft_requests
-from .proxy import LinkProxy
+from .netsplit import PeerProxy
 from .storm import heartbeat_storm
 from .tenant import TenantTally, hostile_tenant_round, tenant_properties
 
 
 BROKER_METADATA_VERSION = 99   # the highest metadata.version the nemesis's brokers say they support
+# A fetch the leader records this long after a cut began crossed the cut: one already on its way
+# when the proxy dropped the connection is allowed for, however loaded the machine.
+CUT_FETCH_GRACE_MS = 1000
 
 
 class NemesisCluster:
     def __init__(self, base_dir, *, voters: int = 3, properties: dict | None = None, rng: random.Random):
         self.quorum = LocalQuorum(base_dir, voters=voters, properties=properties)
         self.rng = rng
-        self.links: dict[tuple[int, int], LinkProxy] = {}
+        self.proxies: dict[int, PeerProxy] = {}   # node -> the proxy in front of its controller listener
+        self.cut_fetch_checks = 0                 # partitions whose leader was asked late enough in the cut
+        self.cut_fetch_leaks: list[str] = []      # a fetch the leader took across a cut
         self.faults = Counter()
         self.stopped: set[int] = set()          # SIGSTOPped
         self.down: set[int] = set()             # killed, not yet restarted
@@ -54,18 +66,17 @@ class NemesisCluster:
     async def start(self) -> None:
         q = self.quorum
         for i in self.ids:
-            for j in self.ids:
-                if i != j:
-                    link = LinkProxy(q.ports[j])
-                    await link.start()
-                    self.links[(i, j)] = link
+            self.proxies[i] = PeerProxy(q.ports[i])
+            await self.proxies[i].start()
         q.format(mode="static")
+        voters = ",".join(f"{j}@127.0.0.1:{self.proxies[j].port}" for j in self.ids)
+        bootstrap = ",".join(f"127.0.0.1:{self.proxies[j].port}" for j in self.ids)
+        tenant = {key.replace(".", "_"): value for key, value in tenant_properties().items()}
         for i in self.ids:
-            voters = ",".join(f"{j}@127.0.0.1:{q.ports[j] if j == i else self.links[(i, j)].port}"
-                              for j in self.ids)
-            tenant = {key.replace(".", "_"): value for key, value in tenant_properties().items()}
-            q.write_config(i, controller_quorum_voters=voters, **tenant,
-                           listeners=f"CONTROLLER://127.0.0.1:{q.ports[i]},TENANT://127.0.0.1:{self.tenant_ports[i]}")
+            q.write_config(i, controller_quorum_voters=voters, controller_quorum_bootstrap_servers=bootstrap, **tenant,
+                           listeners=f"CONTROLLER://127.0.0.1:{q.ports[i]},TENANT://127.0.0.1:{self.tenant_ports[i]}",
+                           advertised_listeners=f"CONTROLLER://127.0.0.1:{self.proxies[i].port},"
+                                                f"TENANT://127.0.0.1:{self.tenant_ports[i]}")
         q.start_all()
 
     async def stop(self) -> None:
@@ -74,8 +85,8 @@ class NemesisCluster:
         self.quorum.stop_all()
         for i in self.ids:
             self.quorum.kill(i)
-        for link in self.links.values():
-            await link.close()
+        for proxy in self.proxies.values():
+            await proxy.close()
 
     def _signal(self, node_id: int, sig) -> None:
         proc = self.quorum.processes.get(node_id)
@@ -115,13 +126,46 @@ class NemesisCluster:
         self.stopped.discard(node_id)
 
     async def partition(self, node_id: int, cut_s: float) -> None:
+        """No connection between ``node_id`` and any other node, either way, for ``cut_s``;
+        meanwhile the leader of the cut's start is asked whether a fetch crossed it."""
         self.faults["partition"] += 1
-        mine = [link for (a, b), link in self.links.items() if node_id in (a, b)]
-        for link in mine:
-            link.set_cut(True)
-        await asyncio.sleep(cut_s)
-        for link in mine:
-            link.set_cut(False)
+        others = [i for i in self.ids if i != node_id]
+        leader = await self._a_leader()
+        cut_ms = time.time() * 1000
+        for i in others:
+            self.proxies[node_id].cut(i)
+            self.proxies[i].cut(node_id)
+        checked, leaks_before = False, len(self.cut_fetch_leaks)
+        while time.time() * 1000 < cut_ms + cut_s * 1000:
+            await asyncio.sleep(min(0.5, max(0.0, cut_ms / 1000 + cut_s - time.time())))
+            if leader is not None and len(self.cut_fetch_leaks) == leaks_before \
+                    and await self._checked_for_fetches_across(leader, node_id, cut_ms):   # (one leak a cut is enough)
+                checked = True
+        self.cut_fetch_checks += checked
+        for i in others:
+            self.proxies[node_id].heal(i)
+            self.proxies[i].heal(node_id)
+
+    async def _checked_for_fetches_across(self, leader: int, cut_node: int, cut_ms: float) -> bool:
+        """Asks ``leader`` (the leader when the cut began) for its voters' last fetches and
+        records one it took across the cut, if any; True when it still led and was asked late
+        enough for a fetch across the cut to show. The fetches that count come from ``cut_node``
+        if that is a follower, from anyone if the leader is the node cut. (A leader cut off steps
+        down after its fetch timeout: from then on there is nothing to ask.)"""
+        asked_ms = time.time() * 1000
+        try:
+            view = await describe_quorum(self.quorum.address(leader), timeout_ms=2000)
+        except (QuorumError, TransportError, OSError):
+            return False
+        if view.leader_id != leader:
+            return False
+        across = [r for r in view.voters if r.replica_id != leader and (leader == cut_node or r.replica_id == cut_node)]
+        for replica in across:
+            if replica.last_fetch_timestamp > cut_ms + CUT_FETCH_GRACE_MS:
+                self.cut_fetch_leaks.append(
+                    f"leader {leader} took a fetch from {replica.replica_id} "
+                    f"{replica.last_fetch_timestamp - cut_ms:.0f} ms into a cut of node {cut_node}")
+        return asked_ms > cut_ms + CUT_FETCH_GRACE_MS
 
     async def flood(self, node_id: int, flood_s: float, connections: int = 20, pipelined: int = 16) -> None:
         """Hostile clients: pipelined long-poll fetches of __cluster_metadata at one node."""

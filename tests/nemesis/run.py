@@ -1,6 +1,6 @@
 """The nemesis run: a three-voter kafkawire quorum on 127.0.0.1, clients creating topics,
 and faults one after another (kill -9, a torn segment tail, SIGSTOP, a network partition through
-the links, a flood of long-poll fetches, hostile raft requests and tenants, a storm of broker
+the proxies in front of the controller listeners, a flood of long-poll fetches, hostile raft requests and tenants, a storm of broker
 heartbeats at the leader), each held 1-5 s and healed (every kind at least once, however short
 the run); then everything heals, a leader must appear within a bound, the voters must catch up,
 and the checks of checks.py run.
@@ -49,6 +49,8 @@ class Report:
     slowest_leader_after_a_fault_s: float
     storm: dict
     storm_epoch_moves: list
+    cut_fetch_checks: int        # partitions after which the leader of their start was asked
+    cut_fetch_leaks: list        # a fetch that leader took across a cut (the proxies let it by)
 
     def lines(self) -> str:
         v = self.verdict
@@ -67,7 +69,10 @@ class Report:
             f"unexpected answers: {len(self.tenant_unexpected)}",
             f"nemesis: heartbeat storms: {', '.join(f'{k} {n}' for k, n in sorted(self.storm.items()))}; "
             f"leader epoch moved across a storm: {len(self.storm_epoch_moves)}",
-        ] + [f"nemesis:   {p}" for p in v.replay_problems[:10] + self.tenant_unexpected[:10] + self.storm_epoch_moves])
+            f"nemesis: partitions checked at their leader: {self.cut_fetch_checks}; "
+            f"fetches across a cut: {len(self.cut_fetch_leaks)}",
+        ] + [f"nemesis:   {p}" for p in v.replay_problems[:10] + self.tenant_unexpected[:10] + self.storm_epoch_moves
+             + self.cut_fetch_leaks])
 
 
 async def _wait_for_leader(qc: QuorumClient, bound_s: float) -> float:
@@ -125,7 +130,8 @@ async def run(base_dir: str, duration_s: float, seed: int, log=print) -> Report:
         return Report(faults_s, len(outcomes.acked), len(outcomes.maybe), len(outcomes.refused),
                       dict(cluster.faults), outcomes.leaderless_seconds(), leader_after, verdict, dict(races),
                       dict(cluster.tenant.counts), list(cluster.tenant.unexpected), max(leader_after_fault, default=0),
-                      dict(cluster.storm), list(cluster.storm_epoch_moves))
+                      dict(cluster.storm), list(cluster.storm_epoch_moves),
+                      cluster.cut_fetch_checks, list(cluster.cut_fetch_leaks))
 
 
 def main(argv=None) -> int:

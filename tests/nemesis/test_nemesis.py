@@ -31,6 +31,9 @@ def test_a_short_nemesis_run_loses_nothing_acknowledged(tmp_path):
     assert report.storm_epoch_moves == [], report.storm_epoch_moves
     assert report.storm.get("heartbeat NONE", 0) > 0 and set(report.storm) <= EXPECTED_STORM_ANSWERS, report.storm
     assert report.tenant_unexpected == [] and report.tenant.get("refused as Kafka refuses", 0) > 0, report.tenant
+    # A partition cuts the raft fetches too, not only Vote and BeginQuorumEpoch: a follower
+    # fetches from the address its leader advertises, which must be that node's proxy.
+    assert report.cut_fetch_checks > 0 and report.cut_fetch_leaks == [], report.cut_fetch_leaks
     assert report.leader_after_heal_s < nemesis.LEADER_BOUND_S
     assert report.slowest_leader_after_a_fault_s < nemesis.LEADER_BOUND_S
 

@@ -211,3 +211,27 @@ def test_create_topics_failed_as_a_whole_answers_the_refused_topics_with_its_err
     answers.append(lambda r: CreateTopicsResponse(topics=[CreatableTopicResult(name=t.name) for t in r.topics]))
     served = run(handler.handle(ALICE, request))
     assert [(t.name, t.error_code) for t in served.topics] == [("mine", 0), ("theirs", Errors.TOPIC_AUTHORIZATION_FAILED)]
+
+
+def test_create_topics_every_topic_refused_at_a_standby_controller_gets_the_refusals():
+    """QuorumController.createTopics answers a request left empty by the authorizer at once,
+    active or not, so a standby controller answers TOPIC_AUTHORIZATION_FAILED, not NOT_CONTROLLER
+    (the nemesis's hostile tenant found it once its partitions moved the leadership); a topic
+    it may create still gets NOT_CONTROLLER there."""
+    from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
+    from kafkawire.net.authorizer import authorizing_create_topics
+    from kafkawire.protocol.error_codes import Errors
+    from tests.controller.harness import FakeQuorum, Running, add_controller
+    standby = add_controller(FakeQuorum(), 1)
+    handler = authorizing_create_topics(standby.handlers()[19], Grants((Op.CREATE, RESOURCE_TOPIC, "mine")))
+
+    async def go():
+        async with Running(standby):
+            refused = await handler.handle(ALICE, CreateTopicsRequest(topics=[CreatableTopic(name="theirs")]))
+            kept = await handler.handle(ALICE, CreateTopicsRequest(topics=[CreatableTopic(name="theirs"),
+                                                                           CreatableTopic(name="mine")]))
+            return refused, kept
+    refused, kept = run(go())
+    assert [(t.name, t.error_code) for t in refused.topics] == [("theirs", Errors.TOPIC_AUTHORIZATION_FAILED)]
+    assert [(t.name, t.error_code) for t in kept.topics] == [("theirs", Errors.NOT_CONTROLLER),
+                                                             ("mine", Errors.NOT_CONTROLLER)]
