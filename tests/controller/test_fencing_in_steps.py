@@ -152,17 +152,22 @@ def test_a_new_active_controller_finishes_moving_the_partitions_of_a_fenced_brok
     run(go())
 
 
+async def _fence_victim(quorum, leader, topic_id: str) -> int:
+    """VICTIM asks to be fenced; returns how many partitions it led, once the job's moves committed."""
+    led = sum(p.leader == VICTIM for p in leader.image.topics_by_id[topic_id].partitions.values())
+    await call(leader, 63, heartbeat(VICTIM, leader.image.brokers[VICTIM].epoch, quorum.end_offset, want_fence=True))
+    await until(lambda: not leader.moves and not leader.pipeline.in_flight, "the partitions moved")
+    return led
+
+
 def test_the_active_controller_logs_when_the_leaderships_of_a_fence_in_steps_are_committed(monkeypatch, caplog):
     """The job's leadership part (the first) logs once its last step commits, with the count of
     partitions the broker led; the ISR-only steps after it do not log again."""
     async def go():
         quorum, leader, running, topic_id = await _cluster(3, monkeypatch)
         async with running:
-            led = sum(p.leader == VICTIM for p in leader.image.topics_by_id[topic_id].partitions.values())
             with caplog.at_level("INFO", logger="kafkawire.controller.fencing"):
-                await call(leader, 63, heartbeat(VICTIM, leader.image.brokers[VICTIM].epoch, quorum.end_offset,
-                                                 want_fence=True))
-                await until(lambda: not leader.moves and not leader.pipeline.in_flight, "the partitions moved")
+                led = await _fence_victim(quorum, leader, topic_id)
             lines = [r.getMessage() for r in caplog.records if "leads no partition" in r.getMessage()]
             assert led > 3 and len(lines) == 1, lines
             assert f"broker {VICTIM} leads no partition: its {led} leaderships moved and committed" in lines[0]
@@ -178,12 +183,8 @@ def test_a_fence_in_steps_logs_its_timeline_at_debug(monkeypatch, caplog, tmp_pa
     async def go():
         quorum, leader, running, topic_id = await _cluster(3, monkeypatch)
         async with running:
-            led = sum(p.leader == VICTIM for p in leader.image.topics_by_id[topic_id].partitions.values())
             with caplog.at_level("DEBUG", logger="kafkawire.controller.fence_timeline"):
-                await call(leader, 63, heartbeat(VICTIM, leader.image.brokers[VICTIM].epoch, quorum.end_offset,
-                                                 want_fence=True))
-                await until(lambda: not leader.moves and not leader.pipeline.in_flight, "the partitions moved")
-            return led
+                return await _fence_victim(quorum, leader, topic_id)
     led = run(go())
     lines = [r.getMessage() for r in caplog.records if r.name == "kafkawire.controller.fence_timeline"]
     assert any(f"job of broker {VICTIM} started: {led} leaderships, {PARTITIONS} partitions" in line

@@ -192,6 +192,13 @@ def test_only_the_active_controller_runs_it_and_a_new_one_waits_an_interval_from
     run(go())
 
 
+async def _out_of_isr(leader, topic_id: str, pid: int) -> None:
+    """The returning broker (the partition's first replica) taken out of the partition's ISR."""
+    p = leader.image.topics_by_id[topic_id].partitions[pid]
+    response = await alter(leader, p.leader, topic_id, pid, [r for r in p.isr if r != COMEBACK])
+    assert response.topics[0].partitions[0].error_code == 0
+
+
 def test_a_preferred_replica_out_of_the_isr_is_not_elected_and_the_partition_stays_for_the_next_run(monkeypatch):
     """Kafka's builder keeps the leader when the first replica may not lead: no record, and the
     partition stays imbalanced; once it is back in the ISR, the next run elects it."""
@@ -201,9 +208,7 @@ def test_a_preferred_replica_out_of_the_isr_is_not_elected_and_the_partition_sta
         quorum, (leader,), running, topic_id, preferred = await _leadership_moved_away(monkeypatch, clock)
         async with running:
             pid = preferred[0]
-            p = leader.image.topics_by_id[topic_id].partitions[pid]
-            response = await alter(leader, p.leader, topic_id, pid, [r for r in p.isr if r != COMEBACK])
-            assert response.topics[0].partitions[0].error_code == 0
+            await _out_of_isr(leader, topic_id, pid)
             mark = quorum.end_offset
             await _duties_ran(leader, clock, INTERVAL_MS)
             assert sorted(m.partition_id for m in partition_changes(quorum, mark)) == preferred[1:]
@@ -229,9 +234,7 @@ def test_a_run_looks_at_a_bounded_number_of_partitions_and_the_walk_goes_on_at_o
         quorum, (leader,), running, topic_id, preferred = await _leadership_moved_away(monkeypatch, clock)
         async with running:
             stuck = preferred[0]
-            p = leader.image.topics_by_id[topic_id].partitions[stuck]
-            response = await alter(leader, p.leader, topic_id, stuck, [r for r in p.isr if r != COMEBACK])
-            assert response.topics[0].partitions[0].error_code == 0
+            await _out_of_isr(leader, topic_id, stuck)
             task = leader.leader_balance
             task.max_looks = 1
             mark = quorum.end_offset
