@@ -219,7 +219,7 @@ class MetadataController(PeriodicDuties):
             if timeline:
                 fence_timeline.committed(self.node_id, base_offset, len(records), None)
         else:
-            replay_started = time.process_time()
+            replay_started = time.process_time() if timeline else 0.0
             if self.pipeline.in_flight:
                 # Commits come in log order: a batch not applied ahead while writes are in flight
                 # means the log is not the one they were applied to, or another writer's came first.
