@@ -167,6 +167,39 @@ def test_a_refused_token_fails_the_client_with_kafkas_json():
     assert INVALID in str(refused.value)
 
 
+def test_the_session_lifetime_is_the_tokens_and_a_refusal_goes_out_after_the_clients_ack():
+    """On the wire: SessionLifetimeMs is the time left to the token's exp (no
+    connections.max.reauth.ms set); a refused token's JSON comes back as a challenge (error code
+    NONE), the client's %x01 then gets SASL_AUTHENTICATION_FAILED with that JSON, and the close."""
+    from kafkawire.messages.sasl_authenticate_request import SaslAuthenticateRequest
+    from kafkawire.messages.sasl_handshake_request import SaslHandshakeRequest
+
+    from .netlib import RawConnection
+
+    async def exchange_on_the_wire(tokens, refused=False):
+        async with KafkaServer({}, security=node_security().security_of("CONTROLLER")) as server:
+            conn = await RawConnection.open(server.port)
+            await conn.send(SaslHandshakeRequest(mechanism="OAUTHBEARER"), 1, 0)
+            _, handshake = await conn.read_response(17, 1)
+            answers = [handshake.error_code]
+            for i, token in enumerate(tokens, 1):
+                await conn.send(SaslAuthenticateRequest(auth_bytes=token), 2, i)
+                answers.append((await conn.read_response(36, 2))[1])
+            if refused:
+                answers.append(await conn.at_eof())
+            return answers
+
+    exp = now_s() + 100
+    good = client_first_message(unsecured({"sub": "alice", "exp": exp}))
+    code, answer = run(exchange_on_the_wire([good]))
+    assert code == 0 and answer.error_code == 0
+    assert 90_000 < answer.session_lifetime_ms <= 100_000
+    bad = client_first_message(unsecured({"sub": "alice", "exp": 1}))
+    code, challenge, failure, closed = run(exchange_on_the_wire([bad, b"\x01"], refused=True))
+    assert (challenge.error_code, bytes(challenge.auth_bytes)) == (0, INVALID.encode())
+    assert (failure.error_code, failure.error_message, closed) == (58, INVALID, True)
+
+
 def test_login_options_that_make_no_token_stop_the_node():
     config = node_security(jaas="org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;")
     with pytest.raises(ConfigError, match="no token to send"):
@@ -345,3 +378,19 @@ def test_confluent_kafka_reads_with_librdkafkas_unsecured_jwt(served_log):
             "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
             "enable.sasl.oauthbearer.unsecure.jwt": True, "sasl.oauthbearer.config": "principal=alice"})
     assert errors == [] and got == want
+
+
+def test_the_replica_fetchers_and_markers_log_in_with_oauthbearer(tmp_path):
+    """sasl.mechanism.inter.broker.protocol=OAUTHBEARER: the broker's peers' client makes its token
+    from the inter-broker listener's JAAS entry; the peer's principal is its sub."""
+    import asyncio
+
+    from tests.broker.test_inter_broker_sasl import config_text, fetch_as_peer, make_broker
+    jaas = UNSECURED_JAAS.replace('"controller"', '"broker"')
+    config = parse_server_config(config_text(tmp_path, "OAUTHBEARER", enabled="OAUTHBEARER", jaas_keys=False)
+                                 + f"listener.name.broker.oauthbearer.sasl.jaas.config={jaas}\n")
+    broker = make_broker(config)
+    options, unusable = broker.replica_roles.client_options()
+    assert unusable is None and options["sasl"]().mechanism == "OAUTHBEARER"
+    assert asyncio.run(fetch_as_peer(config, options)) == ["User:broker"]
+    assert broker.txn_apis.router.peers.client().sasl().mechanism == "OAUTHBEARER"
