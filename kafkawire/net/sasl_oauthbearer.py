@@ -40,7 +40,7 @@ from kafkawire.net.sasl import SaslFailure
 __all__ = ["MECHANISM", "OAuthBearerToken", "InvalidToken", "parse_client_first", "client_first_message",
            "UnsecuredValidator", "OAuthBearerServer", "OAuthBearerClient", "unsecured_login_token",
            "login_extensions", "server_validator", "LOGIN_MODULE", "VALIDATOR_HANDLER", "is_oauthbearer_key",
-           "oauthbearer_factories", "unsecured_client"]
+           "oauthbearer_factories", "unsecured_client", "node_client"]
 
 log = logging.getLogger(__name__)
 
@@ -401,6 +401,23 @@ class OAuthBearerClient:
         return None
 
 
+def node_client(lookup, options: dict, where: str):
+    """The SaslClient factory of the node's own connections: tokens from the token endpoint when
+    the login callback handler is Kafka's OAuthBearerLoginCallbackHandler
+    (kafkawire.net.oauthbearer_login; its extensions the JAAS options ``extension_<name>``), else
+    the unsecured login module's. ``lookup(name)`` -> (value or None, key)."""
+    from kafkawire.net.oauthbearer_login import token_endpoint
+    endpoint = token_endpoint(lookup, options, where)
+    if endpoint is None:
+        return unsecured_client(options, where)
+    extensions = {k[len("extension_"):]: v for k, v in options.items() if k.startswith("extension_")}
+    try:
+        check_extensions(extensions)
+    except ValueError as exc:
+        raise ConfigError(where, "(hidden)", str(exc)) from None
+    return lambda: OAuthBearerClient(endpoint.token, extensions)
+
+
 def unsecured_client(options: dict, where: str = "sasl.jaas.config"):
     """A SaslClient factory for the unsecured login module's options; ConfigError at once for
     options that cannot make a token."""
@@ -418,7 +435,8 @@ def is_oauthbearer_key(rest: str) -> bool:
         if rest == CALLBACK_HANDLER_KEY:
             return True
     from kafkawire.net.oauthbearer_jwks import SETTINGS
-    return rest in SETTINGS
+    from kafkawire.net.oauthbearer_login import LOGIN_SETTINGS
+    return rest in SETTINGS or rest in LOGIN_SETTINGS
 
 
 def server_validator(props: dict, listener: str, jaas_entry):

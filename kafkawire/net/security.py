@@ -256,12 +256,21 @@ def _node_client_security(props: dict, listener: str, protocol: str, mechanism_k
     require_mechanism(raw)
     entry = _jaas_for(props, listener, raw)
     if raw == sasl_oauthbearer.MECHANISM:
-        return ClientSecurity(protocol, settings, raw, sasl_factory=sasl_oauthbearer.unsecured_client(entry.options,
-                                                                                                   entry.key))
+        factory = sasl_oauthbearer.node_client(lambda name: _mechanism_lookup(props, listener, raw, name),
+                                               entry.options, entry.key)
+        return ClientSecurity(protocol, settings, raw, sasl_factory=factory)
     username, password = entry.options.get("username"), entry.options.get("password")
     if username is None or password is None:
         raise ConfigError(entry.key, "(hidden)", f"needs username and password options: {who} with {raw}")
     return ClientSecurity(protocol, settings, raw, username, password)
+
+
+def _mechanism_lookup(props: dict, listener: str, mechanism: str, key: str):
+    """(value, source key): ``listener.name.<l>.<mechanism>.<key>``, else ``_lookup``'s order."""
+    prefixed = f"listener.name.{listener.lower()}.{mechanism.lower()}.{key}"
+    if prefixed in props:
+        return props[prefixed], prefixed
+    return _lookup(props, listener, key, None)
 
 
 def with_client_security(config, props: dict):
@@ -441,7 +450,8 @@ def client_options_from_properties(props: dict) -> dict:
             raise ConfigError("sasl.jaas.config", None, f"is required with security.protocol={protocol}")
         entry = parse_jaas_config("sasl.jaas.config", props["sasl.jaas.config"])
         if mechanism == sasl_oauthbearer.MECHANISM:
-            options["sasl"] = sasl_oauthbearer.unsecured_client(entry.options, entry.key)
+            options["sasl"] = sasl_oauthbearer.node_client(lambda name: (props.get(name), name), entry.options,
+                                                           entry.key)
             return options
         username, password = entry.options.get("username"), entry.options.get("password")
         if username is None or password is None:

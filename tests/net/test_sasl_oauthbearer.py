@@ -394,3 +394,65 @@ def test_the_replica_fetchers_and_markers_log_in_with_oauthbearer(tmp_path):
     assert unusable is None and options["sasl"]().mechanism == "OAUTHBEARER"
     assert asyncio.run(fetch_as_peer(config, options)) == ["User:broker"]
     assert broker.txn_apis.router.peers.client().sasl().mechanism == "OAUTHBEARER"
+
+
+class _TokenEndpoint(http.server.BaseHTTPRequestHandler):
+    """client_credentials for client id "svc", secret "svc-secret": a JWT signed by ``key``."""
+    key = None
+    requests: list = []
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"])).decode()
+        type(self).requests.append((self.headers["Authorization"], body))
+        if self.headers["Authorization"] != "Basic " + base64.b64encode(b"svc:svc-secret").decode():
+            self.send_response(401)
+            self.end_headers()
+            return
+        answer = json.dumps({"access_token": signed(self.key, "r1", good_claims(sub="controller-svc")),
+                             "token_type": "Bearer", "expires_in": 600}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_the_nodes_own_client_takes_its_token_from_a_token_endpoint(tmp_path, keys):
+    """sasl.login.callback.handler.class=OAuthBearerLoginCallbackHandler: the raft client's token
+    comes from the client credentials grant (HTTP Basic, grant_type=client_credentials, the
+    scope) and passes the OIDC validator; one fetch serves every connection while it is fresh; a
+    wrong secret gets no token and the connection fails naming the endpoint's refusal."""
+    rsa_key, _ = keys
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text(json.dumps({"keys": [jwk_of(rsa_key, "r1")]}))
+    _TokenEndpoint.key, _TokenEndpoint.requests = rsa_key, []
+    endpoint = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _TokenEndpoint)
+    thread = threading.Thread(target=endpoint.serve_forever, daemon=True)
+    thread.start()
+    try:
+        def config(secret):
+            return node_security(
+                "listener.name.controller.oauthbearer.sasl.server.callback.handler.class="
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler\n"
+                f"sasl.oauthbearer.jwks.endpoint.url={jwks.as_uri()}\nsasl.oauthbearer.expected.audience=kafka\n"
+                "listener.name.controller.oauthbearer.sasl.login.callback.handler.class="
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler\n"
+                f"sasl.oauthbearer.token.endpoint.url=http://127.0.0.1:{endpoint.server_port}/token\n"
+                "sasl.oauthbearer.scope=kafka\n",
+                jaas='org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
+                     f'clientId="svc" clientSecret="{secret}";')
+        good = config("svc-secret")
+        sasl = client_options(good.raft_client_security())["sasl"]
+        assert run(authenticate(good, sasl)) == ["User:controller-svc"]
+        assert run(authenticate(good, sasl)) == ["User:controller-svc"]
+        assert len(_TokenEndpoint.requests) == 1
+        assert _TokenEndpoint.requests[0][1] == "grant_type=client_credentials&scope=kafka"
+        with pytest.raises(AuthenticationFailed, match="no token to send: .*401"):
+            run(authenticate(good, client_options(config("wrong").raft_client_security())["sasl"]))
+    finally:
+        endpoint.shutdown()
+        endpoint.server_close()
+        thread.join(10)
