@@ -124,7 +124,7 @@ class ListenerSecurity:
     # ssl.principal.mapping.rules, for SSL and SASL_SSL (a certificate's principal on SSL only).
     principal_mapper: SslPrincipalMapper | None = None
     # OAUTHBEARER's token validator (kafkawire.net.sasl_oauthbearer), when the listener enables it.
-    oauthbearer: object | None = None
+    oauthbearer: object | None = field(default=None, compare=False, repr=False)
 
     @property
     def uses_ssl(self) -> bool:
