@@ -155,11 +155,12 @@ class OAuthBearerServer:
         self.credential_expiry_ms: int | None = None
         self.extensions: dict[str, str] = {}
         self._error: str | None = None
+        self._reason = ""
 
     def evaluate(self, data: bytes) -> bytes:
         if data == SEPARATOR.encode() and self._error is not None:
             # The client acknowledged our error: Kafka's SaslAuthenticationException, its text sent.
-            raise SaslFailure(self._error, f"OAUTHBEARER: the token was refused: {self._error}",
+            raise SaslFailure(self._error, f"OAUTHBEARER: the token was refused with {self._error}: {self._reason}",
                               authentication_exception=True)
         self._error = None
         try:
@@ -172,8 +173,11 @@ class OAuthBearerServer:
         try:
             token = self.validator.validate(token_text, reauthentication.now_ms())
         except InvalidToken as refused:
+            # The reason is logged with the failure once the client acknowledges (cut short: a
+            # claim in it may be as long as the client's frame).
             self._error = refused.json()
-            log.info("OAUTHBEARER token refused (%s): %s", refused.status, refused.reason)
+            self._reason = refused.reason if len(refused.reason) <= 500 else refused.reason[:500] + "..."
+            log.debug("OAUTHBEARER token refused: %s", self._error)
             return self._error.encode()
         if authzid and authzid != token.principal:
             raise SaslFailure("Authentication failed: Client requested an authorization id "
@@ -242,9 +246,10 @@ class UnsecuredValidator:
         try:
             self.clock_skew_ms = int(skew)
         except ValueError:
-            raise ConfigError(where, "(hidden)", f"unsecuredValidatorAllowableClockSkewMs: {skew!r} is not an "
-                                                 "integer") from None
-        if not -2**31 <= self.clock_skew_ms < 2**31 or self.clock_skew_ms < 0:
+            self.clock_skew_ms = None
+        if self.clock_skew_ms is None or self.clock_skew_ms >= 2**31:       # Integer.parseInt
+            raise ConfigError(where, "(hidden)", f"unsecuredValidatorAllowableClockSkewMs: {skew!r} is not an INT")
+        if self.clock_skew_ms < 0:
             raise ConfigError(where, "(hidden)", "unsecuredValidatorAllowableClockSkewMs: Allowable clock skew "
                                                  f"millis must not be negative: {skew}")
 
