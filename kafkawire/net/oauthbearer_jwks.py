@@ -275,6 +275,7 @@ def _json_object(raw: bytes, what: str) -> dict:
 _KTY = {"RS": "RSA", "PS": "RSA", "ES": "EC", "HS": "oct"}
 _HASHES = {"256": "SHA256", "384": "SHA384", "512": "SHA512"}
 _CURVES = {"P-256": ("SECP256R1", 32), "P-384": ("SECP384R1", 48), "P-521": ("SECP521R1", 66)}
+_ALG_CURVES = {"ES256": "P-256", "ES384": "P-384", "ES512": "P-521"}
 
 
 def _verify(alg: str, jwk: dict, signed: bytes, signature: bytes) -> bool:
@@ -294,8 +295,8 @@ def _verify(alg: str, jwk: dict, signed: bytes, signature: bytes) -> bool:
             key.verify(signature, signed, pad, digest)
             return True
         curve_name, size = _CURVES.get(jwk.get("crv"), (None, 0))
-        if curve_name is None or len(signature) != 2 * size:
-            return False
+        if _ALG_CURVES[alg] != jwk.get("crv") or len(signature) != 2 * size:
+            return False                    # RFC 7518 3.4: each ES algorithm has its curve
         key = ec.EllipticCurvePublicNumbers(_int(jwk, "x"), _int(jwk, "y"), getattr(ec, curve_name)()).public_key()
         der = utils.encode_dss_signature(int.from_bytes(signature[:size], "big"), int.from_bytes(signature[size:], "big"))
         key.verify(der, signed, ec.ECDSA(digest))
