@@ -456,3 +456,66 @@ def test_the_nodes_own_client_takes_its_token_from_a_token_endpoint(tmp_path, ke
         endpoint.shutdown()
         endpoint.server_close()
         thread.join(10)
+
+
+def test_confluent_kafka_produces_and_consumes_through_a_combined_node_over_oauthbearer(tmp_path):
+    """A combined kafkawire node whose broker listener (also the inter-broker one) is
+    SASL_PLAINTEXT with OAUTHBEARER only: librdkafka's unsecured JWT creates a topic, produces
+    and reads back every record; a token refused for its missing scope gets nothing."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
+    broker_port, = free_ports(1)
+    jaas = UNSECURED_JAAS[:-1] + ' unsecuredLoginStringClaim_scope="kafka" unsecuredValidatorRequiredScope="kafka";'
+    quorum = LocalQuorum(tmp_path, voters=1, properties={
+        "process.roles": "broker,controller", "listener.security.protocol.map": "BROKER:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name": "BROKER", "sasl.enabled.mechanisms": "OAUTHBEARER",
+        "sasl.mechanism.inter.broker.protocol": "OAUTHBEARER", "listener.name.broker.oauthbearer.sasl.jaas.config": jaas,
+        "controller.quorum.election.timeout.ms": "200"},
+        node_properties={1: {"listeners": f"BROKER://127.0.0.1:{broker_port},CONTROLLER://127.0.0.1:{{port}}"}})
+    quorum.node_properties[1]["listeners"] = quorum.node_properties[1]["listeners"].format(port=quorum.ports[1])
+    client = {"bootstrap.servers": f"127.0.0.1:{broker_port}", "security.protocol": "SASL_PLAINTEXT",
+              "sasl.mechanism": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": True,
+              "sasl.oauthbearer.config": "principal=alice scope=kafka", "log_level": 0}
+    quorum.format(mode="standalone")
+    quorum.start(1)
+    try:
+        admin = AdminClient(client)
+
+        def brokers():
+            try:
+                return admin.list_topics(timeout=2).brokers
+            except confluent_kafka.KafkaException:     # not listening yet
+                return {}
+        quorum.wait_until(lambda: quorum._check_alive([1]) or 1 in brokers(), 60,
+                          "the broker to register and answer Metadata over OAUTHBEARER")
+        admin.create_topics([NewTopic("t", 1, 1)])["t"].result(30)
+        producer, delivered = confluent_kafka.Producer(client), []
+        for i in range(20):
+            producer.produce("t", f"record-{i}".encode(), on_delivery=lambda err, m: delivered.append(err))
+        assert producer.flush(30) == 0 and delivered == [None] * 20
+        consumer = confluent_kafka.Consumer({**client, "group.id": "g", "enable.auto.commit": False})
+        try:
+            consumer.assign([confluent_kafka.TopicPartition("t", 0, confluent_kafka.OFFSET_BEGINNING)])
+            got, deadline = [], time.monotonic() + 30
+            while len(got) < 20 and time.monotonic() < deadline:
+                m = consumer.poll(0.5)
+                if m is not None and not m.error():
+                    got.append(m.value())
+        finally:
+            consumer.close()
+        assert got == [f"record-{i}".encode() for i in range(20)]
+        errors = []
+        unscoped = AdminClient({**client, "sasl.oauthbearer.config": "principal=alice", "error_cb": errors.append})
+        with pytest.raises(confluent_kafka.KafkaException):
+            unscoped.list_topics(timeout=5)
+        deadline = time.monotonic() + 10           # error_cb is served by poll()
+        while not any("insufficient_scope" in str(e) for e in errors) and time.monotonic() < deadline:
+            unscoped.poll(0.2)
+        assert any('{"status":"insufficient_scope", "scope":"[kafka]"}' in str(e) for e in errors), errors
+    finally:
+        proc = quorum.processes.get(1)
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
