@@ -519,3 +519,26 @@ def test_confluent_kafka_produces_and_consumes_through_a_combined_node_over_oaut
         if proc is not None and proc.poll() is None:
             proc.kill()
             proc.wait(timeout=10)
+
+
+def test_a_re_authentication_takes_a_new_token_of_the_same_principal_only():
+    """KIP-368 with OAUTHBEARER: the re-authentication's session validates a new token (its exp the
+    new credential expiry); a token of another principal is refused as Kafka refuses it."""
+    from kafkawire.net.authentication import sasl_session
+    from types import SimpleNamespace
+    security = node_security().security_of("CONTROLLER")
+    session = sasl_session(SimpleNamespace(security=security, scram_lookup=None))
+    exp = int(now_s()) + 600
+    session.api_versions_answered()
+    assert session.handshake("OAUTHBEARER", 1) == 0
+    assert session.evaluate(client_first_message(unsecured({"sub": "alice", "exp": exp}))) == b""
+    assert (session.principal, session.credential_expiry_ms) == ("User:alice", exp * 1000)
+    again = session.reauthentication()
+    assert again.handshake("OAUTHBEARER", 1) == 0
+    again.evaluate(client_first_message(unsecured({"sub": "alice", "exp": exp + 60})))
+    assert (again.principal, again.credential_expiry_ms) == ("User:alice", (exp + 60) * 1000)
+    other = again.reauthentication()
+    other.handshake("OAUTHBEARER", 1)
+    with pytest.raises(SaslFailure, match="Cannot change principals during re-authentication from User.alice: "
+                                          "User.bob"):
+        other.evaluate(client_first_message(unsecured({"sub": "bob", "exp": exp})))
