@@ -348,7 +348,11 @@ class JwksValidator:
         if not isinstance(alg, str) or alg[:2] not in _KTY or alg[2:] not in _HASHES:
             raise InvalidToken(f"the JWS algorithm {str(alg)[:20]!r} is not allowed (none is refused; RS, PS, ES "
                                "and HS with 256, 384 or 512 are taken)")
-        keys = _candidates(self.source.keys(), alg, kid)
+        try:
+            available = self.source.keys()
+        except ConfigError as exc:          # not read at start (a listener rebuilt later) and unreadable now
+            raise InvalidToken(f"the JWKS could not be read: {exc}") from None
+        keys = _candidates(available, alg, kid)
         if not keys:
             if isinstance(kid, str):
                 self.source.missing_kid(kid)
