@@ -289,10 +289,11 @@ def test_oidc_settings_are_checked_at_start(tmp_path):
 class _Jwks(http.server.BaseHTTPRequestHandler):
     body = b"{}"
     fetches = 0
+    status = 200
 
     def do_GET(self):
         type(self).fetches += 1
-        self.send_response(200)
+        self.send_response(self.status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(self.body)))
         self.end_headers()
@@ -322,7 +323,7 @@ def test_oidc_tokens_from_an_https_jwks_refreshed_for_a_new_key_id(https_jwks, k
     and fetches the set again at once, after which the new key's tokens are taken."""
     server, pki = https_jwks
     rsa_key, ec_key = keys
-    _Jwks.body, _Jwks.fetches = json.dumps({"keys": [jwk_of(rsa_key, "r1")]}).encode(), 0
+    _Jwks.body, _Jwks.fetches, _Jwks.status = json.dumps({"keys": [jwk_of(rsa_key, "r1")]}).encode(), 0, 200
     jaas = UNSECURED_JAAS[:-1] + f' ssl.truststore.type="PEM" ssl.truststore.location="{pki.ca_pem}";'
     config = node_security(
         "listener.name.controller.oauthbearer.sasl.server.callback.handler.class="
@@ -341,6 +342,33 @@ def test_oidc_tokens_from_an_https_jwks_refreshed_for_a_new_key_id(https_jwks, k
         time.sleep(0.01)
     assert validator.source.refreshes == 1 and _Jwks.fetches == 2
     assert exchange(validator, signed(ec_key, "e1", claims))[0] == "alice"
+
+
+def test_an_https_jwks_is_refetched_when_its_refresh_is_due_and_kept_when_that_fails(https_jwks, keys):
+    """sasl.oauthbearer.jwks.endpoint.refresh.ms passed: the next token's validation fetches the set
+    again in the background; an endpoint answering 500 is retried within the backoff bound and the
+    keys read before stay."""
+    server, pki = https_jwks
+    rsa_key, _ = keys
+    _Jwks.body, _Jwks.fetches, _Jwks.status = json.dumps({"keys": [jwk_of(rsa_key, "r1")]}).encode(), 0, 200
+    jaas = UNSECURED_JAAS[:-1] + f' ssl.truststore.type="PEM" ssl.truststore.location="{pki.ca_pem}";'
+    validator = node_security(
+        "listener.name.controller.oauthbearer.sasl.server.callback.handler.class="
+        "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler\n"
+        f"sasl.oauthbearer.jwks.endpoint.url=https://127.0.0.1:{server.server_port}/jwks\n"
+        "sasl.oauthbearer.jwks.endpoint.refresh.ms=1\nsasl.oauthbearer.jwks.endpoint.retry.backoff.ms=10\n"
+        "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms=30\n", jaas=jaas).security_of("CONTROLLER").oauthbearer
+    validator.start()
+    token = signed(rsa_key, "r1", good_claims())
+    deadline = time.monotonic() + 10
+    while validator.source.refreshes == 0 and time.monotonic() < deadline:
+        assert exchange(validator, token)[0] == "alice"
+    assert validator.source.refreshes >= 1
+    _Jwks.status, fetched = 500, _Jwks.fetches
+    while _Jwks.fetches < fetched + 3 and time.monotonic() < deadline:        # failed refreshes, each retried
+        assert exchange(validator, token)[0] == "alice"
+    assert _Jwks.fetches >= fetched + 3 and exchange(validator, token)[0] == "alice"
+    _Jwks.status = 200
 
 
 # --- Python clients -----------------------------------------------------------------------------
