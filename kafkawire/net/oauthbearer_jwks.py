@@ -56,6 +56,7 @@ SETTINGS = {
     "sasl.oauthbearer.sub.claim.name": "sub",
 }
 JWKS_MAX_BYTES = 512 * 1024
+RSA_MIN_BITS = 2048                         # jose4j refuses RS/PS keys shorter than this
 JWKS_MAX_KEYS = 1000
 FETCH_TIMEOUT_S = 10
 MISSING_KEY_ID_INTERVAL_MS = 60000          # RefreshingHttpsJwks.MISSING_KEY_ID_CACHE_IN_FLIGHT_MS
@@ -290,6 +291,8 @@ def _verify(alg: str, jwk: dict, signed: bytes, signature: bytes) -> bool:
             return hmac.compare_digest(hmac.new(secret, signed, getattr(hashlib, "sha" + alg[2:])).digest(), signature)
         if alg.startswith(("RS", "PS")):
             key = rsa.RSAPublicNumbers(_int(jwk, "e"), _int(jwk, "n")).public_key()
+            if key.key_size < RSA_MIN_BITS:
+                return False
             pad = padding.PKCS1v15() if alg.startswith("RS") else \
                 padding.PSS(padding.MGF1(digest), padding.PSS.DIGEST_LENGTH)
             key.verify(signature, signed, pad, digest)

@@ -271,6 +271,11 @@ def test_oidc_tokens_from_a_file_jwks(tmp_path, keys):
         assert exchange(validator, token) == INVALID
     jwks.write_text(json.dumps({"keys": [jwk_of(other, "r2")]}))                     # a rotated file is re-read
     assert exchange(validator, signed(other, "r2", claims))[0] == "alice"
+    short = rsa.generate_private_key(public_exponent=65537, key_size=1024)             # under jose4j's 2048 bits
+    short_jwk = jwk_of(short, "s1")
+    short_jwk["n"] = b64(short.public_key().public_numbers().n.to_bytes(128, "big"))
+    jwks.write_text(json.dumps({"keys": [short_jwk]}))
+    assert exchange(validator, signed(short, "s1", claims)) == INVALID
 
 
 def test_oidc_settings_are_checked_at_start(tmp_path):
