@@ -26,6 +26,7 @@ from kafkawire.messages.sasl_handshake_response import SaslHandshakeResponse
 from kafkawire.net import reauthentication
 from kafkawire.net.reauthentication import session_lifetime_ms
 from kafkawire.net.sasl import SaslFailure, SaslServerSession
+from kafkawire.net.sasl_oauthbearer import oauthbearer_factories
 from kafkawire.net.ssl_principal_mapper import NoMatchingRule, SslPrincipalMapper
 from kafkawire.protocol.apis import api_table
 from kafkawire.protocol.errors import DecodeError
@@ -45,7 +46,8 @@ def sasl_session(server) -> SaslServerSession | None:
     if security is None or not security.uses_sasl:
         return None
     plain = security.jaas["PLAIN"].users() if "PLAIN" in security.jaas else {}
-    return SaslServerSession(security.mechanisms, plain, server.scram_lookup, getattr(server, "token_lookup", None))
+    return SaslServerSession(security.mechanisms, plain, server.scram_lookup, getattr(server, "token_lookup", None),
+                             server_factories=oauthbearer_factories(security))
 
 
 def connection_principal(writer, mapper: SslPrincipalMapper | None = None) -> str | None:

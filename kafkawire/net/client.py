@@ -443,7 +443,10 @@ class NetworkClient:
                                        f"Client SASL mechanism '{client.mechanism}' not enabled in the server, "
                                        f"enabled mechanisms are [{', '.join(handshake.mechanisms)}]")
         version = self._choose_version(conn, 36, None)
-        token = client.first_token()
+        try:
+            token = client.first_token()
+        except Exception as exc:             # OAUTHBEARER: its token endpoint gave no token
+            raise AuthenticationFailed(conn.peer, f"{client.mechanism}: no token to send: {exc}") from None
         while token is not None:
             answer = await self._round_trip(conn, SaslAuthenticateRequest(auth_bytes=token), version, deadline)
             if answer.error_code != Errors.NONE:

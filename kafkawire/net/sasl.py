@@ -243,8 +243,11 @@ class SaslServerSession:
 
     def __init__(self, mechanisms: tuple[str, ...], plain_users: dict[str, str] | None,
                  scram_lookup: ScramLookup | None, token_lookup: TokenLookup | None = None,
-                 previous: tuple[str, str] | None = None):
+                 previous: tuple[str, str] | None = None, server_factories: dict | None = None):
         self.mechanisms = list(mechanisms)
+        # mechanism -> (phase -> server) for mechanisms whose servers live in their own modules
+        # (OAUTHBEARER: kafkawire.net.sasl_oauthbearer).
+        self.server_factories = server_factories or {}
         self.plain_users = plain_users or {}
         self.scram_lookup = scram_lookup
         self.token_lookup = token_lookup
@@ -257,7 +260,7 @@ class SaslServerSession:
     def reauthentication(self) -> "SaslServerSession":
         """A new session for a SaslHandshake on this authenticated connection."""
         return SaslServerSession(tuple(self.mechanisms), self.plain_users, self.scram_lookup, self.token_lookup,
-                                 previous=(self.mechanism, self.principal))
+                                 previous=(self.mechanism, self.principal), server_factories=self.server_factories)
 
     @property
     def phase(self) -> str:
@@ -297,7 +300,9 @@ class SaslServerSession:
             self.state, self.mechanism = "REAUTH_BAD_MECHANISM", mechanism
             return int(Errors.NONE)
         self.mechanism = mechanism
-        if mechanism == "PLAIN":
+        if mechanism in self.server_factories:
+            self._server = self.server_factories[mechanism](self.phase)
+        elif mechanism == "PLAIN":
             self._server = _PlainServer(self.plain_users)
         else:
             lookup = self.scram_lookup or (lambda mech, user: None)

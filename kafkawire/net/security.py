@@ -27,6 +27,7 @@ from kafkawire.net.config import ConfigError, _deferred, java_int
 from kafkawire.net.authorizer import AuthorizerSettings, STANDARD_AUTHORIZER
 from kafkawire.net.reauthentication import is_reauth_key, max_reauth_by_mechanism
 from kafkawire.net.sasl import SaslClient, require_mechanism
+from kafkawire.net import sasl_oauthbearer
 from kafkawire.net.ssl_principal_mapper import MAPPING_RULES_KEY, SslPrincipalMapper
 from kafkawire.net.tls_stores import load_keystore, load_truststore
 
@@ -35,7 +36,7 @@ __all__ = ["SslSettings", "ListenerSecurity", "JaasEntry", "resolve_listener_sec
            "client_options", "with_client_security", "parse_jaas_config", "server_ssl_context", "client_ssl_context",
            "is_security_key", "SUPPORTED_MECHANISMS", "ClientSecurity"]
 
-SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 SUPPORTED_STORE_TYPES = ("PEM", "JKS", "PKCS12", "JCEKS")
 CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
 _TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
@@ -79,6 +80,8 @@ def is_security_key(key: str) -> bool:
     rest = m.group(2) if m else key
     if rest in SSL_DEFAULTS or rest in SASL_DEFAULTS or rest in _ACCEPTED:
         return True
+    if sasl_oauthbearer.is_oauthbearer_key(rest):
+        return True
     return m is not None and (rest.endswith(".sasl.jaas.config") or is_reauth_key(rest))
 
 
@@ -120,6 +123,8 @@ class ListenerSecurity:
     max_reauth_ms: dict = field(default_factory=dict)  # mechanism -> connections.max.reauth.ms
     # ssl.principal.mapping.rules, for SSL and SASL_SSL (a certificate's principal on SSL only).
     principal_mapper: SslPrincipalMapper | None = None
+    # OAUTHBEARER's token validator (kafkawire.net.sasl_oauthbearer), when the listener enables it.
+    oauthbearer: object | None = field(default=None, compare=False, repr=False)
 
     @property
     def uses_ssl(self) -> bool:
@@ -139,6 +144,8 @@ class ClientSecurity:
     mechanism: str | None = None
     username: str | None = None
     password: str | None = field(default=None, repr=False)     # kept out of tracebacks and logs
+    # OAUTHBEARER: the SaslClient factory made from the JAAS entry's unsecuredLogin* options.
+    sasl_factory: object | None = field(default=None, repr=False, compare=False)
 
 
 def _lookup(props: dict, listener: str, key: str, default):
@@ -195,12 +202,15 @@ def resolve_listener_security(props: dict, listener: str, protocol: str) -> List
             if mechanism == "PLAIN" and not jaas[mechanism].users():
                 raise ConfigError(jaas[mechanism].key, "(hidden)", "has no user_<name>=<password> option: "
                                                                    "no client could authenticate with PLAIN")
+    oauthbearer = None
+    if "OAUTHBEARER" in jaas:
+        oauthbearer = sasl_oauthbearer.server_validator(props, listener, jaas["OAUTHBEARER"])
     mapper = None
     if settings is not None:        # SslChannelBuilder and SaslChannelBuilder both read the rules
         rules, source = _lookup(props, listener, MAPPING_RULES_KEY, None)
         mapper = SslPrincipalMapper(rules, source)
     return ListenerSecurity(listener, protocol, settings, client_auth, mechanisms, jaas, max_receive,
-                            max_reauth_by_mechanism(props, listener, mechanisms), mapper)
+                            max_reauth_by_mechanism(props, listener, mechanisms), mapper, oauthbearer)
 
 
 def _jaas_for(props: dict, listener: str, mechanism: str) -> JaasEntry:
@@ -245,10 +255,22 @@ def _node_client_security(props: dict, listener: str, protocol: str, mechanism_k
                                                   f"{listener}) when SASL is used for inter-broker communication")
     require_mechanism(raw)
     entry = _jaas_for(props, listener, raw)
+    if raw == sasl_oauthbearer.MECHANISM:
+        factory = sasl_oauthbearer.node_client(lambda name: _mechanism_lookup(props, listener, raw, name),
+                                               entry.options, entry.key)
+        return ClientSecurity(protocol, settings, raw, sasl_factory=factory)
     username, password = entry.options.get("username"), entry.options.get("password")
     if username is None or password is None:
         raise ConfigError(entry.key, "(hidden)", f"needs username and password options: {who} with {raw}")
     return ClientSecurity(protocol, settings, raw, username, password)
+
+
+def _mechanism_lookup(props: dict, listener: str, mechanism: str, key: str):
+    """(value, source key): ``listener.name.<l>.<mechanism>.<key>``, else ``_lookup``'s order."""
+    prefixed = f"listener.name.{listener.lower()}.{mechanism.lower()}.{key}"
+    if prefixed in props:
+        return props[prefixed], prefixed
+    return _lookup(props, listener, key, None)
 
 
 def with_client_security(config, props: dict):
@@ -274,7 +296,9 @@ def client_options(security: ClientSecurity | None) -> dict:
     options: dict = {}
     if security.ssl is not None:
         options["ssl_context"] = client_ssl_context(security.ssl)
-    if security.mechanism is not None:
+    if security.sasl_factory is not None:
+        options["sasl"] = security.sasl_factory
+    elif security.mechanism is not None:
         mechanism, username, password = security.mechanism, security.username, security.password
         options["sasl"] = lambda: SaslClient(mechanism, username, password)
     return options
@@ -425,6 +449,10 @@ def client_options_from_properties(props: dict) -> dict:
         if "sasl.jaas.config" not in props:
             raise ConfigError("sasl.jaas.config", None, f"is required with security.protocol={protocol}")
         entry = parse_jaas_config("sasl.jaas.config", props["sasl.jaas.config"])
+        if mechanism == sasl_oauthbearer.MECHANISM:
+            options["sasl"] = sasl_oauthbearer.node_client(lambda name: (props.get(name), name), entry.options,
+                                                           entry.key)
+            return options
         username, password = entry.options.get("username"), entry.options.get("password")
         if username is None or password is None:
             raise ConfigError("sasl.jaas.config", "(hidden)", "needs username and password options")

@@ -537,7 +537,7 @@ def test_bad_command_config_value(capsys, tmp_path):
                              "--command-config", str(config), "describe", "--status")
     # Kafka's default sasl.mechanism is GSSAPI, which kafkawire does not speak: refused naming the key
     assert (rc, out, err) == (1, "", "--command-config: sasl.mechanism: 'GSSAPI' is not supported by kafkawire "
-                                     "(supported: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)\n")
+                                     "(supported: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER)\n")
     config.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n")
     rc, out, err = kafkawire(capsys, "metadata-quorum", "--bootstrap-controller", "127.0.0.1:9093",
                              "--command-config", str(config), "describe", "--status")
