@@ -1,6 +1,9 @@
 """Two kafkawire brokers and two Kafka 4.3.1 brokers in one cluster (issue 29, scope 5: more than
-one broker of each implementation), on a kafkawire controller: node 1 the controller, nodes 2 and 3
-kafkawire brokers (process.roles=broker), nodes 4 and 5 Kafka brokers (one JVM each, -Xmx256m).
+one broker of each implementation): node 1 the controller, nodes 2 and 3 kafkawire brokers
+(process.roles=broker), nodes 4 and 5 Kafka brokers (one JVM each, -Xmx256m). The test runs twice
+(its fixture has two params): on kafkawire's controller, then on a Kafka 4.3.1 controller (one more
+JVM: Kafka's controller places the replicas, fences the killed brokers, moves their leaderships and
+judges kafkawire's AlterPartition); ``KAFKAWIRE_MIXED_CONTROLLER=kafkawire|kafka`` picks one by hand.
 
 Topic ``mixed4`` has four partitions of three replicas, each led by another broker, every partition
 with replicas of both implementations, ``min.insync.replicas=2``. While an idempotent producer
@@ -33,55 +36,55 @@ from kafkawire.messages.create_topics_request import (CreatableReplicaAssignment
 from kafkawire.messages.list_partition_reassignments_request import ListPartitionReassignmentsRequest
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
 from kafkawire.protocol.error_codes import Errors
-from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
+from kafkawire.raft.node.local_quorum import free_ports
 from tests.broker.wire import call
 from tests.interop.kafka_procs import KafkaNode
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 pytestmark = pytest.mark.slow
 
-from tests.interop.mixed_cluster import WaitsShowingLogs  # noqa: E402  (after the skip: it imports confluent_kafka)
+from tests.interop.mixed_cluster import OnEitherController, chosen_controllers  # noqa: E402  (after the skip: it imports confluent_kafka)
 
 TOPIC = "mixed4"
-CONTROLLER, OURS, KAFKAS = 1, (2, 3), (4, 5)
+OURS, KAFKAS = (2, 3), (4, 5)
 ASSIGNMENT = {0: [2, 4, 3], 1: [4, 3, 5], 2: [3, 5, 2], 3: [5, 2, 4]}
 REASSIGNED = {0: [5, 4, 3], 1: [4, 2, 5]}
 WAIT_S = 60
 
 
-class TwoOfEach(WaitsShowingLogs):
-    def __init__(self, base):
+class TwoOfEach(OnEitherController):
+    def __init__(self, base, controller: str = "kafkawire"):
         self.began = time.monotonic()
         self.timings: dict[str, float] = {}
         ports = free_ports(2)
         sessions = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500"}
-        self.quorum = LocalQuorum(base / "kafkawire", voters=1, extra_nodes=2, properties={
+        bootstrap_controllers = self._controller_and_quorum(base, controller, len(OURS), {
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "replica.fetch.backoff.ms": "200", **sessions})
+            "replica.fetch.backoff.ms": "200", **sessions}, sessions)
         self.addresses = {}
         for node_id, port in zip(OURS, ports):
             self.quorum.node_properties[node_id] = {"process.roles": "broker",
                                                     "listeners": f"PLAINTEXT://127.0.0.1:{port}"}
             self.addresses[node_id] = ("127.0.0.1", port)
         self.kafkas = {node_id: KafkaNode(base / f"kafka-{node_id}", node_id, "broker", properties={
-            "controller.quorum.bootstrap.servers": self.quorum.bootstrap_servers(),
+            "controller.quorum.bootstrap.servers": bootstrap_controllers,
             "broker.heartbeat.interval.ms": "500", "replica.fetch.backoff.ms": "200"}) for node_id in KAFKAS}
         for node_id, kafka in self.kafkas.items():
             self.addresses[node_id] = ("127.0.0.1", kafka.broker_port)
 
     def start(self) -> None:
-        with concurrent.futures.ThreadPoolExecutor(3) as pool:      # three formats at once (two JVMs)
-            formats = [pool.submit(self.quorum.format)] + [pool.submit(
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:      # the formats at once (two or three JVMs)
+            formats = self._format_controller_and_quorum(pool) + [pool.submit(
                 kafka.format, self.quorum.cluster_id, "--no-initial-controllers") for kafka in self.kafkas.values()]
             for done in formats:
                 done.result()
         self.mark("formatted")
-        self.quorum.start(CONTROLLER)
+        self._start_controller()
         for kafka in self.kafkas.values():
             kafka.start()
         for node_id in OURS:
             self.quorum.start(node_id)
-        self.quorum.wait_for_leader(timeout_s=WAIT_S)
+        self._wait_for_controller()
         for kafka in self.kafkas.values():
             kafka.wait_ready(90)
         self.wait_until(lambda: self.brokers_seen(OURS[0]) == set(OURS + KAFKAS), "all four brokers unfenced")
@@ -93,11 +96,11 @@ class TwoOfEach(WaitsShowingLogs):
     def kill(self) -> None:
         for kafka in self.kafkas.values():
             kafka.kill()
-        for node_id in list(self.quorum.processes):
-            self.quorum.kill(node_id)
+        self._kill_controller_and_quorum()
 
     def log_tails(self) -> str:
-        tails = [f"--- kafkawire node {n}:\n{self.quorum.log_tail(n, 40)}" for n in (CONTROLLER, *OURS)]
+        tails = [self._controller_log_tail(40)] + [f"--- kafkawire node {n}:\n{self.quorum.log_tail(n, 40)}"
+                                                  for n in OURS]
         tails += [f"--- Kafka broker {n}:\n{k.log_tail(40)}" for n, k in self.kafkas.items()]
         return "\n".join(tails)
 
@@ -202,13 +205,13 @@ def read_all(bootstrap: str, counts: dict[int, int]) -> tuple[dict[int, list[byt
     return got, ends
 
 
-@pytest.fixture()
-def cluster(kafka_libs, tmp_path):
-    cluster = TwoOfEach(tmp_path)
+@pytest.fixture(params=chosen_controllers(), ids=lambda controller: f"{controller}-controller")
+def cluster(request, kafka_libs, tmp_path):
+    cluster = TwoOfEach(tmp_path, request.param)
     try:
         cluster.start()
         yield cluster
-        print(f"\ntwo of each: timings (s since start): {cluster.timings}")
+        print(f"\ntwo of each ({request.param} controller): timings (s since start): {cluster.timings}")
     except BaseException:
         print(cluster.log_tails())
         raise
