@@ -197,6 +197,12 @@ class FollowerReplica:
         """UnifiedLog.truncateTo: whether anything was removed."""
         log_ = self.log
         if offset >= log_.log_end_offset:
+            # Nothing to cut, but an epoch starting at the log end goes, as Kafka's truncateTo
+            # truncates the epoch cache from the log end: one this replica took as leader and lost
+            # before appending in it. Kept, it stays the latest epoch, the last fetched epoch of
+            # every Fetch, which the new leader (never in that epoch) answers with the same
+            # diverging epoch each time: the follower would never fetch again.
+            self.epochs.truncate_from_end(log_.log_end_offset)
             return False
         if offset < log_.log_start_offset:
             self.truncate_fully_and_start_at(offset)

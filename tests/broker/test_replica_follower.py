@@ -285,6 +285,28 @@ def test_a_diverging_epoch_truncates_to_its_end_and_fetching_goes_on_from_there(
     assert (state.fetch_offset, state.last_fetched_epoch, state.truncating) == (4, 1, False)
 
 
+def test_an_empty_epoch_of_our_own_leadership_goes_when_the_leader_diverges_at_our_log_end(tmp_path):
+    """This replica led epoch 2 from its log end (4) and lost the leadership before appending in
+    it; the new leader never had epoch 2, and answers its Fetch (last fetched epoch 2) that epoch 1
+    ends at 4: nothing to cut from the log, but epoch 2 leaves the cache (UnifiedLog.truncateTo
+    truncates it from the log end whatever the offset), so the next Fetch says epoch 1. Kept, epoch
+    2 was the last fetched epoch of every Fetch, each answered with the same diverging epoch: the
+    follower never fetched again and never rejoined the ISR (the mixed cluster's nemesis, seed 29:
+    a kafkawire broker's replica stuck at the offset where its one-second leadership began)."""
+    follower = follower_at(tmp_path)
+    follower.append(batch(0, 0, 2) + batch(2, 1, 2))
+    follower.epochs.assign(2, 4)
+    fetcher, client, _ = fetcher_for(follower, None)
+    state = fetcher.partitions[follower.key]
+    assert state.last_fetched_epoch == 2
+    client.answers = [fetch_answer(follower, high_watermark=4, log_start_offset=0,
+                                   diverging_epoch=EpochEndOffset(epoch=1, end_offset=4))]
+    run_round(fetcher)
+    assert follower.log.log_end_offset == 4
+    assert follower.epochs.entries == [EpochEntry(0, 0), EpochEntry(1, 2)]
+    assert (state.fetch_offset, state.last_fetched_epoch, state.truncating) == (4, 1, False)
+
+
 def test_an_epoch_unknown_here_asks_offset_for_leader_epoch_before_fetching_again(tmp_path):
     """A diverging epoch this log does not have truncates to the end of the epoch below it and
     moves the partition to truncating: the next round sends OffsetForLeaderEpoch for our latest

@@ -26,7 +26,6 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
 from kafkawire.records import CorruptRecordError, iter_batches
 from kafkawire.records.builder import build_batch
-from kafkawire.storage.state_files import random_uuid, uuid_to_kafka
 from tests.broker.wire import call
 from tests.interop.kafka_procs import KafkaNode
 
@@ -65,7 +64,75 @@ class WaitsShowingLogs:
         raise NotImplementedError
 
 
-class MixedCluster(WaitsShowingLogs):
+CONTROLLERS = ("kafkawire", "kafka")
+
+
+def chosen_controllers() -> list[str]:
+    """The controllers a mixed-cluster module runs its cluster on: both, or the one that
+    ``KAFKAWIRE_MIXED_CONTROLLER`` names (by hand)."""
+    chosen = os.environ.get("KAFKAWIRE_MIXED_CONTROLLER")
+    if chosen is None:
+        return list(CONTROLLERS)
+    assert chosen in CONTROLLERS, f"KAFKAWIRE_MIXED_CONTROLLER={chosen!r}: kafkawire or kafka"
+    return [chosen]
+
+
+class OnEitherController(WaitsShowingLogs):
+    """The controller of a mixed cluster: node 1, kafkawire's controller, or with
+    ``controller="kafka"`` a Kafka 4.3.1 controller JVM; the kafkawire brokers are nodes 2.. of
+    ``self.quorum`` (process.roles=broker, set by the caller)."""
+
+    def _controller_and_quorum(self, base, controller: str, kafkawire_brokers: int, properties: dict,
+                               sessions: dict) -> str:
+        """Sets ``self.quorum`` and ``self.kafka_controller``; the controllers' bootstrap servers."""
+        assert controller in CONTROLLERS, f"controller {controller!r}: kafkawire or kafka"
+        self.kafka_controller = None
+        if controller == "kafkawire":
+            self.quorum = LocalQuorum(base / "kafkawire", voters=1, extra_nodes=kafkawire_brokers,
+                                      properties=properties)
+            return self.quorum.bootstrap_servers()
+        self.kafka_controller = KafkaNode(base / "kafka-controller", CONTROLLER, "controller", properties=sessions)
+        # node 1 of this LocalQuorum is formatted but never started: node ids are the cluster's
+        self.quorum = LocalQuorum(base / "kafkawire", voters=0, extra_nodes=1 + kafkawire_brokers, properties={
+            **properties, "process.roles": "broker",
+            "controller.quorum.bootstrap.servers": self.kafka_controller.controller_address})
+        self.quorum.node_properties[CONTROLLER] = {"listeners": f"PLAINTEXT://127.0.0.1:{self.quorum.ports[1]}"}
+        return self.kafka_controller.controller_address
+
+    def _format_controller_and_quorum(self, pool, format_args=()) -> list:
+        """The formats of kafkawire's nodes and of Kafka's controller, submitted to ``pool``."""
+        formats = [pool.submit(self.quorum.format, extra_args=format_args)]
+        if self.kafka_controller:
+            # the SCRAM credential too: the controller's bootstrap records are the cluster's
+            formats.append(pool.submit(self.kafka_controller.format, self.quorum.cluster_id, "--standalone",
+                                       *format_args))
+        return formats
+
+    def _start_controller(self) -> None:
+        if self.kafka_controller:
+            self.kafka_controller.start()
+        else:
+            self.quorum.start(CONTROLLER)
+
+    def _wait_for_controller(self) -> None:
+        if self.kafka_controller:
+            self.kafka_controller.wait_ready(90)
+        else:
+            self.quorum.wait_for_leader(timeout_s=WAIT_S)
+
+    def _kill_controller_and_quorum(self) -> None:
+        if self.kafka_controller:
+            self.kafka_controller.kill()
+        for node_id in list(self.quorum.processes):
+            self.quorum.kill(node_id)
+
+    def _controller_log_tail(self, lines: int) -> str:
+        kind = "Kafka" if self.kafka_controller else "kafkawire"
+        tail = self.kafka_controller.log_tail(lines) if self.kafka_controller else self.quorum.log_tail(CONTROLLER, lines)
+        return f"--- {kind} controller {CONTROLLER}:\n{tail}"
+
+
+class MixedCluster(OnEitherController):
     """Node 1 the controller (kafkawire's, or with ``controller="kafka"`` a Kafka 4.3.1 controller
     JVM), node 2 a kafkawire broker, node 3 a Kafka 4.3.1 broker."""
 
@@ -77,19 +144,7 @@ class MixedCluster(WaitsShowingLogs):
         properties = {"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
                       # fenced 3 s after its last heartbeat, so a killed broker's partitions move soon
                       **sessions, "replica.fetch.backoff.ms": "200", **INTERNAL_TOPICS}
-        self.kafka_controller = None
-        if controller == "kafka":
-            self.kafka_controller = KafkaNode(base / "kafka-controller", CONTROLLER, "controller",
-                                              properties=sessions)
-            # node 1 of this LocalQuorum is formatted but never started: node ids are the cluster's
-            self.quorum = LocalQuorum(base / "kafkawire", voters=0, extra_nodes=2, cluster_id=uuid_to_kafka(
-                random_uuid()), properties={**properties, "process.roles": "broker",
-                                            "controller.quorum.bootstrap.servers": self.kafka_controller.controller_address})
-            self.quorum.node_properties[CONTROLLER] = {"listeners": f"PLAINTEXT://127.0.0.1:{self.quorum.ports[1]}"}
-            bootstrap_controllers = self.kafka_controller.controller_address
-        else:
-            self.quorum = LocalQuorum(base / "kafkawire", voters=1, extra_nodes=1, properties=properties)
-            bootstrap_controllers = self.quorum.bootstrap_servers()
+        bootstrap_controllers = self._controller_and_quorum(base, controller, 1, properties, sessions)
         self.quorum.node_properties[OURS] = {"process.roles": "broker",
                                              "listeners": f"PLAINTEXT://127.0.0.1:{broker_port}"}
         self.ours = ("127.0.0.1", broker_port)
@@ -136,26 +191,16 @@ class MixedCluster(WaitsShowingLogs):
 
     def start(self) -> None:
         with concurrent.futures.ThreadPoolExecutor(3) as pool:      # three formats at once
-            formats = [pool.submit(self.quorum.format, extra_args=self.format_args),
+            formats = [*self._format_controller_and_quorum(pool, self.format_args),
                        pool.submit(self.kafka.format, self.quorum.cluster_id, "--no-initial-controllers")]
-            if self.kafka_controller:
-                # the SCRAM credential too: the controller's bootstrap records are the cluster's
-                formats.append(pool.submit(self.kafka_controller.format, self.quorum.cluster_id, "--standalone",
-                                           *self.format_args))
             for done in formats:
                 done.result()
         self.mark("formatted")
         # all at once: each broker retries until the controller answers
-        if self.kafka_controller:
-            self.kafka_controller.start()
-        else:
-            self.quorum.start(CONTROLLER)
+        self._start_controller()
         self.kafka.start()
         self.quorum.start(OURS)
-        if self.kafka_controller:
-            self.kafka_controller.wait_ready(90)
-        else:
-            self.quorum.wait_for_leader(timeout_s=WAIT_S)
+        self._wait_for_controller()
         self.mark("controller_leader")
         self.kafka.wait_ready(90)
         self.mark("kafka_started")
@@ -167,15 +212,11 @@ class MixedCluster(WaitsShowingLogs):
 
     def kill(self) -> None:
         self.kafka.kill()
-        if self.kafka_controller:
-            self.kafka_controller.kill()
-        for node_id in list(self.quorum.processes):
-            self.quorum.kill(node_id)
+        self._kill_controller_and_quorum()
 
     def log_tails(self) -> str:
         return (f"--- Kafka broker {KAFKA}:\n{self.kafka.log_tail(60)}\n--- kafkawire broker {OURS}:\n"
-                f"{self.quorum.log_tail(OURS, 60)}\n--- kafkawire controller {CONTROLLER}:\n"
-                f"{(self.kafka_controller.log_tail(30) if self.kafka_controller else self.quorum.log_tail(CONTROLLER, 30))}")
+                f"{self.quorum.log_tail(OURS, 60)}\n{self._controller_log_tail(30)}")
 
     # --- asking the brokers ------------------------------------------------------------------------
     def brokers_seen(self, address) -> set[int]:

@@ -8,7 +8,8 @@ its own timeouts); a heal drops the held connections, so that A dials again at o
 
 A proxy tells which node a connection comes from by the client id of its first request
 (``broker-<id>-...`` for the replica fetchers and the other inter-broker clients,
-``raft-client-<id>`` and ``controller-<id>-...`` for the raft and controller channels):
+``raft-client-<id>`` and ``controller-<id>-...`` for the raft and controller channels; a Kafka
+broker's channel to the controller, heartbeats included, is named by the bare ``<id>``):
 every node dials the same address of B, so one proxy per listener serves them all.
 
 The proxies run on an event loop of their own thread, as the nemesis's driver is synchronous.
@@ -20,7 +21,7 @@ import contextlib
 import re
 import threading
 
-NODE_CLIENT_ID = re.compile(rb"(?:broker|controller|raft-client)-(\d+)")
+NODE_CLIENT_ID = re.compile(rb"(?:(?:broker|controller|raft-client)-)?(\d+)(?:-|$)")
 MAX_FIRST_FRAME = 1 << 20
 
 

@@ -18,7 +18,9 @@ def test_the_dialling_node_is_read_from_the_client_id_in_every_header_version():
     assert source_node(frame("broker-2-fetcher")[4:]) == 2                   # request header v2
     assert source_node(frame("raft-client-13", version=0)[4:]) == 13        # request header v1
     assert source_node(frame("controller-3-to-active-controller", FetchRequest(), 17)[4:]) == 3
+    assert source_node(frame("3")[4:]) == 3          # a Kafka broker's channel to the controller
     assert source_node(frame("rdkafka")[4:]) is None
+    assert source_node(frame("3rd-party-tool")[4:]) is None
     assert source_node(frame(None)[4:]) is None
     assert source_node(b"\x00\x12\x00") is None
 
