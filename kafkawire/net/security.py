@@ -27,6 +27,7 @@ from kafkawire.net.config import ConfigError, _deferred, java_int
 from kafkawire.net.authorizer import AuthorizerSettings, STANDARD_AUTHORIZER
 from kafkawire.net.reauthentication import is_reauth_key, max_reauth_by_mechanism
 from kafkawire.net.sasl import SaslClient, require_mechanism
+from kafkawire.net.sasl_gssapi import KERBEROS_ACCEPTED_KEYS, GssapiAcceptor
 from kafkawire.net.ssl_principal_mapper import MAPPING_RULES_KEY, SslPrincipalMapper
 from kafkawire.net.tls_stores import load_keystore, load_truststore
 
@@ -36,6 +37,8 @@ __all__ = ["SslSettings", "ListenerSecurity", "JaasEntry", "resolve_listener_sec
            "is_security_key", "SUPPORTED_MECHANISMS", "ClientSecurity"]
 
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# What a listener serves: the node's own clients do not authenticate with GSSAPI.
+SERVER_MECHANISMS = SUPPORTED_MECHANISMS + ("GSSAPI",)
 SUPPORTED_STORE_TYPES = ("PEM", "JKS", "PKCS12", "JCEKS")
 CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
 _TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
@@ -77,7 +80,7 @@ def is_security_key(key: str) -> bool:
     """Whether ``key`` is one of the security keys this module reads (listener-prefixed or not)."""
     m = _LISTENER_PREFIX.match(key)
     rest = m.group(2) if m else key
-    if rest in SSL_DEFAULTS or rest in SASL_DEFAULTS or rest in _ACCEPTED:
+    if rest in SSL_DEFAULTS or rest in SASL_DEFAULTS or rest in _ACCEPTED or rest in KERBEROS_ACCEPTED_KEYS:
         return True
     return m is not None and (rest.endswith(".sasl.jaas.config") or is_reauth_key(rest))
 
@@ -120,6 +123,7 @@ class ListenerSecurity:
     max_reauth_ms: dict = field(default_factory=dict)  # mechanism -> connections.max.reauth.ms
     # ssl.principal.mapping.rules, for SSL and SASL_SSL (a certificate's principal on SSL only).
     principal_mapper: SslPrincipalMapper | None = None
+    gssapi: GssapiAcceptor | None = None            # when the listener enables GSSAPI
 
     @property
     def uses_ssl(self) -> bool:
@@ -177,7 +181,7 @@ def resolve_listener_security(props: dict, listener: str, protocol: str) -> List
                 raise ConfigError(settings.where("ssl.client.auth"), settings.get("ssl.client.auth"),
                                   "must be one of none, requested, required")
         _check_ssl(settings)
-    mechanisms, jaas, max_receive = (), {}, DEFAULT_SASL_SERVER_MAX_RECEIVE_SIZE
+    mechanisms, jaas, max_receive, gssapi = (), {}, DEFAULT_SASL_SERVER_MAX_RECEIVE_SIZE, None
     if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
         raw, source = _lookup(props, listener, "sasl.server.max.receive.size",
                               SASL_DEFAULTS["sasl.server.max.receive.size"])
@@ -187,11 +191,13 @@ def resolve_listener_security(props: dict, listener: str, protocol: str) -> List
         if not mechanisms:
             raise ConfigError(source, raw, f"must enable at least one SASL mechanism for listener {listener}")
         for mechanism in mechanisms:
-            if mechanism not in SUPPORTED_MECHANISMS:
+            if mechanism not in SERVER_MECHANISMS:
                 raise ConfigError(source, raw, f"enables {mechanism}, which kafkawire does not support "
-                                               f"(supported: {', '.join(SUPPORTED_MECHANISMS)})")
+                                               f"(supported: {', '.join(SERVER_MECHANISMS)})")
             require_mechanism(mechanism)
             jaas[mechanism] = _jaas_for(props, listener, mechanism)
+            if mechanism == "GSSAPI":
+                gssapi = GssapiAcceptor.from_config(jaas[mechanism], lambda key: _lookup(props, listener, key, None))
             if mechanism == "PLAIN" and not jaas[mechanism].users():
                 raise ConfigError(jaas[mechanism].key, "(hidden)", "has no user_<name>=<password> option: "
                                                                    "no client could authenticate with PLAIN")
@@ -200,7 +206,7 @@ def resolve_listener_security(props: dict, listener: str, protocol: str) -> List
         rules, source = _lookup(props, listener, MAPPING_RULES_KEY, None)
         mapper = SslPrincipalMapper(rules, source)
     return ListenerSecurity(listener, protocol, settings, client_auth, mechanisms, jaas, max_receive,
-                            max_reauth_by_mechanism(props, listener, mechanisms), mapper)
+                            max_reauth_by_mechanism(props, listener, mechanisms), mapper, gssapi)
 
 
 def _jaas_for(props: dict, listener: str, mechanism: str) -> JaasEntry:

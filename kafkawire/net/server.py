@@ -149,6 +149,8 @@ class KafkaServer:
         self.ssl_context = None
         if security is not None and security.uses_ssl:
             self.ssl_context = server_ssl_context(security)
+        if security is not None and security.gssapi is not None:
+            security.gssapi.acquire()            # a keytab without the principal's key fails here, too
         self.scram_lookup = scram_lookup         # (mechanism, user) -> stored SCRAM credential or None
         self.token_lookup = token_lookup         # (mechanism, token id) -> (credential, owner, expiry) or None
         self.reauthentications = 0                # SASL re-authentications completed (KIP-368)
