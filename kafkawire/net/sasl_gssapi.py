@@ -74,29 +74,13 @@ class GssapiAcceptor:
     def from_config(cls, entry, lookup) -> "GssapiAcceptor":
         """From the listener's JAAS entry (kafkawire.net.security.JaasEntry) and ``lookup(key)``,
         which gives (value, source key) of a listener-prefixable key. ConfigError names the key."""
-        options = entry.options
-        if not entry.module.endswith("Krb5LoginModule"):
-            raise ConfigError(entry.key, "(hidden)", f"has login module {entry.module}; GSSAPI needs "
-                                                     "com.sun.security.auth.module.Krb5LoginModule")
-        if options.get("useKeyTab", "false").lower() != "true":
-            raise ConfigError(entry.key, "(hidden)", "needs useKeyTab=true: kafkawire's GSSAPI server reads its "
-                                                     "key from a keytab (keyTab=...)")
-        principal = options.get("principal")
-        if not principal:
-            raise ConfigError(entry.key, "(hidden)", "needs a principal option (service/host@REALM): the "
-                                                     "principal the listener accepts tickets for")
-        try:
-            name = KerberosName.parse(principal)
-        except NoMatchingRule:
-            raise ConfigError(entry.key, "(hidden)", f"Principal has name with unexpected format {principal}") from None
-        configured, source = lookup(SERVICE_NAME_KEY)
-        service_name = _service_name(options.get("serviceName"), configured, source)
+        principal, keytab, service_name = login_options(entry, lookup)
         rules, rules_source = lookup(PRINCIPAL_TO_LOCAL_RULES_KEY)
         namer = KerberosShortNamer(rules, _default_realm(), rules_source)
-        if name.service != service_name:
-            log.warning("%s: the principal %s is not of service %s (%s); the listener accepts tickets for %s",
-                        entry.key, principal, service_name, source, principal)
-        return cls(entry.key, principal, options.get("keyTab"), service_name, namer)
+        if KerberosName.parse(principal).service != service_name:
+            log.warning("%s: the principal %s is not of service %s; the listener accepts tickets for %s",
+                        entry.key, principal, service_name, principal)
+        return cls(entry.key, principal, keytab, service_name, namer)
 
     def acquire(self) -> None:
         """The principal's acceptor credentials from the keytab: a keytab without the principal's key
@@ -115,6 +99,28 @@ class GssapiAcceptor:
         if self._credentials is None:
             self.acquire()
         return GssapiServer(self._credentials, self.short_namer, phase)
+
+
+def login_options(entry, lookup) -> tuple[str, str | None, str]:
+    """(principal, keytab or None, service name) of a Krb5LoginModule JAAS entry, as the listener
+    and the node's own GSSAPI client read it; ConfigError names the key."""
+    options = entry.options
+    if not entry.module.endswith("Krb5LoginModule"):
+        raise ConfigError(entry.key, "(hidden)", f"has login module {entry.module}; GSSAPI needs "
+                                                 "com.sun.security.auth.module.Krb5LoginModule")
+    if options.get("useKeyTab", "false").lower() != "true":
+        raise ConfigError(entry.key, "(hidden)", "needs useKeyTab=true: kafkawire's GSSAPI reads its key from a "
+                                                 "keytab (keyTab=...)")
+    principal = options.get("principal")
+    if not principal:
+        raise ConfigError(entry.key, "(hidden)", "needs a principal option (service/host@REALM): the principal the "
+                                                 "node accepts tickets for and logs in as")
+    try:
+        KerberosName.parse(principal)
+    except NoMatchingRule:
+        raise ConfigError(entry.key, "(hidden)", f"Principal has name with unexpected format {principal}") from None
+    configured, source = lookup(SERVICE_NAME_KEY)
+    return principal, options.get("keyTab"), _service_name(options.get("serviceName"), configured, source)
 
 
 def _service_name(jaas_value: str | None, configured: str | None, source: str) -> str:
@@ -214,3 +220,81 @@ class GssapiServer:
 
 class _Refused(Exception):
     """The exchange cannot go on (the JDK server's SaslException): the reason is logged only."""
+
+
+class GssapiClient:
+    """The node's own GSSAPI client (raft, inter-broker), as Kafka's SaslClientAuthenticator with
+    the JDK's GSSAPI client: it logs in as ``principal`` with its keytab (a ticket cache in memory
+    of its own), asks for ``<service name>/<peer host>`` (an address is looked up in reverse, as
+    Java's InetAddress.getHostName does), requests mutual authentication, takes the server's "no
+    security layer" and names itself as the authorization id. ``prepare(host)`` does the KDC
+    round trips and the lookup off the event loop, before ``first_token``."""
+
+    mechanism = "GSSAPI"
+
+    def __init__(self, principal: str, keytab: str | None, service_name: str):
+        self.principal, self.keytab, self.service_name = principal, keytab, service_name
+        self._context = None
+        self._first: bytes | None = None
+        self._stage = "context"
+
+    @property
+    def complete(self) -> bool:
+        return self._stage == "done"
+
+    async def prepare(self, host: str) -> None:
+        import asyncio
+        loop = asyncio.get_running_loop()
+        if _is_address(host):
+            try:
+                host = (await loop.getnameinfo((host, 0), 0))[0]
+            except OSError:
+                pass                    # Java keeps the address when it has no name
+        self._first = await loop.run_in_executor(None, self._start, host)
+
+    def _start(self, host: str) -> bytes:
+        gssapi = require_gssapi()
+        store = {"ccache": f"MEMORY:kafkawire-{id(self)}"}
+        if self.keytab:
+            store["client_keytab"] = self.keytab
+        try:
+            name = gssapi.Name(self.principal, gssapi.NameType.kerberos_principal)
+            credentials = gssapi.Credentials(name=name, usage="initiate", store=store)
+            target = gssapi.Name(f"{self.service_name}/{host}", gssapi.NameType.kerberos_principal)
+            self._context = gssapi.SecurityContext(name=target, creds=credentials, usage="initiate",
+                                                   flags=[gssapi.RequirementFlag.mutual_authentication])
+            return self._context.step(None)
+        except gssapi.exceptions.GSSError as exc:
+            raise GssapiClientError(f"{self.principal} could not get a ticket for {self.service_name}/{host}: "
+                                    f"{_gss_text(exc)}") from None
+
+    def first_token(self) -> bytes:
+        if self._first is None:
+            raise GssapiClientError("GSSAPI: prepare(host) must run before the first token")
+        return self._first
+
+    def next_token(self, server_token: bytes) -> bytes | None:
+        if not self._context.complete:
+            return self._context.step(server_token) or b""
+        if self._stage == "context":            # the server's security layer offer
+            offer = self._context.unwrap(server_token).message
+            if len(offer) != 4 or offer[0] & _NO_SECURITY_LAYER == 0:
+                raise GssapiClientError("the server offers no \"no security layer\" (RFC 4752)")
+            self._stage = "answered"
+            answer = bytes([_NO_SECURITY_LAYER]) + b"\0\0\0" + self.principal.encode()
+            return self._context.wrap(answer, False).message
+        self._stage = "done"
+        return None
+
+
+def _is_address(host: str) -> bool:
+    import ipaddress
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+class GssapiClientError(Exception):
+    """The node's GSSAPI client cannot go on (no ticket, an offer it cannot take)."""

@@ -27,7 +27,7 @@ from kafkawire.net.config import ConfigError, _deferred, java_int
 from kafkawire.net.authorizer import AuthorizerSettings, STANDARD_AUTHORIZER
 from kafkawire.net.reauthentication import is_reauth_key, max_reauth_by_mechanism
 from kafkawire.net.sasl import SaslClient, require_mechanism
-from kafkawire.net.sasl_gssapi import KERBEROS_ACCEPTED_KEYS, GssapiAcceptor
+from kafkawire.net.sasl_gssapi import KERBEROS_ACCEPTED_KEYS, GssapiAcceptor, GssapiClient, login_options
 from kafkawire.net.ssl_principal_mapper import MAPPING_RULES_KEY, SslPrincipalMapper
 from kafkawire.net.tls_stores import load_keystore, load_truststore
 
@@ -36,9 +36,7 @@ __all__ = ["SslSettings", "ListenerSecurity", "JaasEntry", "resolve_listener_sec
            "client_options", "with_client_security", "parse_jaas_config", "server_ssl_context", "client_ssl_context",
            "is_security_key", "SUPPORTED_MECHANISMS", "ClientSecurity"]
 
-SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-# What a listener serves: the node's own clients do not authenticate with GSSAPI.
-SERVER_MECHANISMS = SUPPORTED_MECHANISMS + ("GSSAPI",)
+SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI")
 SUPPORTED_STORE_TYPES = ("PEM", "JKS", "PKCS12", "JCEKS")
 CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
 _TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
@@ -143,6 +141,7 @@ class ClientSecurity:
     mechanism: str | None = None
     username: str | None = None
     password: str | None = field(default=None, repr=False)     # kept out of tracebacks and logs
+    kerberos: tuple | None = None       # GSSAPI: (principal, keytab or None, service name)
 
 
 def _lookup(props: dict, listener: str, key: str, default):
@@ -191,9 +190,9 @@ def resolve_listener_security(props: dict, listener: str, protocol: str) -> List
         if not mechanisms:
             raise ConfigError(source, raw, f"must enable at least one SASL mechanism for listener {listener}")
         for mechanism in mechanisms:
-            if mechanism not in SERVER_MECHANISMS:
+            if mechanism not in SUPPORTED_MECHANISMS:
                 raise ConfigError(source, raw, f"enables {mechanism}, which kafkawire does not support "
-                                               f"(supported: {', '.join(SERVER_MECHANISMS)})")
+                                               f"(supported: {', '.join(SUPPORTED_MECHANISMS)})")
             require_mechanism(mechanism)
             jaas[mechanism] = _jaas_for(props, listener, mechanism)
             if mechanism == "GSSAPI":
@@ -251,6 +250,10 @@ def _node_client_security(props: dict, listener: str, protocol: str, mechanism_k
                                                   f"{listener}) when SASL is used for inter-broker communication")
     require_mechanism(raw)
     entry = _jaas_for(props, listener, raw)
+    if raw == "GSSAPI":
+        # The listener's Krb5LoginModule entry: the node logs in as its principal, with its keytab.
+        kerberos = login_options(entry, lambda key: _lookup(props, listener, key, None))
+        return ClientSecurity(protocol, settings, raw, kerberos=kerberos)
     username, password = entry.options.get("username"), entry.options.get("password")
     if username is None or password is None:
         raise ConfigError(entry.key, "(hidden)", f"needs username and password options: {who} with {raw}")
@@ -280,7 +283,10 @@ def client_options(security: ClientSecurity | None) -> dict:
     options: dict = {}
     if security.ssl is not None:
         options["ssl_context"] = client_ssl_context(security.ssl)
-    if security.mechanism is not None:
+    if security.mechanism == "GSSAPI":
+        kerberos = security.kerberos
+        options["sasl"] = lambda: GssapiClient(*kerberos)
+    elif security.mechanism is not None:
         mechanism, username, password = security.mechanism, security.username, security.password
         options["sasl"] = lambda: SaslClient(mechanism, username, password)
     return options
@@ -410,9 +416,10 @@ def client_ssl_context(s: SslSettings) -> ssl.SSLContext:
 
 def client_options_from_properties(props: dict) -> dict:
     """NetworkClient options (ssl_context, sasl) from a Kafka client's properties, as an admin
-    tool's ``--command-config`` gives them: ``security.protocol``, ``sasl.mechanism`` (Kafka's
-    default GSSAPI is refused), ``sasl.jaas.config`` with username and password, and the
-    unprefixed ssl.* keys. ConfigError names the key."""
+    tool's ``--command-config`` gives them: ``security.protocol``, ``sasl.mechanism`` (default
+    GSSAPI, as Kafka's), ``sasl.jaas.config`` with username and password (for GSSAPI a
+    Krb5LoginModule with a keytab, and ``sasl.kerberos.service.name``), and the unprefixed ssl.*
+    keys. ConfigError names the key."""
     protocol = props.get("security.protocol", "PLAINTEXT").strip().upper()
     if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
         raise ConfigError("security.protocol", props.get("security.protocol"),
@@ -431,6 +438,10 @@ def client_options_from_properties(props: dict) -> dict:
         if "sasl.jaas.config" not in props:
             raise ConfigError("sasl.jaas.config", None, f"is required with security.protocol={protocol}")
         entry = parse_jaas_config("sasl.jaas.config", props["sasl.jaas.config"])
+        if mechanism == "GSSAPI":
+            kerberos = login_options(entry, lambda key: (props.get(key), key))
+            options["sasl"] = lambda: GssapiClient(*kerberos)
+            return options
         username, password = entry.options.get("username"), entry.options.get("password")
         if username is None or password is None:
             raise ConfigError("sasl.jaas.config", "(hidden)", "needs username and password options")

@@ -15,7 +15,9 @@ from kafkawire.messages.metadata_response import MetadataResponse
 from kafkawire.messages.sasl_authenticate_request import SaslAuthenticateRequest
 from kafkawire.messages.sasl_handshake_request import SaslHandshakeRequest
 from kafkawire.net.config import ConfigError, parse_server_config
+from kafkawire.net.client import AuthenticationFailed, NetworkClient
 from kafkawire.net.kerberos_names import KerberosShortNamer, NoMatchingRule
+from kafkawire.net.security import client_options, client_options_from_properties
 from kafkawire.net.server import KafkaServer
 from tests.conftest import unavailable
 from tests.kafka_python_refusal import kafka_python_refusal, logging_to
@@ -80,7 +82,7 @@ def node_text(keytab="/nonexistent.keytab", principal=f"kafka/localhost@{REALM}"
     return ("process.roles=controller\nnode.id=1\ncontroller.quorum.voters=1@127.0.0.1:9093\n"
             "listeners=CONTROLLER://127.0.0.1:0\ncontroller.listener.names=CONTROLLER\n"
             "listener.security.protocol.map=CONTROLLER:SASL_PLAINTEXT\nsasl.enabled.mechanisms=GSSAPI\n"
-            "sasl.mechanism.controller.protocol=PLAIN\n" + service +
+            "sasl.mechanism.controller.protocol=GSSAPI\n" + service +
             "listener.name.controller.gssapi.sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule "
             f'required useKeyTab=true storeKey=true keyTab="{keytab}" principal="{principal}" {jaas_extra};\n'
             + extra)
@@ -121,8 +123,11 @@ class Realm:
         self.alice = kdc.keytab("alice")
         self.other_service = kdc.keytab("other/localhost")
 
+    def config(self, keytab=None, extra=""):
+        return parse_server_config(node_text(keytab or self.server, extra=extra))
+
     def security(self, keytab=None, extra=""):
-        return parse_server_config(node_text(keytab or self.server, extra=extra)).security_of("CONTROLLER")
+        return self.config(keytab, extra).security_of("CONTROLLER")
 
 
 @pytest.fixture(scope="module")
@@ -259,3 +264,59 @@ def test_kafka_python_reads_over_gssapi_and_a_stale_listener_keytab_refuses_it(r
         refusal = kafka_python_refusal(f"127.0.0.1:{served.port}", lambda: bool(server.refusals), **options)
     assert server.refusals and "GSSAPI" in server.refusals[0], server.refusals
     assert refusal.records == [] and not server.authenticated
+
+
+async def node_client_exchange(server_config, client_options):
+    """The node's own NetworkClient (its raft client's options) sends one Metadata to a listener of
+    ``server_config``: the principal the listener saw."""
+    seen = []
+
+    async def handler(ctx, request):
+        seen.append(ctx.principal)
+        return MetadataResponse()
+
+    async with KafkaServer({METADATA: handler}, security=server_config.security_of("CONTROLLER")) as server:
+        async with NetworkClient(request_timeout_ms=10000, **client_options) as client:
+            await client.send(("127.0.0.1", server.port), MetadataRequest(topics=[]))
+    return seen
+
+
+def test_the_nodes_own_client_logs_in_with_the_listeners_keytab(realm):
+    """sasl.mechanism.controller.protocol=GSSAPI: the raft client logs in as kafka/localhost (the
+    listener's JAAS entry), asks for kafka/<the peer's name> (127.0.0.1 looked up in reverse, as
+    Java does) and is User:kafka on the other side."""
+    config = realm.config()
+    assert run(node_client_exchange(config, client_options(config.raft_client_security()))) == ["User:kafka"]
+
+
+def test_the_nodes_own_client_without_a_key_fails_authentication(realm):
+    config = realm.config()
+    without_key = realm.config(realm.alice)             # alice's keytab has no key for kafka/localhost
+    with pytest.raises(AuthenticationFailed, match="GSSAPI: kafka/localhost@EXAMPLE.COM could not get a ticket"):
+        run(node_client_exchange(config, client_options(without_key.raft_client_security())))
+
+
+def test_an_admin_command_config_with_a_keytab_authenticates(realm, tmp_path):
+    props = {"security.protocol": "SASL_PLAINTEXT", "sasl.kerberos.service.name": "kafka",
+             "sasl.jaas.config": "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true "
+                                 f'keyTab="{realm.alice}" principal="alice@{REALM}";'}
+    assert run(node_client_exchange(realm.config(), client_options_from_properties(props))) == ["User:alice"]
+
+
+def test_the_replica_fetchers_and_transaction_markers_log_in_with_gssapi(realm, tmp_path):
+    """sasl.mechanism.inter.broker.protocol=GSSAPI: a broker's replica fetchers and transaction
+    markers use the inter-broker listener's Krb5LoginModule entry, and are User:kafka to a peer."""
+    from tests.broker.test_inter_broker_sasl import fetch_as_peer, make_broker
+    config = parse_server_config(
+        "process.roles=broker,controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
+        "listeners=BROKER://127.0.0.1:0,CONTROLLER://127.0.0.1:0\n"
+        "listener.security.protocol.map=BROKER:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT\n"
+        f"inter.broker.listener.name=BROKER\ncontroller.quorum.bootstrap.servers=127.0.0.1:1\nlog.dirs={tmp_path}\n"
+        "sasl.enabled.mechanisms=GSSAPI\nsasl.mechanism.inter.broker.protocol=GSSAPI\nsasl.kerberos.service.name=kafka\n"
+        "listener.name.broker.gssapi.sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required "
+        f'useKeyTab=true storeKey=true keyTab="{realm.server}" principal="kafka/localhost@{REALM}";\n')
+    broker = make_broker(config)
+    options, unusable = broker.replica_roles.client_options()
+    assert unusable is None and options["sasl"]().mechanism == "GSSAPI"
+    assert broker.txn_apis.router.peers.client().sasl().principal == f"kafka/localhost@{REALM}"
+    assert run(fetch_as_peer(config, options)) == ["User:kafka"]
