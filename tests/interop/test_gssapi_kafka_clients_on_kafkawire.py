@@ -50,3 +50,41 @@ def test_kafkas_admin_client_authenticates_with_gssapi_and_another_service_is_re
     assert f"127.0.0.1:{served.port} (id: 1" in good.stdout and "SaslHandshake(17)" in good.stdout
     assert refused.returncode != 0 and GENERIC in refused.stdout + refused.stderr, \
         (refused.stdout[-2000:], refused.stderr[-3000:])
+
+
+def test_kafkawires_gssapi_client_authenticates_to_a_kafka_controller(kafka_controller, realm, monkeypatch):
+    """The other way round: a Kafka 4.3.1 controller's GSSAPI listener (the JDK's server, Kafka's
+    Krb5LoginModule login) takes kafkawire's client, logged in as alice from her keytab; the
+    client asking for another service is refused with Kafka's message."""
+    import asyncio
+
+    from kafkawire.messages.describe_quorum_request import DescribeQuorumRequest, PartitionData, TopicData
+    from kafkawire.net.client import AuthenticationFailed, NetworkClient
+    from kafkawire.net.security import client_options_from_properties
+    # Kafka's JVM reads its Kerberos configuration from this property; the tool JVMs ignore it.
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", f"-Djava.security.krb5.conf={realm.kdc.krb5_conf}")
+    controller = kafka_controller(1, "TLzTcTRqQLWMRmt0hKa_Gw", "--standalone", properties={
+        "listener.security.protocol.map": "CONTROLLER:SASL_PLAINTEXT", "sasl.enabled.mechanisms": "GSSAPI",
+        "sasl.mechanism.controller.protocol": "GSSAPI", "sasl.kerberos.service.name": "kafka",
+        "listener.name.controller.gssapi.sasl.jaas.config":
+            "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true "
+            f'keyTab="{realm.server}" principal="kafka/localhost@{REALM}";'})
+    host, port = controller.controller_address.rsplit(":", 1)
+    request = DescribeQuorumRequest(topics=[TopicData(topic_name="__cluster_metadata",
+                                                      partitions=[PartitionData(partition_index=0)])])
+
+    def describe(service: str):
+        options = client_options_from_properties({
+            "security.protocol": "SASL_PLAINTEXT", "sasl.kerberos.service.name": service,
+            "sasl.jaas.config": "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true "
+                                f'keyTab="{realm.alice}" principal="alice@{REALM}";'})
+
+        async def send():
+            async with NetworkClient(request_timeout_ms=20000, **options) as client:
+                return await client.send((host, int(port)), request)
+        return asyncio.run(send())
+
+    answer = describe("kafka")
+    assert answer.error_code == 0 and answer.topics[0].partitions[0].leader_id == 1
+    with pytest.raises(AuthenticationFailed, match=GENERIC):
+        describe("other")
