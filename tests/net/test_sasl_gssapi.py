@@ -5,6 +5,7 @@ and another service's ticket are refused with Kafka's message, the principal goe
 KDC needed); a missing ``gssapi`` package named with its extra."""
 from __future__ import annotations
 
+import logging
 import sys
 
 import pytest
@@ -121,6 +122,7 @@ class Realm:
         self.stale_server = kdc.export("kafka/localhost", "stale")     # the next export changes the key
         self.server = kdc.export("kafka/localhost", "server")
         self.alice = kdc.keytab("alice")
+        self.bob = kdc.keytab("bob")
         self.other_service = kdc.keytab("other/localhost")
 
     def config(self, keytab=None, extra=""):
@@ -153,9 +155,12 @@ def initiator(keytab, principal: str, service: str):
                                   flags=[gssapi.RequirementFlag.mutual_authentication])
 
 
-async def rfc4752_exchange(security, context, authorization_id=b"", layer=1):
+async def rfc4752_exchange(security, context, authorization_id=b"", layer=1, again=None, lifetimes=None):
     """Drive SaslHandshake v1 and SaslAuthenticate v2 with ``context`` as RFC 4752 says, then one
-    Metadata: (the principal the handler saw, or None; the refusal's message, or None)."""
+    Metadata: (the principal the handler saw, or None; the refusal's message, or None). With
+    ``again`` (another context), re-authenticate with it on the same connection (KIP-368) first;
+    ``lifetimes`` gets each completed authentication's SessionLifetimeMs."""
+    lifetimes = [] if lifetimes is None else lifetimes
     seen = []
 
     async def handler(ctx, request):
@@ -164,26 +169,36 @@ async def rfc4752_exchange(security, context, authorization_id=b"", layer=1):
 
     async with KafkaServer({METADATA: handler}, security=security) as server:
         conn = await RawConnection.open(server.port)
-        await conn.send(SaslHandshakeRequest(mechanism="GSSAPI"), 1, 0)
-        assert (await conn.read_response(SASL_HANDSHAKE, 1))[1].error_code == 0
-        token, correlation = context.step(None), 1
-        while True:
-            await conn.send(SaslAuthenticateRequest(auth_bytes=token), 2, correlation)
-            answer = (await conn.read_response(SASL_AUTHENTICATE, 2))[1]
-            correlation += 1
-            if answer.error_code:
-                return None, answer.error_message
-            if not context.complete:
-                token = context.step(bytes(answer.auth_bytes)) or b""
-            elif answer.auth_bytes:
-                offer = context.unwrap(bytes(answer.auth_bytes)).message
-                assert offer[0] == 1, "the server must offer no security layer only"
-                token = context.wrap(bytes([layer]) + b"\0\0\0" + authorization_id, False).message
-            else:
-                break
+        refusal, correlation = await authenticate_on(conn, context, authorization_id, layer, 0, lifetimes)
+        if refusal is None and again is not None:
+            refusal, correlation = await authenticate_on(conn, again, authorization_id, layer, correlation, lifetimes)
+        if refusal is not None:
+            return None, refusal
         await conn.send(MetadataRequest(topics=[]), 12, correlation)
         await conn.read_response(METADATA, 12)
     return seen[0], None
+
+
+async def authenticate_on(conn, context, authorization_id, layer, correlation, lifetimes):
+    """One GSSAPI authentication on ``conn``: (the refusal's message or None, the next correlation id)."""
+    await conn.send(SaslHandshakeRequest(mechanism="GSSAPI"), 1, correlation)
+    assert (await conn.read_response(SASL_HANDSHAKE, 1))[1].error_code == 0
+    token, correlation = context.step(None), correlation + 1
+    while True:
+        await conn.send(SaslAuthenticateRequest(auth_bytes=token), 2, correlation)
+        answer = (await conn.read_response(SASL_AUTHENTICATE, 2))[1]
+        correlation += 1
+        if answer.error_code:
+            return answer.error_message, correlation
+        if not context.complete:
+            token = context.step(bytes(answer.auth_bytes)) or b""
+        elif answer.auth_bytes:
+            offer = context.unwrap(bytes(answer.auth_bytes)).message
+            assert offer[0] == 1, "the server must offer no security layer only"
+            token = context.wrap(bytes([layer]) + b"\0\0\0" + authorization_id, False).message
+        else:
+            lifetimes.append(answer.session_lifetime_ms)
+            return None, correlation
 
 
 def test_a_kerberos_client_authenticates_as_its_short_name(realm):
@@ -196,6 +211,20 @@ def test_the_authorization_id_is_ignored_and_the_rules_name_the_principal(realm)
     security = realm.security(extra=r"sasl.kerberos.principal.to.local.rules=RULE:[1:k-$1]/U" + "\n")
     context = initiator(realm.alice, "alice", "kafka")
     assert run(rfc4752_exchange(security, context, authorization_id=b"admin")) == ("User:K-ALICE", None)
+
+
+def test_a_reauthentication_keeps_the_principal(realm):
+    """connections.max.reauth.ms: the session has a lifetime (no credential lifetime: Kafka's JDK
+    server gives none), alice re-authenticates on the open connection with a new ticket exchange,
+    and bob may not take her connection over."""
+    security = realm.security(extra="connections.max.reauth.ms=60000\n")
+    again, lifetimes = initiator(realm.alice, "alice", "kafka"), []
+    assert run(rfc4752_exchange(security, initiator(realm.alice, "alice", "kafka"), again=again,
+                                lifetimes=lifetimes)) == ("User:alice", None)
+    assert lifetimes == [60000, 60000]
+    bob = initiator(realm.bob, "bob", "kafka")
+    assert run(rfc4752_exchange(security, initiator(realm.alice, "alice", "kafka"), again=bob)) == \
+        (None, "Cannot change principals during re-authentication from User.alice: User.bob")
 
 
 def test_a_principal_no_rule_maps_is_refused(realm):
@@ -232,7 +261,6 @@ def test_an_unknown_principal_gets_no_ticket(realm):
 
 class _ServerLog:
     def __init__(self):
-        import logging
         self.handler = logging.Handler(logging.DEBUG)
         self.refusals, self.authenticated = [], []
         self.handler.emit = self._emit
@@ -320,3 +348,27 @@ def test_the_replica_fetchers_and_transaction_markers_log_in_with_gssapi(realm, 
     assert unusable is None and options["sasl"]().mechanism == "GSSAPI"
     assert broker.txn_apis.router.peers.client().sasl().principal == f"kafka/localhost@{REALM}"
     assert run(fetch_as_peer(config, options)) == ["User:kafka"]
+
+
+def test_a_replayed_authenticator_closes_the_connection_unanswered(realm, caplog):
+    """The same AP-REQ twice: the acceptor's replay cache refuses the second, which Kafka takes for
+    a network error the client retries (KerberosError.REPLAY): closed, no SaslAuthenticate answer."""
+    async def main():
+        token = initiator(realm.alice, "alice", "kafka").step(None)
+        async with KafkaServer({METADATA: empty_metadata}, security=realm.security()) as server:
+            answers = []
+            for correlation in (0, 2):
+                conn = await RawConnection.open(server.port)
+                await conn.send(SaslHandshakeRequest(mechanism="GSSAPI"), 1, correlation)
+                await conn.read_response(SASL_HANDSHAKE, 1)
+                await conn.send(SaslAuthenticateRequest(auth_bytes=token), 2, correlation + 1)
+                answers.append(await conn.read_frame(timeout=10))
+            return answers
+    with caplog.at_level(logging.INFO, logger="kafkawire.net.authentication"):
+        first, replayed = run(main())
+    assert first is not None and replayed is None
+    assert "Request is a replay" in caplog.text
+
+
+async def empty_metadata(ctx, request):
+    return MetadataResponse()
