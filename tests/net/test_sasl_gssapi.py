@@ -372,3 +372,37 @@ def test_a_replayed_authenticator_closes_the_connection_unanswered(realm, caplog
 
 async def empty_metadata(ctx, request):
     return MetadataResponse()
+
+
+def test_the_nodes_own_client_re_authenticates_with_a_new_ticket_exchange(realm, monkeypatch):
+    """connections.max.reauth.ms=2000 on the listener: the node's GSSAPI client re-authenticates
+    on its open connection before each session ends (KIP-368), as User:kafka each time. The
+    sessions' clock is moved by hand (as tests/net/test_reauthentication.py does); the KDC's is real."""
+    from types import SimpleNamespace
+
+    from kafkawire.net import client as client_module
+    from kafkawire.net import reauthentication
+    now = [1_800_000_000.0]
+    monkeypatch.setattr(reauthentication, "monotonic", lambda: now[0])
+    monkeypatch.setattr(reauthentication, "now_ms", lambda: round(now[0] * 1000))
+    monkeypatch.setattr(client_module, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    config = realm.config(extra="connections.max.reauth.ms=2000\n")
+    seen = []
+
+    async def handler(ctx, request):
+        seen.append(ctx.principal)
+        return MetadataResponse()
+
+    async def main():
+        async with KafkaServer({METADATA: handler}, security=config.security_of("CONTROLLER")) as server:
+            async with NetworkClient(request_timeout_ms=10000, **client_options(config.raft_client_security())) as client:
+                peer = ("127.0.0.1", server.port)
+                await client.send(peer, MetadataRequest(topics=[]))
+                first, counts = client._peers[peer].connection, []
+                for _ in range(2):
+                    now[0] += 1.96                  # past 95% of the lifetime, before its end
+                    await client.send(peer, MetadataRequest(topics=[]))
+                    counts.append(server.reauthentications)
+                return counts, client._peers[peer].connection is first
+    assert run(main()) == ([1, 2], True)
+    assert seen == ["User:kafka"] * 3
