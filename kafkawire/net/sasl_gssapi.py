@@ -224,8 +224,9 @@ class _Refused(Exception):
 
 class GssapiClient:
     """The node's own GSSAPI client (raft, inter-broker), as Kafka's SaslClientAuthenticator with
-    the JDK's GSSAPI client: it logs in as ``principal`` with its keytab (a ticket cache in memory
-    of its own), asks for ``<service name>/<peer host>`` (an address is looked up in reverse, as
+    the JDK's GSSAPI client: it logs in as ``principal`` with its keytab (a ticket cache in memory,
+    one per principal and keytab, which the library fills from the keytab again when its ticket
+    nears its end, as Kafka's login keeps one ticket-granting ticket for its connections), asks for ``<service name>/<peer host>`` (an address is looked up in reverse, as
     Java's InetAddress.getHostName does), requests mutual authentication, takes the server's "no
     security layer" and names itself as the authorization id. ``prepare(host)`` does the KDC
     round trips and the lookup off the event loop, before ``first_token``."""
@@ -254,7 +255,7 @@ class GssapiClient:
 
     def _start(self, host: str) -> bytes:
         gssapi = require_gssapi()
-        store = {"ccache": f"MEMORY:kafkawire-{id(self)}"}
+        store = {"ccache": _memory_cache(self.principal, self.keytab)}
         if self.keytab:
             store["client_keytab"] = self.keytab
         try:
@@ -285,6 +286,14 @@ class GssapiClient:
             return self._context.wrap(answer, False).message
         self._stage = "done"
         return None
+
+
+def _memory_cache(principal: str, keytab: str | None) -> str:
+    """The in-memory ticket cache of one login: named by the principal and keytab, so that two
+    logins never share one (a cache holds one principal's tickets)."""
+    import hashlib
+    digest = hashlib.sha256(f"{principal}\0{keytab or ''}".encode()).hexdigest()[:24]
+    return f"MEMORY:kafkawire-{digest}"
 
 
 def _is_address(host: str) -> bool:
