@@ -101,16 +101,24 @@ class GssapiAcceptor:
         return GssapiServer(self._credentials, self.short_namer, phase)
 
 
-def login_options(entry, lookup) -> tuple[str, str | None, str]:
+def login_options(entry, lookup, ticket_cache_allowed: bool = False) -> tuple:
     """(principal, keytab or None, service name) of a Krb5LoginModule JAAS entry, as the listener
-    and the node's own GSSAPI client read it; ConfigError names the key."""
+    and the node's own GSSAPI client read it; ConfigError names the key. With
+    ``ticket_cache_allowed`` (a client's ``sasl.jaas.config``), an entry with ``useTicketCache=true``
+    and no keytab gives (principal or None, None, service name, its ``ticketCache`` or "" for the
+    default cache, KRB5CCNAME), as a Kafka client logs in after ``kinit``."""
     options = entry.options
     if not entry.module.endswith("Krb5LoginModule"):
         raise ConfigError(entry.key, "(hidden)", f"has login module {entry.module}; GSSAPI needs "
                                                  "com.sun.security.auth.module.Krb5LoginModule")
+    configured, source = lookup(SERVICE_NAME_KEY)
     if options.get("useKeyTab", "false").lower() != "true":
+        if ticket_cache_allowed and options.get("useTicketCache", "false").lower() == "true":
+            service = _service_name(options.get("serviceName"), configured, source)
+            return options.get("principal"), None, service, options.get("ticketCache", "")
         raise ConfigError(entry.key, "(hidden)", "needs useKeyTab=true: kafkawire's GSSAPI reads its key from a "
-                                                 "keytab (keyTab=...)")
+                                                 "keytab (keyTab=...)" + (", or useTicketCache=true"
+                                                                          if ticket_cache_allowed else ""))
     principal = options.get("principal")
     if not principal:
         raise ConfigError(entry.key, "(hidden)", "needs a principal option (service/host@REALM): the principal the "
@@ -119,7 +127,6 @@ def login_options(entry, lookup) -> tuple[str, str | None, str]:
         KerberosName.parse(principal)
     except NoMatchingRule:
         raise ConfigError(entry.key, "(hidden)", f"Principal has name with unexpected format {principal}") from None
-    configured, source = lookup(SERVICE_NAME_KEY)
     return principal, options.get("keyTab"), _service_name(options.get("serviceName"), configured, source)
 
 
@@ -233,8 +240,9 @@ class GssapiClient:
 
     mechanism = "GSSAPI"
 
-    def __init__(self, principal: str, keytab: str | None, service_name: str):
+    def __init__(self, principal: str | None, keytab: str | None, service_name: str, ticket_cache: str | None = None):
         self.principal, self.keytab, self.service_name = principal, keytab, service_name
+        self.ticket_cache = ticket_cache    # a kinit cache ("" the default one) instead of a keytab
         self._context = None
         self._first: bytes | None = None
         self._stage = "context"
@@ -255,18 +263,23 @@ class GssapiClient:
 
     def _start(self, host: str) -> bytes:
         gssapi = require_gssapi()
-        store = {"ccache": _memory_cache(self.principal, self.keytab)}
-        if self.keytab:
-            store["client_keytab"] = self.keytab
+        if self.ticket_cache is not None:
+            store = {"ccache": self.ticket_cache} if self.ticket_cache else None
+        else:
+            store = {"ccache": _memory_cache(self.principal, self.keytab)}
+            if self.keytab:
+                store["client_keytab"] = self.keytab
         try:
-            name = gssapi.Name(self.principal, gssapi.NameType.kerberos_principal)
+            name = None if self.principal is None else gssapi.Name(self.principal, gssapi.NameType.kerberos_principal)
             credentials = gssapi.Credentials(name=name, usage="initiate", store=store)
+            self.principal = self.principal or str(credentials.name)
             target = gssapi.Name(f"{self.service_name}/{host}", gssapi.NameType.kerberos_principal)
             self._context = gssapi.SecurityContext(name=target, creds=credentials, usage="initiate",
                                                    flags=[gssapi.RequirementFlag.mutual_authentication])
             return self._context.step(None)
         except gssapi.exceptions.GSSError as exc:
-            raise GssapiClientError(f"{self.principal} could not get a ticket for {self.service_name}/{host}: "
+            who = self.principal or f"the ticket cache {self.ticket_cache or '(default)'}"
+            raise GssapiClientError(f"{who} could not get a ticket for {self.service_name}/{host}: "
                                     f"{_gss_text(exc)}") from None
 
     def first_token(self) -> bytes:

@@ -418,7 +418,7 @@ def client_options_from_properties(props: dict) -> dict:
     """NetworkClient options (ssl_context, sasl) from a Kafka client's properties, as an admin
     tool's ``--command-config`` gives them: ``security.protocol``, ``sasl.mechanism`` (default
     GSSAPI, as Kafka's), ``sasl.jaas.config`` with username and password (for GSSAPI a
-    Krb5LoginModule with a keytab, and ``sasl.kerberos.service.name``), and the unprefixed ssl.*
+    Krb5LoginModule with a keytab or a ticket cache, and ``sasl.kerberos.service.name``), and the unprefixed ssl.*
     keys. ConfigError names the key."""
     protocol = props.get("security.protocol", "PLAINTEXT").strip().upper()
     if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
@@ -439,7 +439,7 @@ def client_options_from_properties(props: dict) -> dict:
             raise ConfigError("sasl.jaas.config", None, f"is required with security.protocol={protocol}")
         entry = parse_jaas_config("sasl.jaas.config", props["sasl.jaas.config"])
         if mechanism == "GSSAPI":
-            kerberos = login_options(entry, lambda key: (props.get(key), key))
+            kerberos = login_options(entry, lambda key: (props.get(key), key), ticket_cache_allowed=True)
             options["sasl"] = lambda: GssapiClient(*kerberos)
             return options
         username, password = entry.options.get("username"), entry.options.get("password")

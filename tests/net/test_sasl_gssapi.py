@@ -406,3 +406,22 @@ def test_the_nodes_own_client_re_authenticates_with_a_new_ticket_exchange(realm,
                 return counts, client._peers[peer].connection is first
     assert run(main()) == ([1, 2], True)
     assert seen == ["User:kafka"] * 3
+
+
+def test_an_admin_command_config_with_a_kinit_ticket_cache_authenticates(realm, tmp_path):
+    """useTicketCache=true (no keytab), as a Kafka client after kinit: the cache's principal."""
+    import shutil
+    import subprocess
+    kinit = shutil.which("kinit")
+    if kinit is None:
+        unavailable("no kinit here (apt-get install krb5-user)")
+    cache = tmp_path / "alice.ccache"
+    subprocess.run([kinit, "-k", "-t", str(realm.alice), "-c", str(cache), f"alice@{REALM}"], check=True,
+                   capture_output=True, timeout=30)
+    props = {"security.protocol": "SASL_PLAINTEXT", "sasl.kerberos.service.name": "kafka",
+             "sasl.jaas.config": "com.sun.security.auth.module.Krb5LoginModule required useTicketCache=true "
+                                 f'ticketCache="{cache}";'}
+    assert run(node_client_exchange(realm.config(), client_options_from_properties(props))) == ["User:alice"]
+    props["sasl.jaas.config"] = "com.sun.security.auth.module.Krb5LoginModule required;"
+    with pytest.raises(ConfigError, match="needs useKeyTab=true.*or useTicketCache=true"):
+        client_options_from_properties(props)
