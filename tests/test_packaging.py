@@ -29,7 +29,7 @@ from kafkawire.records.compression import LZ4, ZSTD
 REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 # The distributions of the optional features; none of them may be needed by a base install.
-OPTIONAL_MODULES = ("dpkt", "scramp", "cryptography", "kafka", "uvloop", "pyspark", "pyarrow")
+OPTIONAL_MODULES = ("dpkt", "scramp", "cryptography", "kafka", "uvloop", "pyspark", "pyarrow", "gssapi")
 # The modules that need an optional package to be imported at all (the Spark data source).
 NEED_AN_EXTRA_TO_IMPORT = {"kafkawire.spark.columns", "kafkawire.spark.reader", "kafkawire.spark.rows",
                            "kafkawire.spark.source", "kafkawire.spark.record_columns",

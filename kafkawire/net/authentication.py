@@ -47,7 +47,7 @@ def sasl_session(server) -> SaslServerSession | None:
         return None
     plain = security.jaas["PLAIN"].users() if "PLAIN" in security.jaas else {}
     return SaslServerSession(security.mechanisms, plain, server.scram_lookup, getattr(server, "token_lookup", None),
-                             server_factories=oauthbearer_factories(security))
+                             server_factories=oauthbearer_factories(security), gssapi=security.gssapi)
 
 
 def connection_principal(writer, mapper: SslPrincipalMapper | None = None) -> str | None:
@@ -178,6 +178,8 @@ async def _authenticate(conn, session, payload, api_version) -> bool:
         token = session.evaluate(bytes(request.body.auth_bytes))
     except SaslFailure as failure:
         _log_failure(conn, failure)
+        if failure.unanswered:
+            return False
         await _refuse(conn, request, SaslAuthenticateResponse(error_code=int(Errors.SASL_AUTHENTICATION_FAILED),
                                                               error_message=failure.message, auth_bytes=b""), payload)
         return False
@@ -201,7 +203,7 @@ async def _raw_token(conn, session, payload) -> bool:
         token = session.evaluate(payload)
     except SaslFailure as failure:
         _log_failure(conn, failure)
-        if session.mechanism == "PLAIN" or failure.authentication_exception:
+        if (session.mechanism == "PLAIN" or failure.authentication_exception) and not failure.unanswered:
             # PlainSaslServer fails with a SaslAuthenticationException, which Kafka delays (as it
             # does a re-authentication as another principal); ScramSaslServer with a
             # SaslException, which closes at once.

@@ -435,6 +435,12 @@ class NetworkClient:
         lifetime in the last answer schedules the re-authentication."""
         client = self.sasl()
         deadline = time.monotonic() + self.connect_timeout_ms / 1000
+        prepare = getattr(client, "prepare", None)
+        if prepare is not None:     # GSSAPI: its KDC round trips and a reverse lookup, off the event loop
+            try:
+                await prepare(conn.peer[0])
+            except Exception as exc:
+                raise AuthenticationFailed(conn.peer, f"{client.mechanism}: {exc}") from None
         handshake = await self._round_trip(conn, SaslHandshakeRequest(mechanism=client.mechanism), 1, deadline)
         if handshake.error_code != Errors.NONE:
             raise AuthenticationFailed(conn.peer, f"{Errors.for_code(handshake.error_code).name}: the peer "

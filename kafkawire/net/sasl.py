@@ -42,6 +42,7 @@ import os
 from typing import Callable
 
 from kafkawire._extras import require
+from kafkawire.net.sasl_gssapi import require_gssapi
 from kafkawire.protocol.error_codes import Errors
 
 __all__ = ["SaslServerSession", "SaslFailure", "SaslClient", "ScramLookup", "SCRAM_MECHANISM_TYPES",
@@ -65,6 +66,8 @@ def require_mechanism(mechanism: str) -> None:
     the configuration enables it, so a node fails at startup rather than at a client's handshake."""
     if mechanism.startswith("SCRAM-"):
         _scramp()
+    elif mechanism == "GSSAPI":
+        require_gssapi()
 
 
 # ScramMechanism's type ids, as UserScramCredentialRecord stores them.
@@ -82,8 +85,12 @@ TOKEN_AUTH_EXTENSION = "tokenauth"          # ScramLoginModule.TOKEN_AUTH_CONFIG
 class SaslFailure(Exception):
     """Authentication failed: ``message`` is what Kafka sends in SaslAuthenticateResponse."""
 
-    def __init__(self, message: str, log_reason: str | None = None, authentication_exception: bool = False):
+    def __init__(self, message: str, log_reason: str | None = None, authentication_exception: bool = False,
+                 unanswered: bool = False):
         self.message = message
+        # A failure Kafka takes for a network error (a replayed Kerberos authenticator): the
+        # connection closes at once, unanswered, and the client retries.
+        self.unanswered = unanswered
         self.log_reason = log_reason or message
         # Kafka's SaslAuthenticationException (its close is delayed) rather than a SaslException;
         # told apart where it matters: after raw tokens, for SCRAM.
@@ -243,11 +250,12 @@ class SaslServerSession:
 
     def __init__(self, mechanisms: tuple[str, ...], plain_users: dict[str, str] | None,
                  scram_lookup: ScramLookup | None, token_lookup: TokenLookup | None = None,
-                 previous: tuple[str, str] | None = None, server_factories: dict | None = None):
+                 previous: tuple[str, str] | None = None, server_factories: dict | None = None, gssapi=None):
         self.mechanisms = list(mechanisms)
         # mechanism -> (phase -> server) for mechanisms whose servers live in their own modules
         # (OAUTHBEARER: kafkawire.net.sasl_oauthbearer).
         self.server_factories = server_factories or {}
+        self.gssapi = gssapi            # the listener's kafkawire.net.sasl_gssapi.GssapiAcceptor, for GSSAPI
         self.plain_users = plain_users or {}
         self.scram_lookup = scram_lookup
         self.token_lookup = token_lookup
@@ -260,7 +268,8 @@ class SaslServerSession:
     def reauthentication(self) -> "SaslServerSession":
         """A new session for a SaslHandshake on this authenticated connection."""
         return SaslServerSession(tuple(self.mechanisms), self.plain_users, self.scram_lookup, self.token_lookup,
-                                 previous=(self.mechanism, self.principal), server_factories=self.server_factories)
+                                 previous=(self.mechanism, self.principal), server_factories=self.server_factories,
+                                 gssapi=self.gssapi)
 
     @property
     def phase(self) -> str:
@@ -304,6 +313,8 @@ class SaslServerSession:
             self._server = self.server_factories[mechanism](self.phase)
         elif mechanism == "PLAIN":
             self._server = _PlainServer(self.plain_users)
+        elif mechanism == "GSSAPI":
+            self._server = self.gssapi.server(self.phase)
         else:
             lookup = self.scram_lookup or (lambda mech, user: None)
             self._server = _ScramServer(mechanism, lookup, self.token_lookup, self.phase)

@@ -28,6 +28,7 @@ from kafkawire.net.authorizer import AuthorizerSettings, STANDARD_AUTHORIZER
 from kafkawire.net.reauthentication import is_reauth_key, max_reauth_by_mechanism
 from kafkawire.net.sasl import SaslClient, require_mechanism
 from kafkawire.net import sasl_oauthbearer
+from kafkawire.net.sasl_gssapi import KERBEROS_ACCEPTED_KEYS, GssapiAcceptor, GssapiClient, login_options
 from kafkawire.net.ssl_principal_mapper import MAPPING_RULES_KEY, SslPrincipalMapper
 from kafkawire.net.tls_stores import load_keystore, load_truststore
 
@@ -36,7 +37,7 @@ __all__ = ["SslSettings", "ListenerSecurity", "JaasEntry", "resolve_listener_sec
            "client_options", "with_client_security", "parse_jaas_config", "server_ssl_context", "client_ssl_context",
            "is_security_key", "SUPPORTED_MECHANISMS", "ClientSecurity"]
 
-SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
 SUPPORTED_STORE_TYPES = ("PEM", "JKS", "PKCS12", "JCEKS")
 CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
 _TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
@@ -78,7 +79,7 @@ def is_security_key(key: str) -> bool:
     """Whether ``key`` is one of the security keys this module reads (listener-prefixed or not)."""
     m = _LISTENER_PREFIX.match(key)
     rest = m.group(2) if m else key
-    if rest in SSL_DEFAULTS or rest in SASL_DEFAULTS or rest in _ACCEPTED:
+    if rest in SSL_DEFAULTS or rest in SASL_DEFAULTS or rest in _ACCEPTED or rest in KERBEROS_ACCEPTED_KEYS:
         return True
     if sasl_oauthbearer.is_oauthbearer_key(rest):
         return True
@@ -125,6 +126,7 @@ class ListenerSecurity:
     principal_mapper: SslPrincipalMapper | None = None
     # OAUTHBEARER's token validator (kafkawire.net.sasl_oauthbearer), when the listener enables it.
     oauthbearer: object | None = field(default=None, compare=False, repr=False)
+    gssapi: GssapiAcceptor | None = None            # when the listener enables GSSAPI
 
     @property
     def uses_ssl(self) -> bool:
@@ -146,6 +148,7 @@ class ClientSecurity:
     password: str | None = field(default=None, repr=False)     # kept out of tracebacks and logs
     # OAUTHBEARER: the SaslClient factory made from the JAAS entry's unsecuredLogin* options.
     sasl_factory: object | None = field(default=None, repr=False, compare=False)
+    kerberos: tuple | None = None       # GSSAPI: (principal, keytab or None, service name)
 
 
 def _lookup(props: dict, listener: str, key: str, default):
@@ -184,7 +187,7 @@ def resolve_listener_security(props: dict, listener: str, protocol: str) -> List
                 raise ConfigError(settings.where("ssl.client.auth"), settings.get("ssl.client.auth"),
                                   "must be one of none, requested, required")
         _check_ssl(settings)
-    mechanisms, jaas, max_receive = (), {}, DEFAULT_SASL_SERVER_MAX_RECEIVE_SIZE
+    mechanisms, jaas, max_receive, gssapi = (), {}, DEFAULT_SASL_SERVER_MAX_RECEIVE_SIZE, None
     if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
         raw, source = _lookup(props, listener, "sasl.server.max.receive.size",
                               SASL_DEFAULTS["sasl.server.max.receive.size"])
@@ -199,6 +202,8 @@ def resolve_listener_security(props: dict, listener: str, protocol: str) -> List
                                                f"(supported: {', '.join(SUPPORTED_MECHANISMS)})")
             require_mechanism(mechanism)
             jaas[mechanism] = _jaas_for(props, listener, mechanism)
+            if mechanism == "GSSAPI":
+                gssapi = GssapiAcceptor.from_config(jaas[mechanism], lambda key: _lookup(props, listener, key, None))
             if mechanism == "PLAIN" and not jaas[mechanism].users():
                 raise ConfigError(jaas[mechanism].key, "(hidden)", "has no user_<name>=<password> option: "
                                                                    "no client could authenticate with PLAIN")
@@ -210,7 +215,7 @@ def resolve_listener_security(props: dict, listener: str, protocol: str) -> List
         rules, source = _lookup(props, listener, MAPPING_RULES_KEY, None)
         mapper = SslPrincipalMapper(rules, source)
     return ListenerSecurity(listener, protocol, settings, client_auth, mechanisms, jaas, max_receive,
-                            max_reauth_by_mechanism(props, listener, mechanisms), mapper, oauthbearer)
+                            max_reauth_by_mechanism(props, listener, mechanisms), mapper, oauthbearer, gssapi)
 
 
 def _jaas_for(props: dict, listener: str, mechanism: str) -> JaasEntry:
@@ -259,6 +264,10 @@ def _node_client_security(props: dict, listener: str, protocol: str, mechanism_k
         factory = sasl_oauthbearer.node_client(lambda name: _mechanism_lookup(props, listener, raw, name),
                                                entry.options, entry.key)
         return ClientSecurity(protocol, settings, raw, sasl_factory=factory)
+    if raw == "GSSAPI":
+        # The listener's Krb5LoginModule entry: the node logs in as its principal, with its keytab.
+        kerberos = login_options(entry, lambda key: _lookup(props, listener, key, None))
+        return ClientSecurity(protocol, settings, raw, kerberos=kerberos)
     username, password = entry.options.get("username"), entry.options.get("password")
     if username is None or password is None:
         raise ConfigError(entry.key, "(hidden)", f"needs username and password options: {who} with {raw}")
@@ -298,6 +307,9 @@ def client_options(security: ClientSecurity | None) -> dict:
         options["ssl_context"] = client_ssl_context(security.ssl)
     if security.sasl_factory is not None:
         options["sasl"] = security.sasl_factory
+    elif security.mechanism == "GSSAPI":
+        kerberos = security.kerberos
+        options["sasl"] = lambda: GssapiClient(*kerberos)
     elif security.mechanism is not None:
         mechanism, username, password = security.mechanism, security.username, security.password
         options["sasl"] = lambda: SaslClient(mechanism, username, password)
@@ -428,9 +440,10 @@ def client_ssl_context(s: SslSettings) -> ssl.SSLContext:
 
 def client_options_from_properties(props: dict) -> dict:
     """NetworkClient options (ssl_context, sasl) from a Kafka client's properties, as an admin
-    tool's ``--command-config`` gives them: ``security.protocol``, ``sasl.mechanism`` (Kafka's
-    default GSSAPI is refused), ``sasl.jaas.config`` with username and password, and the
-    unprefixed ssl.* keys. ConfigError names the key."""
+    tool's ``--command-config`` gives them: ``security.protocol``, ``sasl.mechanism`` (default
+    GSSAPI, as Kafka's), ``sasl.jaas.config`` with username and password (for GSSAPI a
+    Krb5LoginModule with a keytab or a ticket cache, and ``sasl.kerberos.service.name``), and the unprefixed ssl.*
+    keys. ConfigError names the key."""
     protocol = props.get("security.protocol", "PLAINTEXT").strip().upper()
     if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
         raise ConfigError("security.protocol", props.get("security.protocol"),
@@ -452,6 +465,10 @@ def client_options_from_properties(props: dict) -> dict:
         if mechanism == sasl_oauthbearer.MECHANISM:
             options["sasl"] = sasl_oauthbearer.node_client(lambda name: (props.get(name), name), entry.options,
                                                            entry.key)
+            return options
+        if mechanism == "GSSAPI":
+            kerberos = login_options(entry, lambda key: (props.get(key), key), ticket_cache_allowed=True)
+            options["sasl"] = lambda: GssapiClient(*kerberos)
             return options
         username, password = entry.options.get("username"), entry.options.get("password")
         if username is None or password is None:

@@ -151,6 +151,8 @@ class KafkaServer:
             self.ssl_context = server_ssl_context(security)
         if getattr(security, "oauthbearer", None) is not None:
             security.oauthbearer.start()         # an OIDC validator's keys: a bad JWKS fails here, named
+        if security is not None and security.gssapi is not None:
+            security.gssapi.acquire()            # a keytab without the principal's key fails here, too
         self.scram_lookup = scram_lookup         # (mechanism, user) -> stored SCRAM credential or None
         self.token_lookup = token_lookup         # (mechanism, token id) -> (credential, owner, expiry) or None
         self.reauthentications = 0                # SASL re-authentications completed (KIP-368)

@@ -190,7 +190,7 @@ def test_confluent_kafka_over_sasl_ssl(quorum):
       "ssl.keystore.location": "{tmp}/missing.pem"},
      "ssl.keystore.location: '{tmp}/missing.pem' cannot be read: No such file or directory"),
     ({"listener.security.protocol.map": "CONTROLLER:SASL_PLAINTEXT"},       # Kafka's default mechanism
-     "sasl.mechanism.controller.protocol: 'GSSAPI' is not supported by kafkawire"),
+     "listener.name.controller.gssapi.sasl.jaas.config: (unset) is required"),
     ({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"},
      "authorizer.class.name: 'kafka.security.authorizer.AclAuthorizer' is not supported"),
 ])
