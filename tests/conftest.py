@@ -73,9 +73,12 @@ if in_ci():
 
 
 def dev_distributions() -> list[str]:
-    """The distributions of pyproject's [dev] extra: pyspark, pyarrow, the peer clients, build..."""
+    """The distributions CI installs: pyproject's [dev] and [kerberos] extras (pyspark, pyarrow,
+    the peer clients, build, gssapi...)."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    return [re.match(r"[A-Za-z0-9._-]+", req).group() for req in project["optional-dependencies"]["dev"]]
+    extras = project["optional-dependencies"]
+    # CI installs '.[dev,kerberos]' (.ci/run): kerberos builds from source, so it is not in dev
+    return [re.match(r"[A-Za-z0-9._-]+", req).group() for req in extras["dev"] + extras["kerberos"]]
 
 
 def _installed(distribution: str) -> bool:
@@ -91,7 +94,7 @@ def missing_for_ci(which=shutil.which, installed=_installed, present=lambda path
     and the [dev] extra's distributions."""
     missing = [f"{name}: {why}" for name, why in CI_PROGRAMS.items() if which(name) is None]
     missing += [f"{path}: {why}" for path, why in CI_TOOLS.items() if not present(path)]
-    missing += [f"{dist}: pip install -e '.[dev]'" for dist in dev_distributions() if not installed(dist)]
+    missing += [f"{dist}: pip install -e '.[dev,kerberos]'" for dist in dev_distributions() if not installed(dist)]
     return missing
 
 
