@@ -44,7 +44,10 @@ How each number is obtained:
   until one reports itself leader of a higher epoch; restart the killed node and let it catch
   up before the next round. Bounded by controller.quorum.fetch.timeout.ms (2000 by default:
   followers wait that long without a fetch answer before they start an election) plus the
-  election itself.
+  election itself. Each kill's time is printed with the epochs the leadership moved: more
+  than one is a split vote (both survivors timed out together and became candidates of one
+  epoch; before 2026-12-01 that cost a second round, an election timeout of 1-2 s).
+  ``--rates ""`` skips the load runs.
 """
 from __future__ import annotations
 
@@ -267,11 +270,14 @@ def _num(value, width: int, digits: int = 0) -> str:
     return f"{'-':>{width}}" if value is None else f"{value:>{width}.{digits}f}"
 
 
-def election_runs(base: str, kills: int) -> list[float]:
+def election_runs(base: str, kills: int) -> tuple[list[float], list[int]]:
+    """The time from each kill -9 of the leader to a survivor's answering as leader of a higher
+    epoch, and by how many epochs the leader's moved: 1 is one round; 2 or more, a split vote
+    (both survivors candidates of one epoch, refusing each other) and a second round."""
     q = LocalQuorum(os.path.join(base, "elections"), 3,
                     server_args=lambda c: ["test-raft-server", "--config", c, "--throughput", "200",
                                            "--log-level", "WARN"])
-    times = []
+    times, epochs = [], []
     with q:
         q.format()
         q.start_all()
@@ -296,6 +302,7 @@ def election_runs(base: str, kills: int) -> list[float]:
             if new is None:
                 raise QuorumError("no new leader within 30 s of the kill")
             times.append((time.monotonic() - t) * 1000)
+            epochs.append(new.leader_epoch - view.leader_epoch)
             q.start(old)
 
             def caught_up(new=new, old=old):
@@ -305,7 +312,7 @@ def election_runs(base: str, kills: int) -> list[float]:
             view = q.wait_until(caught_up, 30, f"node {old} to catch up")
             view = q.wait_for_leader(10)
         q.stop_all()
-    return times
+    return times, epochs
 
 
 def main() -> int:
@@ -341,7 +348,7 @@ def _measure(args, base: str) -> int:
     if args.profile:
         os.makedirs(args.profile, exist_ok=True)
     for linger in [int(v) for v in args.lingers.split(",")]:
-        for rate in [int(r) for r in args.rates.split(",")]:
+        for rate in [int(r) for r in args.rates.split(",") if r]:
             r = load_run(base, rate, args.seconds, linger, args.profile and os.path.abspath(args.profile),
                          dict(setting.split("=", 1) for setting in args.set))
             ratio = None if r["p50"] is None else r["p50"] / floor
@@ -356,10 +363,12 @@ def _measure(args, base: str) -> int:
                      else ""), flush=True)
     if args.kills <= 0:
         return 0
-    times = election_runs(base, args.kills)
+    times, epochs = election_runs(base, args.kills)
     print(f"election after kill -9: median {statistics.median(times):.0f} ms over {len(times)} kills "
           f"(min {min(times):.0f}, max {max(times):.0f}); controller.quorum.fetch.timeout.ms=2000, "
-          f"election.timeout.ms=1000; {statistics.median(times) / floor:.0f}x the floor")
+          f"election.timeout.ms=1000; {statistics.median(times) / floor:.0f}x the floor; "
+          f"{sum(e > 1 for e in epochs)} split votes (more than one epoch to a leader); load {os.getloadavg()[0]:.1f}")
+    print("  each kill: " + ", ".join(f"{t:.0f} ms (+{e} epoch{'s' if e > 1 else ''})" for t, e in zip(times, epochs)))
     return 0
 
 
