@@ -12,6 +12,9 @@ SIGUSR2, as --profile), on CLOCK_MONOTONIC, which every process shares:
   the hold and how much CPU the loop's thread used meanwhile. A hold whose CPU is at least half
   its wall time was the loop working (ours: a long callback); less, the thread waiting for a
   core or for the GIL (the machine's load, or another thread of ours holding the GIL);
+* where the loop worked through a hold: a thread samples the loop thread's stack every 1 ms
+  while the loop has not turned for 5 ms and its thread's CPU advanced at least half the time
+  (the innermost kafkawire frames and the outermost);
 * fsyncs of 5 ms or more (os.fsync, any thread), snapshots written (write_image) and segment
   rolls (Log.roll).
 
@@ -31,7 +34,7 @@ TAIL_MS = 20.0
 EVENTS_NODE = r"""
 import asyncio, gc, json, os, runpy, signal, sys, time
 out = os.path.join(os.environ["QUORUM_BENCH_EVENTS_DIR"], f"events-{os.getpid()}.json")
-ev = {"tail": [], "gc": [], "hold": [], "fsync": [], "snapshot": [], "roll": []}
+ev = {"tail": [], "gc": [], "hold": [], "fsync": [], "snapshot": [], "roll": [], "stack": {}}
 on = [False]
 def start(*_):
     for v in ev.values():
@@ -88,10 +91,40 @@ def roll(self, *a, **k):
         if on[0]:
             ev["roll"].append((t * 1000, (time.monotonic() - t) * 1000))
 storage_log.Log.roll = roll
+beat = [time.monotonic()]
+def where(frame):
+    # The innermost kafkawire frames of the loop thread (where the loop works), and the
+    # outermost one of them below the loop's callback.
+    names = []
+    while frame is not None:
+        code = frame.f_code
+        if "kafkawire" in code.co_filename:
+            names.append(f"{code.co_filename.rsplit('kafkawire/', 1)[-1]}:{code.co_name}")
+        frame = frame.f_back
+    return " < ".join(names[:2] + names[-1:]) if names else "(outside kafkawire)"
+def sampler(loop_tid, clock):
+    # Every 1 ms (it gets the GIL at the loop thread's switch interval when that thread works):
+    # while the loop has not turned for 5 ms and its thread used at least half of that in CPU,
+    # where it is.
+    last_cpu, last_t = time.clock_gettime(clock), time.monotonic()
+    while True:
+        time.sleep(0.001)
+        now, cpu = time.monotonic(), time.clock_gettime(clock)
+        working = cpu - last_cpu >= (now - last_t) / 2
+        last_cpu, last_t = cpu, now
+        if on[0] and working and now - beat[0] >= 0.005:
+            frame = sys._current_frames().get(loop_tid)
+            key = where(frame)
+            ev["stack"][key] = ev["stack"].get(key, 0) + 1
 async def watch_loop():
+    import threading
+    tid = threading.get_ident()
+    threading.Thread(target=sampler, args=(tid, time.pthread_getcpuclockid(tid)), daemon=True).start()
     while True:
         t, c = time.monotonic(), time.thread_time()
+        beat[0] = t
         await asyncio.sleep(0.002)
+        beat[0] = time.monotonic()
         late = (time.monotonic() - t) * 1000 - 2
         if on[0] and late >= 5:
             ev["hold"].append((t * 1000, late + 2, (time.thread_time() - c) * 1000))
@@ -165,4 +198,9 @@ def summarize(directory: str, leader_pid: int | None) -> list[str]:
             f"{max((h[1] for h in wait), default=0):.0f} ms); fsyncs >= 5 ms {len(n['fsync'])} (longest "
             f"{max((f[1] for f in n['fsync']), default=0):.0f} ms); snapshots {len(n['snapshot'])} (longest "
             f"{max((w[1] for w in n['snapshot']), default=0):.0f} ms); segment rolls {len(n['roll'])}")
+    for pid, n in sorted(nodes.items()):
+        top = sorted(n["stack"].items(), key=lambda kv: -kv[1])[:4]
+        if top:
+            lines.append(f"  where node {pid}'s loop worked through holds (1 ms samples): "
+                         + "; ".join(f"{count} {where}" for where, count in top))
     return lines
