@@ -28,6 +28,9 @@ How each number is obtained:
   microseconds; on a shared machine the figure least hurt by other work (the wall-clock ones
   wait for a core). "-" when leadership moved during the window. The load average (1 min) at
   the window's end is printed beside it.
+* ``--events DIR``: what the commits over 20 ms overlapped in any node (collections, loop
+  holds working or waiting for a core, fsyncs of 5 ms or more, snapshot writes), counted per
+  event, not timed: benchmarks/quorum_events.py.
 * ``--profile DIR``: every node's main thread (its event loop) runs under cProfile with the
   thread's CPU time as its clock, only during the measuring window (SIGUSR1 / SIGUSR2, as
   benchmarks/broker_throughput.py); the leader's profile is written to
@@ -44,7 +47,10 @@ How each number is obtained:
   until one reports itself leader of a higher epoch; restart the killed node and let it catch
   up before the next round. Bounded by controller.quorum.fetch.timeout.ms (2000 by default:
   followers wait that long without a fetch answer before they start an election) plus the
-  election itself.
+  election itself. Each kill's time is printed with the epochs the leadership moved: more
+  than one is a split vote (both survivors timed out together and became candidates of one
+  epoch; before 2026-12-01 that cost a second round, an election timeout of 1-2 s).
+  ``--rates ""`` skips the load runs.
 """
 from __future__ import annotations
 
@@ -64,6 +70,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from kafkawire.net.client import TransportError  # noqa: E402
 from kafkawire.raft.node.local_quorum import LocalQuorum, QuorumError  # noqa: E402
+
+from benchmarks.quorum_events import events_python, summarize as summarize_events  # noqa: E402
 
 
 def fsync_ms(directory: str, rounds: int = 200) -> float:
@@ -197,11 +205,20 @@ def _signal_all(q: LocalQuorum, signum: int) -> None:
             proc.send_signal(signum)
 
 
+# Kafka's TestRaftServer has no snapshot generator: it never writes a snapshot. test-raft-server
+# runs the node's driver, which snapshots every metadata.log.max.record.bytes.between.snapshots
+# (20 MB: ~1.3 a second per node at 100,000 records/s of 256 bytes), each a file and directory
+# fsync beside the log's; the load runs turn that off (--set puts it back) to measure what
+# Kafka's workload measures. Before 2026-12-01 they snapshotted.
+NO_SNAPSHOTS = {"metadata.log.max.record.bytes.between.snapshots": str(2 ** 62)}
+
+
 def load_run(base: str, rate: int, seconds: float, linger_ms: int, profile_dir: str | None = None,
-             settings: dict | None = None) -> dict:
+             settings: dict | None = None, events_dir: str | None = None) -> dict:
+    python = profiled_python(profile_dir) if profile_dir else events_python(events_dir) if events_dir else None
     q = LocalQuorum(os.path.join(base, f"rate-{rate}-linger-{linger_ms}"), 3,
-                    properties={"controller.quorum.append.linger.ms": str(linger_ms), **(settings or {})},
-                    python=profiled_python(profile_dir) if profile_dir else None,
+                    properties={"controller.quorum.append.linger.ms": str(linger_ms), **NO_SNAPSHOTS, **(settings or {})},
+                    python=python,
                     server_args=lambda c: ["test-raft-server", "--config", c, "--throughput", str(rate),
                                            "--record-size", "256", "--log-level", "WARN",
                                            "--latency-window", str(max(int(rate * seconds), 1))])
@@ -216,7 +233,7 @@ def load_run(base: str, rate: int, seconds: float, linger_ms: int, profile_dir: 
             first = window.leader()
         first_at = window.view_at
         leader_pid = q.processes[first.leader_id].pid if first is not None else None
-        if profile_dir:
+        if python:
             _signal_all(q, signal.SIGUSR1)
         cpu0 = cpu_seconds(leader_pid) if leader_pid else None
         t0 = time.monotonic()
@@ -225,7 +242,7 @@ def load_run(base: str, rate: int, seconds: float, linger_ms: int, profile_dir: 
         last_at = window.view_at
         t1 = time.monotonic()
         cpu1 = cpu_seconds(leader_pid) if leader_pid else None
-        if profile_dir:
+        if python:
             _signal_all(q, signal.SIGUSR2)
         if cpu0 is not None and cpu1 is not None and last is not None and last.leader_id == first.leader_id \
                 and last.leader_epoch == first.leader_epoch:
@@ -238,6 +255,7 @@ def load_run(base: str, rate: int, seconds: float, linger_ms: int, profile_dir: 
                 metrics = json.load(f)["metrics"]
         q.stop_all()
     shutil.rmtree(q.base_dir, ignore_errors=True)     # its logs: a GB or more at 100,000/s
+    events = summarize_events(events_dir, leader_pid) if events_dir else []
     if profile_dir and leader_pid:
         made = os.path.join(profile_dir, f"node-{leader_pid}.prof")
         if os.path.exists(made):
@@ -256,7 +274,8 @@ def load_run(base: str, rate: int, seconds: float, linger_ms: int, profile_dir: 
             "p50": metrics.get("commit-latency-p50"), "p99": metrics.get("commit-latency-p99"),
             "refused": metrics.get("appends-refused", 0), "cpu_us": cpu_us, "load": load,
             "describe_p50": _median(window.describe_ms), "describe_max": max(window.describe_ms, default=None),
-            "fetch_age_max": max(window.fetch_age_ms, default=None), "failed_describes": window.failed_describes}
+            "fetch_age_max": max(window.fetch_age_ms, default=None), "failed_describes": window.failed_describes,
+            "events": events}
 
 
 def _median(values):
@@ -267,11 +286,14 @@ def _num(value, width: int, digits: int = 0) -> str:
     return f"{'-':>{width}}" if value is None else f"{value:>{width}.{digits}f}"
 
 
-def election_runs(base: str, kills: int) -> list[float]:
+def election_runs(base: str, kills: int) -> tuple[list[float], list[int]]:
+    """The time from each kill -9 of the leader to a survivor's answering as leader of a higher
+    epoch, and by how many epochs the leader's moved: 1 is one round; 2 or more, a split vote
+    (both survivors candidates of one epoch, refusing each other) and a second round."""
     q = LocalQuorum(os.path.join(base, "elections"), 3,
                     server_args=lambda c: ["test-raft-server", "--config", c, "--throughput", "200",
                                            "--log-level", "WARN"])
-    times = []
+    times, epochs = [], []
     with q:
         q.format()
         q.start_all()
@@ -296,6 +318,7 @@ def election_runs(base: str, kills: int) -> list[float]:
             if new is None:
                 raise QuorumError("no new leader within 30 s of the kill")
             times.append((time.monotonic() - t) * 1000)
+            epochs.append(new.leader_epoch - view.leader_epoch)
             q.start(old)
 
             def caught_up(new=new, old=old):
@@ -305,7 +328,7 @@ def election_runs(base: str, kills: int) -> list[float]:
             view = q.wait_until(caught_up, 30, f"node {old} to catch up")
             view = q.wait_for_leader(10)
         q.stop_all()
-    return times
+    return times, epochs
 
 
 def main() -> int:
@@ -316,6 +339,9 @@ def main() -> int:
     p.add_argument("--kills", type=int, default=5, help="leader kills for the election times (0: none)")
     p.add_argument("--profile", metavar="DIR", help="cProfile the nodes' loops during each window; "
                    "the leader's profile goes to DIR")
+    p.add_argument("--events", metavar="DIR", help="record in every node what can make a commit take over "
+                   "20 ms (collections, loop holds, slow fsyncs, snapshots) and print what the tail commits "
+                   "overlapped (benchmarks/quorum_events.py); not with --profile")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a server.properties setting for every node (repeatable), e.g. "
                    "kafkawire.quorum.append.queue.max.ms=10")
@@ -338,12 +364,17 @@ def _measure(args, base: str) -> int:
     print(f"{'linger':>6} {'target/s':>9} {'committed/s':>12} {'p50 ms':>7} {'p99 ms':>7} {'p50/floor':>10} "
           f"{'new epochs':>10} {'describe p50/max ms':>20} {'fetch age max ms':>17} {'leader us/rec':>13} "
           f"{'load':>5}")
-    if args.profile:
-        os.makedirs(args.profile, exist_ok=True)
+    if args.profile and args.events:
+        print("quorum.py: --profile and --events both wrap the nodes; give one", file=sys.stderr)
+        return 2
+    for directory in (args.profile, args.events):
+        if directory:
+            os.makedirs(directory, exist_ok=True)
     for linger in [int(v) for v in args.lingers.split(",")]:
-        for rate in [int(r) for r in args.rates.split(",")]:
+        for rate in [int(r) for r in args.rates.split(",") if r]:
             r = load_run(base, rate, args.seconds, linger, args.profile and os.path.abspath(args.profile),
-                         dict(setting.split("=", 1) for setting in args.set))
+                         dict(setting.split("=", 1) for setting in args.set),
+                         args.events and os.path.abspath(args.events))
             ratio = None if r["p50"] is None else r["p50"] / floor
             describe = f"{_num(r['describe_p50'], 9, 1)}/{_num(r['describe_max'], 0, 0)}"
             print(f"{linger:>6} {rate:>9} {_num(r['committed_per_s'], 12)} {_num(r['p50'], 7, 1)} "
@@ -354,12 +385,16 @@ def _measure(args, base: str) -> int:
                   + (f"  ({r['refused']} appends refused)" if r["refused"] else "")
                   + ("  (no leader at the end)" if r["leader"] is not None and r["committed_per_s"] is None
                      else ""), flush=True)
+            for line in r["events"]:
+                print(line, flush=True)
     if args.kills <= 0:
         return 0
-    times = election_runs(base, args.kills)
+    times, epochs = election_runs(base, args.kills)
     print(f"election after kill -9: median {statistics.median(times):.0f} ms over {len(times)} kills "
           f"(min {min(times):.0f}, max {max(times):.0f}); controller.quorum.fetch.timeout.ms=2000, "
-          f"election.timeout.ms=1000; {statistics.median(times) / floor:.0f}x the floor")
+          f"election.timeout.ms=1000; {statistics.median(times) / floor:.0f}x the floor; "
+          f"{sum(e > 1 for e in epochs)} split votes (more than one epoch to a leader); load {os.getloadavg()[0]:.1f}")
+    print("  each kill: " + ", ".join(f"{t:.0f} ms (+{e} epoch{'s' if e > 1 else ''})" for t, e in zip(times, epochs)))
     return 0
 
 

@@ -30,6 +30,7 @@ from .appends import LocalAppends
 from .config import RaftConfig
 from .control import ControlState
 from .effects import CoreEffects, Outbox, RaftInvariantError
+from .election import PreVoteYield
 from .fetching import FollowerFetching, ParkedFetches
 from .io import (CleanLog, Input, LogFlushed, OutboundRequest, OutboundResponse, Propose, RaftStatus, Ready, ReplicaProgress,
                  RequestFailed, RequestReceived, Resign, ResponseReceived, Shutdown, SnapshotFrozen, Tick)
@@ -82,9 +83,11 @@ class RaftCore(VoteHandling, FollowerFetching, LocalAppends, SnapshotHandling, P
         self._reported_leader: LeaderAndEpoch | None = None
         self._reported_hw: int | None = None
         self._pending_load_snapshot: OffsetAndEpoch | None = None
+        self.pre_vote_yield: PreVoteYield | None = None     # see voting.py, _note_pre_vote_granted
         self.counters = {"fetch_records": 0, "append_records": 0, "elections": 0, "unexpected_errors": 0,
                          "truncations": 0, "snapshot_installs": 0, "prevote_unsupported": 0, "resignations": 0,
-                         "check_quorum_resignations": 0, "leaderships": 0, "votes_granted": 0, "votes_rejected": 0}
+                         "check_quorum_resignations": 0, "leaderships": 0, "votes_granted": 0, "votes_rejected": 0,
+                         "pre_vote_yields": 0}
         self.quorum.initialize(election, self.log.last_fetched_epoch, now_ms)
         self.effects = CoreEffects(self)
         self.parked = ParkedFetches(self.effects, config, self.quorum, self.log)
@@ -332,7 +335,8 @@ class RaftCore(VoteHandling, FollowerFetching, LocalAppends, SnapshotHandling, P
         """A nominee whose election is already won moves on (a single voter wins alone)."""
         state = self.quorum.state
         if isinstance(state, Prospective) and state.pre_election.is_granted:
-            self._transition_to_candidate()
+            if not self._yielding_to_peer():
+                self._transition_to_candidate()
         elif isinstance(state, Candidate) and state.vote_election.is_granted:
             self._become_leader()
 

@@ -51,3 +51,12 @@ class EpochElection:
     @property
     def unrecorded(self) -> frozenset[int]:
         return self.voters - self.granted - self.rejected
+
+
+@dataclass(slots=True)
+class PreVoteYield:
+    """A won pre-vote held back for a lower-id peer whose pre-vote we granted in ``epoch``, until
+    ``until_ms`` (voting.py, _note_pre_vote_granted); ``held``: it has held one back."""
+    epoch: int
+    until_ms: int
+    held: bool = False

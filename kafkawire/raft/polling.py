@@ -89,6 +89,12 @@ class Polling(CoreParts):
         self._send_vote_requests(state.vote_election, state.epoch, pre_vote=False)
 
     def _poll_prospective(self, state: Prospective) -> None:
+        if state.pre_election.is_granted and (self.now_ms >= state.election_deadline_ms
+                                              or not self._yielding_to_peer()):
+            # Won, and held back for a peer (voting.py, _note_pre_vote_granted) until now; a
+            # won pre-vote is not lost to the election timer that ran meanwhile.
+            self._transition_to_candidate()
+            return
         if self.now_ms >= state.election_deadline_ms:
             self._handle_election_loss()
             return
@@ -202,7 +208,11 @@ class Polling(CoreParts):
                 if self.linger_deadline_ms is not None:
                     times.append(self.linger_deadline_ms)
                 times += self.parked.deadlines()
-            case Candidate() | Prospective() | Unattached() | Resigned():
+            case Prospective():
+                times.append(state.election_deadline_ms)
+                if self.pre_vote_yield is not None:
+                    times.append(self.pre_vote_yield.until_ms)
+            case Candidate() | Unattached() | Resigned():
                 times.append(state.election_deadline_ms)
             case Follower():
                 times.append(state.fetch_deadline_ms)
