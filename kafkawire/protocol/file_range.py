@@ -24,13 +24,23 @@ __all__ = ["FileRange", "FileFrame"]
 class FileRange:
     """``size`` bytes of an open file from ``position``; owns ``fd`` (closed by ``close``)."""
     __slots__ = ("fd", "position", "size")
+    # The most ranges open at once in the process: each holds a descriptor until its answer is
+    # sent, and a fetch of many partitions to many consumers must not take the descriptors a
+    # segment roll or a new connection needs (EMFILE there is a storage error or a refused
+    # client); past it a read is answered from memory.
+    MAX_OPEN = 256
+    open_ranges = 0
 
     def __init__(self, fd: int, position: int, size: int):
         self.fd, self.position, self.size = fd, position, size
+        FileRange.open_ranges += 1
 
     @classmethod
-    def of(cls, fileno: int, position: int, size: int) -> "FileRange":
-        """A range of the file open as ``fileno``, with a descriptor of its own."""
+    def of(cls, fileno: int, position: int, size: int) -> "FileRange | None":
+        """A range of the file open as ``fileno``, with a descriptor of its own; None when
+        MAX_OPEN ranges are open already."""
+        if cls.open_ranges >= cls.MAX_OPEN:
+            return None
         return cls(os.dup(fileno), position, size)
 
     def __len__(self) -> int:
@@ -59,6 +69,7 @@ class FileRange:
     def close(self) -> None:
         fd, self.fd = self.fd, -1
         if fd >= 0:
+            FileRange.open_ranges -= 1
             os.close(fd)
 
     def __del__(self):

@@ -52,12 +52,15 @@ class Extent(NamedTuple):
 
     def records(self, in_file: bool) -> bytes | FileRange:
         """The range as a fetch answers it: with ``in_file``, a large range stays in the file (a
-        FileRange with a descriptor of its own, for sendfile); else, and for a small one, its bytes."""
+        FileRange with a descriptor of its own, for sendfile); else, for a small one, and when
+        FileRange.MAX_OPEN ranges wait to be sent already, its bytes."""
         if in_file and self.size >= FILE_RANGE_MIN_BYTES:
             try:
-                return FileRange.of(self.segment.fileno(), self.position, self.size)
+                in_the_file = FileRange.of(self.segment.fileno(), self.position, self.size)
             except OSError:     # no descriptor to spare (EMFILE): the log is fine, read it
-                pass
+                in_the_file = None
+            if in_the_file is not None:
+                return in_the_file
         return self.read()
 
 

@@ -97,7 +97,7 @@ def as_bytes(records) -> bytes:
     return records
 
 
-def test_reads_in_the_file_are_the_bytes_of_the_segments(tmp_path):
+def test_reads_in_the_file_are_the_bytes_of_the_segments(tmp_path, monkeypatch):
     partition = LeaderPartition.open(str(tmp_path), "t", 0, TOPIC_ID, leader_epoch=3, segment_bytes=200_000,
                                      now_ms=NOW)
     fill(partition)
@@ -120,6 +120,11 @@ def test_reads_in_the_file_are_the_bytes_of_the_segments(tmp_path):
                                                                    in_file=True)
                     assert plain == as_bytes(ranged) == want and aborted == aborted_too, (offset, max_bytes)
     assert in_file_seen > 20            # the large reads did stay in the files
+    # past FileRange.MAX_OPEN ranges waiting to be sent, a read is answered from memory
+    monkeypatch.setattr(FileRange, "MAX_OPEN", FileRange.open_ranges + 1)
+    held = partition.read(0, 1 << 20, min_one_batch=True, in_file=True)
+    over = partition.read(0, 1 << 20, min_one_batch=True, in_file=True)
+    assert (type(held), type(over)) == (FileRange, bytes) and as_bytes(held) == over
     # the parsing path (legacy messages, corrupt headers) finds the same ranges as the header scan
     for segment in partition.log.segments:
         for offset in (segment.base_offset, segment.base_offset + 333):
@@ -186,6 +191,7 @@ def test_a_fetch_answer_sent_from_the_files_is_the_answer_read_into_memory(tmp_p
         broker.on_metadata()
         partition = broker.partitions[("t", 0)]
         fill(partition, roll=True)
+        open_before = FileRange.open_ranges
         plaintext = SimpleNamespace(api_version=16, listener_name="PLAINTEXT", security_protocol="PLAINTEXT")
         in_memory = SimpleNamespace(api_version=16, listener_name="PLAINTEXT", security_protocol="SSL")
         ranges_sent = 0
@@ -209,6 +215,7 @@ def test_a_fetch_answer_sent_from_the_files_is_the_answer_read_into_memory(tmp_p
         ranges_sent += type(frame) is FileFrame
         assert type(frame) is FileFrame and await sent_over_tcp(frame) == expected
         assert ranges_sent >= 5 and len(sendfile_calls) >= ranges_sent       # sent by sendfile, not read
+        assert FileRange.open_ranges == open_before        # every range sent was closed
         assert "full" in sendfile_calls         # and they waited for the socket to drain
         # an incremental session: the second answer carries the partition again from its new offset
         first = await broker.fetch_api.fetch(plaintext, fetch_request({0: 0}, committed=False, max_bytes=1 << 20,
