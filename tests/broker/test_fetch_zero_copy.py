@@ -4,7 +4,8 @@ bytes a consumer reads must be the same as when they are read into the answer. I
 temporary directory: the partition's reads against a reference computed from the segment files,
 then whole Fetch answers encoded both ways and the file-backed one sent over a real TCP
 connection, for read_uncommitted and read_committed (aborted transactions), an incremental
-session, a max_bytes cut, and segments deleted between the read and the send."""
+session, a follower's fetch, a max_bytes cut, and segments appended to, rolled and deleted
+between the read and the send; a file truncated under the send fails it (the connection closes)."""
 from __future__ import annotations
 
 import asyncio
@@ -252,6 +253,8 @@ def test_segments_deleted_between_the_read_and_the_send_are_sent_as_they_were(tm
         frame = encode_response(answer, 16, 9, file_frame=True)
         assert type(frame) is FileFrame
         first_segment = partition.log.segments[0].log_path
+        Producers(partition).send(44, 300, txn=False)      # appended and rolled after the read: not sent
+        partition.log.roll()
         assert partition.log.delete_segments_before(partition.log.segments[2].base_offset) == 2
         assert not os.path.exists(first_segment)
         # the deleted segments' descriptors are free again: new files may get their numbers
@@ -264,3 +267,30 @@ def test_segments_deleted_between_the_read_and_the_send_are_sent_as_they_were(tm
             other.close()
         await close(broker)
     asyncio.run(go())
+
+
+def test_a_range_truncated_under_the_send_fails_the_send_instead_of_sending_a_short_frame(tmp_path):
+    async def go():
+        path = tmp_path / "segment"
+        path.write_bytes(b"r" * 200_000)
+        with open(path, "rb") as f:
+            frame = FileFrame([b"head", FileRange.of(f.fileno(), 0, 200_000), b"tail"])
+        os.truncate(path, 100_000)
+        failed = []
+
+        async def serve(_reader, writer):
+            try:
+                await write_file_frame(writer, frame)
+            except ConnectionError as exc:
+                failed.append(str(exc))
+            writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        reader, writer = await asyncio.open_connection(*server.sockets[0].getsockname())
+        received = await reader.read()
+        writer.close()
+        server.close()
+        await server.wait_closed()
+        assert failed and "truncated" in failed[0] and len(received) == 4 + 100_000
+        assert frame[1].fd == -1            # closed all the same
+    run_as_the_node_does(go())
