@@ -26,7 +26,9 @@ ProducerPerformance's random letters, not the pool of hex values.
 
 ``--profile FILE`` runs only kafkawire's node, its main thread (the event loop) under cProfile
 during one produce case (none, acks=1; after a warm-up, so start-up is left out), and prints the
-top costs in microseconds per produced record.
+top costs in microseconds per produced record. With ``--profile-phase consume`` the records are
+produced unprofiled and the profile covers their consumption instead (by ``--client``'s consumer:
+confluent-kafka here, or ConsumerPerformance), in microseconds per consumed record.
 """
 from __future__ import annotations
 
@@ -305,19 +307,27 @@ def profile(args) -> None:
     try:
         create_topic(peer.bootstrap, "tput-profile")
         produce(peer.bootstrap, "tput-warm-up", payloads[:10_000], "none", "1")
-        peer.node.enable()
-        seconds = produce(peer.bootstrap, "tput-profile", payloads, "none", "1")
+        if args.profile_phase == "consume":
+            produce(peer.bootstrap, "tput-profile", payloads, "none", "1")
+            (consume_java if args.client == "java" else consume)(peer.bootstrap, "tput-warm-up", 10_000)
+            peer.node.enable()
+            seconds = (consume_java if args.client == "java" else consume)(peer.bootstrap, "tput-profile",
+                                                                           len(payloads))
+        else:
+            peer.node.enable()
+            seconds = produce(peer.bootstrap, "tput-profile", payloads, "none", "1")
         peer.node.dump()
-        print(f"under cProfile: {len(payloads) / seconds:,.0f} records/s produced; load {os.getloadavg()[0]:.1f}")
+        print(f"under cProfile: {len(payloads) / seconds:,.0f} records/s {args.profile_phase}d; "
+              f"load {os.getloadavg()[0]:.1f}")
     finally:
         peer.stop()
-    print_top(pstats.Stats(args.profile), len(payloads), args.top)
+    print_top(pstats.Stats(args.profile), len(payloads), args.top, args.profile_phase)
 
 
-def print_top(stats: pstats.Stats, records: int, top: int) -> None:
+def print_top(stats: pstats.Stats, records: int, top: int, phase: str = "produce") -> None:
     rows = sorted(stats.stats.items(), key=lambda item: item[1][2], reverse=True)[:top]
     print(f"\nthe main thread's CPU under the profiler: {stats.total_tt / records * 1e6:.2f} us a record; "
-          f"top {top} by own CPU time, microseconds per produced record (cProfile inflates small calls):")
+          f"top {top} by own CPU time, microseconds per {phase}d record (cProfile inflates small calls):")
     for (filename, line, function), (_cc, calls, own, cumulative, _callers) in rows:
         where = f"{Path(filename).name}:{line}({function})"
         print(f"  {own / records * 1e6:7.2f} own {cumulative / records * 1e6:8.2f} cum "
@@ -334,6 +344,8 @@ def main() -> None:
     parser.add_argument("--client", choices=["python", "java"], default="python",
                         help="confluent-kafka in this process, or Kafka's ProducerPerformance/ConsumerPerformance")
     parser.add_argument("--profile", metavar="FILE", help="profile kafkawire's node under produce load instead")
+    parser.add_argument("--profile-phase", choices=["produce", "consume"], default="produce",
+                        help="what --profile covers: the produce case, or the consumption of its records")
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args()
     profile(args) if args.profile else measure(args)

@@ -81,17 +81,23 @@ READ_COMMITTED = 1
 UNKNOWN_PARTITION = (Errors.UNKNOWN_TOPIC_ID, Errors.UNKNOWN_TOPIC_OR_PARTITION)
 LEADER_HINTED = (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH)   # KIP-951: the current leader named
 CLIENT_METADATA_VERSION = 11          # Fetch v11 added the rack id and the preferred read replica
+# the listeners whose bytes go to the socket as they are (SASL here never wraps them): records are sent
+# from the log's files (Kafka's TransferableRecords; over TLS Kafka too copies them through memory)
+SENDFILE_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT")
 
 
 class FetchParams(NamedTuple):
     """Kafka's FetchParams: ``follower`` (replica id, broker epoch) of a follower's fetch, else None;
     ``client`` (rack id, listener name) of a consumer's fetch from v11 on (ClientMetadata), else
-    None; ``record_follower``: the follower's state is recorded (the first read of the request)."""
+    None; ``record_follower``: the follower's state is recorded (the first read of the request);
+    ``in_file``: the records (a consumer's or a follower's) may stay in the log's files until the
+    connection sends them (sendfile, on a listener without TLS: kafkawire.protocol.file_range)."""
     version: int
     isolation_level: int
     follower: tuple | None = None
     client: tuple | None = None
     record_follower: bool = True
+    in_file: bool = False
 
     @property
     def only_leader(self) -> bool:
@@ -117,7 +123,8 @@ class FetchApi:
             version=v, isolation_level=request.isolation_level,
             follower=(replica_id, replica_epoch) if replica_id >= 0 else None,
             # KafkaApis' ClientMetadata, from v11 on: a consumer may then read from a follower
-            client=(request.rack_id, ctx.listener_name) if v >= CLIENT_METADATA_VERSION and replica_id < 0 else None)
+            client=(request.rack_id, ctx.listener_name) if v >= CLIENT_METADATA_VERSION and replica_id < 0 else None,
+            in_file=getattr(ctx, "security_protocol", None) in SENDFILE_PROTOCOLS)
         context = self.sessions.new_context(v, request, privileged=replica_id >= 0)
         wanted, refused = self._readable(context.partitions(), v)
         deadline = time.monotonic() + min(max(request.max_wait_ms, 0), MAX_WAIT_CAP_MS) / 1000
@@ -264,7 +271,7 @@ class FetchApi:
         if params.follower is not None:
             data = self.broker.replication.read_for_follower(
                 partition, p, params.follower[0], params.follower[1], limit=limit, min_one=min_one,
-                update_state=params.record_follower)
+                update_state=params.record_follower, in_file=params.in_file)
             if data.records and self._leader_throttles(partition, topic.name, p.partition, params.follower[0]):
                 data.records = b""          # readFromLog: a throttled partition's read is answered empty
             return data
@@ -280,7 +287,7 @@ class FetchApi:
                 data.log_start_offset = partition.log.log_start_offset
                 data.aborted_transactions = None
                 return data
-        return self._read_for_consumer(partition, p, params.isolation_level, limit, min_one, data)
+        return self._read_for_consumer(partition, p, params, limit, min_one, data)
 
     def _leader_throttles(self, partition, topic: str, index: int, replica_id: int) -> bool:
         """ReplicaManager.shouldLeaderThrottle: a follower out of the ISR, a partition throttled
@@ -308,7 +315,7 @@ class FetchApi:
             quota.record(fetch_response_size(FetchResponse(responses=throttled), version))
 
     @staticmethod
-    def _read_for_consumer(partition, p, isolation_level: int, limit: int, min_one: bool, data):
+    def _read_for_consumer(partition, p, params: "FetchParams", limit: int, min_one: bool, data):
         """UnifiedLog.read with FetchIsolation HIGH_WATERMARK or TXN_COMMITTED, on the leader or a
         follower (its own high watermark and last stable offset), after Partition.readRecords'
         check of the last fetched epoch: a consumer that read past where this log's epoch ends
@@ -329,17 +336,19 @@ class FetchApi:
             data.diverging_epoch = EpochEndOffset(epoch=diverging[0], end_offset=diverging[1])
             data.aborted_transactions = None
             return data
-        committed = isolation_level == READ_COMMITTED
+        committed = params.isolation_level == READ_COMMITTED
         data.aborted_transactions = [] if committed else None
         if p.fetch_offset >= hw or (limit <= 0 and not min_one):
             return data
         try:
             if committed:
-                data.records, aborted = partition.read_committed(p.fetch_offset, max(limit, 0), min_one_batch=min_one)
+                data.records, aborted = partition.read_committed(p.fetch_offset, max(limit, 0), min_one_batch=min_one,
+                                                                 in_file=params.in_file)
                 data.aborted_transactions = [AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
                                              for a in aborted]
             else:
-                data.records = partition.read(p.fetch_offset, max(limit, 0), min_one_batch=min_one)
+                data.records = partition.read(p.fetch_offset, max(limit, 0), min_one_batch=min_one,
+                                              in_file=params.in_file)
         except OffsetOutOfRangeError:
             data.error_code, data.aborted_transactions, data.records = Errors.OFFSET_OUT_OF_RANGE, None, b""
             data.high_watermark = data.last_stable_offset = data.log_start_offset = -1

@@ -47,10 +47,8 @@ import os
 import time
 import uuid
 
-from kafkawire.net.metadata_topic import batches_below
 from kafkawire.storage.leader_epoch_cache import LeaderEpochFileCache
 from kafkawire.storage.log import Log, OffsetOutOfRangeError
-from kafkawire.storage.segment import ReadResult
 from kafkawire.storage.state_files import (StateFileError, atomic_write, read_partition_metadata,
                                            write_partition_metadata)
 
@@ -304,27 +302,32 @@ class LeaderPartition:
             return epoch, end_offset
         return None
 
-    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool, upper: int | None = None) -> bytes:
+    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool, upper: int | None = None,
+             in_file: bool = False) -> bytes:
         """Whole stored batches from the one holding ``offset`` (the bytes as on disk, not
         re-encoded), up to ``max_bytes`` but one batch at least when ``min_one_batch``, below the
         high watermark (``upper``: below it instead, a follower's fetch reads to the log end).
-        Raises kafkawire.storage.log.OffsetOutOfRangeError outside the log."""
-        result: ReadResult = self.log.read(offset, max_bytes, min_one_batch=min_one_batch)
-        return batches_below(result.data, self.high_watermark() if upper is None else upper)
+        ``in_file``: a large read may stay in the segment file, to be sent from it (a FileRange:
+        kafkawire.storage.batch_scan.Extent.records). Raises
+        kafkawire.storage.log.OffsetOutOfRangeError outside the log."""
+        extent = self.log.read_extent(offset, max_bytes, min_one_batch=min_one_batch,
+                                      upper=self.high_watermark() if upper is None else upper)
+        return extent.records(in_file)
 
-    def read_committed(self, offset: int, max_bytes: int, *, min_one_batch: bool) -> tuple[bytes, list]:
+    def read_committed(self, offset: int, max_bytes: int, *, min_one_batch: bool,
+                       in_file: bool = False) -> tuple[bytes, list]:
         """``read`` for isolation level READ_COMMITTED: whole batches below the last stable
         offset, and the aborted transactions (kafkawire.storage.txn_index.AbortedTxn) that
         overlap the range read (LocalLog.read with maxOffset = LSO, then addAbortedTransactions)."""
         lso = self.last_stable_offset()
         if offset >= lso:
             return b"", []
-        result: ReadResult = self.log.read(offset, max_bytes, min_one_batch=min_one_batch)
-        data = batches_below(result.data, lso)
-        if result.first_offset is None:
+        extent = self.log.read_extent(offset, max_bytes, min_one_batch=min_one_batch, upper=lso)
+        data = extent.records(in_file)
+        if extent.first_offset is None:
             return data, []
-        segment = segment_holding(self.log, result.first_offset)
-        upper = fetch_upper_bound(self.log, segment, result.position, len(data))
+        segment = segment_holding(self.log, extent.first_offset)
+        upper = fetch_upper_bound(self.log, segment, extent.position, extent.size)
         return data, collect_aborted(self.log, offset, upper)
 
     def close(self) -> None:

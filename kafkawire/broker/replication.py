@@ -148,8 +148,9 @@ class Replication:
     # -- follower fetches --
 
     def read_for_follower(self, partition, p, replica_id: int, replica_epoch: int, *, limit: int, min_one: bool,
-                          update_state: bool) -> PartitionData:
-        """Partition.fetchRecords for a follower (after the leader and leader epoch checks)."""
+                          update_state: bool, in_file: bool = False) -> PartitionData:
+        """Partition.fetchRecords for a follower (after the leader and leader epoch checks);
+        ``in_file``: the records may stay in the log's files (Partition.read)."""
         # FetchIsolation.LOG_END collects no aborted transactions: the list is null, as Kafka's
         data = PartitionData(partition_index=p.partition, high_watermark=-1, records=b"", aborted_transactions=None)
         replicas = partition.replicas
@@ -174,7 +175,8 @@ class Replication:
             return data
         try:
             if p.fetch_offset < end and (limit > 0 or min_one):
-                data.records = partition.read(p.fetch_offset, max(limit, 0), min_one_batch=min_one, upper=end)
+                data.records = partition.read(p.fetch_offset, max(limit, 0), min_one_batch=min_one, upper=end,
+                                              in_file=in_file)
         except OffsetOutOfRangeError:
             data.error_code = Errors.OFFSET_OUT_OF_RANGE
             return data

@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING
 from kafkawire.messages.api_versions_request import ApiVersionsRequest
 from kafkawire.messages.api_versions_response import ApiVersion, ApiVersionsResponse
 from kafkawire.net.authentication import authenticated_step, connection_principal, sasl_dispatch, sasl_session
+from kafkawire.net.file_send import write_file_frame
 from kafkawire.net.reauthentication import SessionClock
 from kafkawire.net.request_metrics import HANDLED, STARTED, now, request_times
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.errors import DecodeError, EncodeError
+from kafkawire.protocol.file_range import FileFrame
 from kafkawire.protocol.framing import FrameReader, decode_request, encode_response, peek_request_api
 from kafkawire.protocol.handler import (NO_RESPONSE, ApiHandler, CloseConnection, RequestContext, Throttled,
                                         top_level_error_response)
@@ -435,7 +437,7 @@ class Connection:
             if response is NO_RESPONSE:
                 return response
             self.server.request_metrics.count_errors(ctx.api_key, registered.name, ctx.api_version, response)
-            return encode_response(response, ctx.api_version, ctx.correlation_id)
+            return encode_response(response, ctx.api_version, ctx.correlation_id, file_frame=True)
         except (CloseConnection, asyncio.CancelledError):
             raise
         except Exception as exc:
@@ -497,7 +499,9 @@ class Connection:
                 self._completed(ctx, ready, ready)
                 continue
             try:
-                if frame is not NO_RESPONSE:
+                if type(frame) is FileFrame:        # a fetch's records still in the log's files
+                    await write_file_frame(self.writer, frame)
+                elif frame is not NO_RESPONSE:
                     self.writer.write(frame)
                 if last and self.writer.can_write_eof():
                     # The FIN in the same step, as Kafka sends the response and closes the

@@ -96,13 +96,15 @@ def encode_request(body, api_version: int, correlation_id: int, client_id: str |
 _FRAME_AND_HEADER = {0: struct.Struct(">ii"), 1: struct.Struct(">iiB")}
 
 
-def encode_response(body, api_version: int, correlation_id: int) -> bytes:
+def encode_response(body, api_version: int, correlation_id: int, *, file_frame: bool = False) -> bytes:
     """A whole frame: size, response header, response body (``encode_response_frame``'s older name).
 
     A response without bytes fields is encoded by the C encoder where there is one (the same bytes
     as the generated encoder's, tests/codec/test_native_encode.py): a small answer's encoding was a
     sixth of the server's CPU for it. One with bytes fields (Fetch's records) keeps the buffer that
-    sets them aside instead of copying them."""
+    sets them aside instead of copying them. With ``file_frame`` (the server's writer), a value
+    still in a file (kafkawire.protocol.file_range.FileRange) stays there: the frame is then a
+    FileFrame of parts, else bytes as always."""
     native = None if body._HAS_BYTES else body._NATIVE_ENCODERS.get(api_version)
     if native is not None:
         data = native(body)
@@ -117,7 +119,7 @@ def encode_response(body, api_version: int, correlation_id: int) -> bytes:
     buf = EncodeBuffer()
     header.encode_into(buf, response_header_version(body.API_KEY, api_version))
     body.encode_into(buf, api_version)
-    return buf.getvalue(size_prefix=True)
+    return buf.getframe() if file_frame else buf.getvalue(size_prefix=True)
 
 
 def peek_request_api(payload: bytes) -> tuple[int, int, int]:

@@ -10,6 +10,7 @@ import struct
 from uuid import UUID, SafeUUID
 
 from .errors import Malformed, UnsupportedVersionError
+from .file_range import FileFrame, FileRange
 
 __all__ = [
     "Malformed", "read_uvarint", "write_uvarint",
@@ -232,10 +233,12 @@ def read_compact_nullable_bytes(data, pos):
 
 def write_bytes(buf, value):
     buf += _pack_int32(len(value))
-    if len(value) < SET_ASIDE or type(buf) is not EncodeBuffer:
+    if len(value) < SET_ASIDE:
         buf += value
-    else:
+    elif type(buf) is EncodeBuffer:
         buf.set_aside(value)
+    else:
+        buf += value if type(value) is not FileRange else value.read()
 
 
 def write_nullable_bytes(buf, value):
@@ -247,10 +250,12 @@ def write_nullable_bytes(buf, value):
 
 def write_compact_bytes(buf, value):
     write_uvarint(buf, len(value) + 1)
-    if len(value) < SET_ASIDE or type(buf) is not EncodeBuffer:
+    if len(value) < SET_ASIDE:
         buf += value
-    else:
+    elif type(buf) is EncodeBuffer:
         buf.set_aside(value)
+    else:
+        buf += value if type(value) is not FileRange else value.read()
 
 
 def write_compact_nullable_bytes(buf, value):
@@ -275,26 +280,48 @@ class EncodeBuffer(bytearray):
     """
     # No __slots__ and no __init__: a small message's whole encoding costs about as much as a
     # Python __init__ call. An instance gets its own list on the first set_aside.
-    parts: tuple[()] | list[bytes | memoryview] = ()
+    parts: tuple[()] | list[bytes | memoryview | FileRange] = ()
+    has_files = False       # a part is a FileRange (kafkawire.protocol.file_range): bytes still in a file
 
     def set_aside(self, value) -> None:
         parts = self.parts
         if not parts:
             parts = self.parts = []
-        view = memoryview(value)     # a value that is not bytes-like fails here, in its field's writer
+        if type(value) is FileRange:
+            self.has_files = True
+        else:
+            value = memoryview(value)     # a value that is not bytes-like fails here, in its field's writer
         parts.append(bytes(self))
         self.clear()
-        parts.append(view)
+        parts.append(value)
 
     def size(self) -> int:
         return sum(map(len, self.parts)) + len(self)
 
     def getvalue(self, size_prefix: bool = False) -> bytes:
-        """Everything written, as bytes; with size_prefix, after its length as an int32 (a frame)."""
+        """Everything written, as bytes; with size_prefix, after its length as an int32 (a frame).
+        File ranges are read here."""
         if not self.parts and not size_prefix:
             return bytes(self)
         head = [_pack_int32(self.size())] if size_prefix else []
-        return b"".join([*head, *self.parts, self])
+        parts = self.parts if not self.has_files else [bytes(p) if type(p) is FileRange else p for p in self.parts]
+        return b"".join([*head, *parts, self])
+
+    def getframe(self):
+        """A frame (size prefix included): bytes, or a FileFrame when parts are still in files
+        (the bytes between the ranges joined, each range left to be sent from its file)."""
+        if not self.has_files:
+            return self.getvalue(size_prefix=True)
+        frame, pending = FileFrame(), [_pack_int32(self.size())]
+        for part in self.parts:
+            if type(part) is FileRange:
+                frame += (b"".join(pending), part)
+                pending = []
+            else:
+                pending.append(part)
+        pending.append(self)
+        frame.append(b"".join(pending))
+        return frame
 
 
 # --- arrays -----------------------------------------------------------------------------------

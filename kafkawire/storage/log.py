@@ -48,6 +48,7 @@ import time
 
 from kafkawire.records import iter_batches
 
+from .batch_scan import Extent
 from .flush_stats import timed_flush
 from .index import CorruptIndexError
 from .swap import CLEANED_SUFFIX, SWAP_SUFFIX, recover_interrupted_swaps, rename_segment_files
@@ -344,23 +345,31 @@ class Log:
     def read(self, from_offset: int, max_bytes: int, *, min_one_batch: bool = True) -> ReadResult:
         """Whole batches from the one containing ``from_offset``, at most ``max_bytes``
         (but one whole batch at least when ``min_one_batch``); empty at the log end."""
+        extent = self.read_extent(from_offset, max_bytes, min_one_batch=min_one_batch)
+        return ReadResult(extent.read(), extent.position, extent.end_position, extent.first_offset)
+
+    def read_extent(self, from_offset: int, max_bytes: int, *, min_one_batch: bool = True,
+                    upper: int | None = None) -> Extent:
+        """Where ``read`` reads (a segment and a byte range of its file), cut below ``upper`` when
+        given (LogSegment.read_extent), without reading the records."""
         leo = self.log_end_offset
+        active = self.active_segment
         if from_offset == leo:
-            return ReadResult(b"", self.active_segment.size, self.active_segment.size, None)
+            return Extent(active, active.size, active.size, None)
         if from_offset < self.log_start_offset or from_offset > leo:
             raise OffsetOutOfRangeError(
                 f"offset {from_offset} is outside the log [{self.log_start_offset}, {leo})")
         i = self._segment_for(from_offset)
         offset = from_offset
         while i < len(self._bases):
-            result = self._segments[self._bases[i]].read(offset, max_bytes,
-                                                         min_one_batch=min_one_batch)
-            if result is not None:
-                return result
+            extent = self._segments[self._bases[i]].read_extent(offset, max_bytes, min_one_batch=min_one_batch,
+                                                                upper=upper)
+            if extent is not None:
+                return extent
             i += 1
             if i < len(self._bases):
                 offset = self._bases[i]
-        return ReadResult(b"", self.active_segment.size, self.active_segment.size, None)
+        return Extent(active, active.size, active.size, None)
 
     def batches(self, from_offset: int | None = None):
         """Yield every batch from the one holding ``from_offset`` (default: log start)."""

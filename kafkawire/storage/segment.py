@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from kafkawire.records import CorruptRecordError, iter_batches
 
+from .batch_scan import Extent, scan_extent
 from .flush_stats import timed_flush
 from .index import NO_TIMESTAMP, OffsetIndex, TimeIndex
 from .txn_index import TXN_INDEX_SUFFIX, TransactionIndex
@@ -159,6 +160,13 @@ class LogSegment:
     def _read(self, position: int, size: int) -> bytes:
         return os.pread(self._log.fileno(), size, position)
 
+    def fileno(self) -> int:
+        return self._log.fileno()
+
+    def read_bytes(self, position: int, size: int) -> bytes:
+        """``size`` bytes of the file from ``position`` (fewer at its end)."""
+        return os.pread(self._log.fileno(), size, position)
+
     def batches(self, start_position: int = 0, *, verify_crc: bool = False,
                 chunk_size: int = 1 << 20):
         """Yield ``(file_position, batch)`` from a byte position, reading the file in
@@ -272,18 +280,41 @@ class LogSegment:
         At most ``max_bytes``, except that the first batch is always returned whole when
         ``min_one_batch`` (Kafka's minOneMessage). None if no batch holds ``offset`` or later.
         """
+        extent = self.read_extent(offset, max_bytes, min_one_batch=min_one_batch)
+        if extent is None:
+            return None
+        return ReadResult(self._read(extent.position, extent.size), extent.position, extent.end_position,
+                          extent.first_offset)
+
+    def read_extent(self, offset: int, max_bytes: int, *, min_one_batch: bool = True,
+                    upper: int | None = None) -> Extent | None:
+        """Where ``read`` would read, without reading the records (kafkawire.storage.batch_scan),
+        cut below ``upper`` when given (the whole batches whose last offset is below it); None as
+        ``read``. A segment whose headers the scan does not take is read the old way."""
+        entry = self.offset_index.lookup(offset)
+        found = scan_extent(self._log.fileno(), self._size, entry.position, offset, max_bytes, min_one_batch, upper)
+        if found is None:
+            return self._read_extent_by_parsing(offset, max_bytes, min_one_batch, upper)
+        if not found:
+            return None
+        return Extent(self, *found)
+
+    def _read_extent_by_parsing(self, offset: int, max_bytes: int, min_one_batch: bool,
+                                upper: int | None) -> Extent | None:
+        """read_extent by parsing every batch (legacy messages, and corruption raised as it was)."""
         found = self.translate_offset(offset)
         if found is None:
             return None
         start, first = found
-        end = start
+        end = cut = start
         for position, batch in self.batches(start):
             batch_end = position + batch.size_in_bytes
             if batch_end - start > max_bytes and not (min_one_batch and end == start):
                 break
+            if cut == end and (upper is None or batch.last_offset < upper):
+                cut = batch_end
             end = batch_end
-        return ReadResult(self._read(start, end - start), start, end,
-                          first.base_offset if end > start else None)
+        return Extent(self, start, cut, first.base_offset if end > start else None)
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int | None = None):
         """(offset, timestamp) of the first record with a timestamp >= ``timestamp``, or None."""
