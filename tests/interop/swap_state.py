@@ -242,13 +242,13 @@ def save_segments(partition_dir: Path, into: Path) -> dict[int, bytes]:
     return saved
 
 
-def leave_an_interrupted_cleaning(partition_dir: Path, saved_dir: Path, saved: dict[int, bytes]) -> int:
+def leave_an_interrupted_cleaning(partition_dir: Path, saved_dir: Path, saved: dict[int, bytes]) -> tuple[int, int]:
     """Put a stopped broker's compacted partition in the state a crash in the middle of a swap
     leaves (LocalLog.replaceSegments): the first segment a cleaning rewrote is back under
     ``.swap`` names beside the old segments it replaces (restored from their copies), and a
     ``.cleaned`` segment of a cleaning not yet renamed lies beside them. The next broker must
-    finish the swap (serve the cleaned records) and delete the ``.cleaned`` files: the base offset
-    of the segment left as ``.swap``."""
+    finish the swap (serve the cleaned records, delete the old segments it replaces) and delete
+    the ``.cleaned`` files: the offsets [first, next) the segment left as ``.swap`` holds."""
     segments = segment_files(partition_dir)
     rewritten = [base for base in sorted(segments)
                  if base in saved and (partition_dir / f"{base:020d}.log").read_bytes() != saved[base]]
@@ -262,7 +262,8 @@ def leave_an_interrupted_cleaning(partition_dir: Path, saved_dir: Path, saved: d
         for copy in saved_dir.glob(f"{old:020d}.*"):
             (partition_dir / copy.name).write_bytes(copy.read_bytes())
     (partition_dir / f"{next_offset:020d}.log.cleaned").write_bytes(b"\x00" * 61)   # a cleaning cut short
-    return base
+    assert [b for b in segment_files(partition_dir) if base < b < next_offset], "no old segment to replace"
+    return base, next_offset
 
 
 # --- the share group (raw requests: no Python client has a share consumer) -----------------------
@@ -289,7 +290,8 @@ class Connection:
         pending = asyncio.all_tasks(self.loop)          # a read loop of a connection the broker's stop cut
         for task in pending:
             task.cancel()
-        self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        if pending:
+            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         self.loop.close()
 
 

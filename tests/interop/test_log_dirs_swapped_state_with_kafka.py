@@ -176,6 +176,9 @@ def check_taken_over(run: Run, bootstrap: str, side: str) -> None:
         assert {e: now["epochs"][name][e] for e in answers} == answers, (side, name, now["epochs"][name], answers)
     for directory in run.dirs:
         assert not list(directory.glob("*/*.cleaned")) and not list(directory.glob("*/*.swap")), side
+    first, end = run.swapped                 # the old segments the swap replaced are gone, not just unread
+    replaced = [b for b in s.segment_files(run.partition_dir(f"{s.COMPACTED}-0")) if first < b < end]
+    assert replaced == [], f"{side} left segments {replaced} the swap of [{first}, {end}) replaced"
     assert {d: (d / "meta.properties").read_text() for d in run.dirs} == run.meta, side
 
 
@@ -203,7 +206,7 @@ def after_stop(run: Run) -> None:
         run.meta = meta
     run.dir_ids = ids
     saved_dir, saved = run.saved
-    s.leave_an_interrupted_cleaning(run.partition_dir(f"{s.COMPACTED}-0"), saved_dir, saved)
+    run.swapped = s.leave_an_interrupted_cleaning(run.partition_dir(f"{s.COMPACTED}-0"), saved_dir, saved)
 
 
 def check_directories(run: Run) -> None:
