@@ -20,7 +20,8 @@ one cluster run, one JVM start per direction. Each side writes, and the next sid
   records acquired at the stop again, acknowledged ones never);
 * the two directories' meta.properties (directory ids) and each replica's directory.
 
-Costs about 60-90 s (two Kafka starts, the cleaner's rounds); marked kafka and slow.
+Costs about 75 s at a load average of 30 on 2 cores (two Kafka starts, the cleaner's three
+rounds); marked kafka and slow.
 """
 from __future__ import annotations
 
@@ -277,6 +278,7 @@ def test_kafka_and_kafkawire_take_over_each_others_broker_state(kafka_libs, tmp_
     finally:
         if run.member is not None:
             run.member.consumer.close()
+        run.drop_clients_of_the_stopped_side()
         if kafkawire is not None and kafkawire.poll() is None:
             kafkawire.kill()
             kafkawire.wait(timeout=30)
