@@ -16,6 +16,7 @@ import confluent_kafka
 from confluent_kafka import TopicPartition
 
 from kafkawire.broker.share_partition import ACCEPT, REJECT, RELEASE
+from kafkawire.messages.consumer_group_describe_request import ConsumerGroupDescribeRequest
 from kafkawire.messages.offset_for_leader_epoch_request import (OffsetForLeaderEpochRequest, OffsetForLeaderPartition,
                                                                 OffsetForLeaderTopic)
 from kafkawire.messages.read_share_group_state_request import PartitionData, ReadShareGroupStateRequest, ReadStateData
@@ -31,6 +32,7 @@ from tests.broker.wire import call
 WAIT_S = 60
 PLAIN, COMPACTED, SHARED = "plain", "compacted", "shared"
 GROUP, SHARE_GROUP, OPEN_TXN_ID = "swap-group", "swap-share-group", "swap-open-tx"
+NEW_GROUP = "swap-group-848"
 # segment.ms of the compacted topic: a record appended this long after its segment's first one
 # rolls a new segment (Kafka's segment.bytes is at least 1 MiB: time is the small way to roll)
 SEGMENT_MS = 150
@@ -174,6 +176,34 @@ class GroupMember:
 
     def commit(self, offset: int) -> None:
         self.consumer.commit(offsets=[TopicPartition(PLAIN, 2, offset)], asynchronous=False)
+
+
+class NewProtocolMember:
+    """A KIP-848 (group.protocol=consumer) member of NEW_GROUP on the compacted topic, made on the
+    first side and kept across both swaps: the next side must go on with its member epoch and
+    assignment from the records in __consumer_offsets (a side that lost them fences it, and it
+    joins again at a new epoch)."""
+
+    def __init__(self, bootstrap: str):
+        self.consumer = confluent_kafka.Consumer({
+            "bootstrap.servers": bootstrap, "group.id": NEW_GROUP, "group.protocol": "consumer",
+            "enable.auto.commit": False, "reconnect.backoff.max.ms": 500})
+        self.consumer.subscribe([COMPACTED])
+        deadline = time.monotonic() + WAIT_S
+        while not self.consumer.assignment():
+            assert time.monotonic() < deadline, "the KIP-848 member got no assignment"
+            self.consumer.poll(0.2)
+
+
+def new_group_view(bootstrap: str) -> tuple:
+    """(state, group epoch, assignment epoch, [(member id, member epoch, assigned partitions)]) of
+    NEW_GROUP as ConsumerGroupDescribe answers."""
+    [group] = call(bootstrap, ConsumerGroupDescribeRequest(group_ids=[NEW_GROUP]), 0).groups
+    assert group.error_code == Errors.NONE, (group.error_code, group.error_message)
+    return (group.group_state, group.group_epoch, group.assignment_epoch,
+            sorted((m.member_id, m.member_epoch, sorted((str(tp.topic_id), tuple(tp.partitions))
+                                                        for tp in m.assignment.topic_partitions))
+                   for m in group.members))
 
 
 def group_view(bootstrap: str) -> tuple:

@@ -9,7 +9,8 @@ one cluster run, one JVM start per direction. Each side writes, and the next sid
   transactional id starts again; a read_committed consumer never sees its records and reads
   the transactions committed after it;
 * a classic group's member kept across the swap (its member id from __consumer_offsets) and its
-  committed offset, where a new member resumes;
+  committed offset, where a new member resumes; a KIP-848 group's member kept across both swaps
+  (its member epoch and assignment: ConsumerGroupDescribe answers the same);
 * DeleteRecords' log start offset (log-start-offset-checkpoint) and the recovery points a clean
   stop writes; the leader epochs (leader-epoch-checkpoint: OffsetForLeaderEpoch answers);
 * a compacted topic after its cleaner ran (cleaned segments, tombstones, cleaner-offset-checkpoint),
@@ -58,6 +59,7 @@ class Run:
         self.idempotent = None
         self.open_txn = None
         self.member = None
+        self.new_member = None
         self.topic_id = None
         self.share_state = None
         self.share_member = None
@@ -123,6 +125,7 @@ def write_phase(run: Run, bootstrap: str, tag: str) -> None:
     """One side's traffic: every kind of state, each left as the other side must take it over."""
     if run.idempotent is None:
         run.idempotent = s.idempotent_producer(bootstrap, run.errors)
+        run.new_member = s.NewProtocolMember(bootstrap)
     s.produce(run.idempotent, s.PLAIN, 0, [(None, f"{tag}-idem-{i}".encode()) for i in range(5)])
     run.open_txn = s.transactions(bootstrap, tag)
     if run.member is not None:                       # the kept member leaves; a new one resumes
@@ -154,7 +157,7 @@ def served(run: Run, bootstrap: str) -> dict:
         "compacted": s.read_partition(bootstrap, s.COMPACTED, 0, "read_uncommitted"),
         "starts": s.first_offsets(bootstrap, s.PLAIN, range(3)),
         "committed": s.committed(bootstrap, s.GROUP, s.PLAIN, range(3)),
-        "group": s.group_view(bootstrap), "share": s.share_state(bootstrap, run.topic_id),
+        "group": s.group_view(bootstrap), "new-group": s.new_group_view(bootstrap), "share": s.share_state(bootstrap, run.topic_id),
         "epochs": {name: s.epoch_end_offsets(bootstrap, name.rsplit("-", 1)[0], int(name.rsplit("-", 1)[1]), e)
                    for name, e in epochs.items()},
     }
@@ -171,7 +174,7 @@ def check_taken_over(run: Run, bootstrap: str, side: str) -> None:
     """The new side serves exactly what the other served at its stop."""
     now = served(run, bootstrap)
     before = run.last
-    for key in ("plain-0", "plain-1", "plain-2", "compacted", "starts", "committed", "group", "share"):
+    for key in ("plain-0", "plain-1", "plain-2", "compacted", "starts", "committed", "group", "new-group", "share"):
         assert now[key] == before[key], f"{side} serves {key} {now[key]}, the other side served {before[key]}"
     for name, answers in before["epochs"].items():
         assert {e: now["epochs"][name][e] for e in answers} == answers, (side, name, now["epochs"][name], answers)
@@ -189,6 +192,8 @@ def at_stop(run: Run, bootstrap: str) -> None:
     assert [v for _, _, v in run.last["plain-0"]] == zero
     assert [v for _, _, v in run.last["plain-1"]] == one
     assert run.last["starts"][2] == run.deleted_to
+    [(_, member_epoch, assigned)] = run.last["new-group"][3]        # one member, an epoch, the partition
+    assert member_epoch > 0 and assigned, run.last["new-group"]
     run.ends = s.end_offsets(bootstrap, s.PLAIN, range(3))
 
 
@@ -276,8 +281,9 @@ def test_kafka_and_kafkawire_take_over_each_others_broker_state(kafka_libs, tmp_
         assert sequences == list(range(len(sequences))) and len(sequences) == 15, batches
         assert run.errors.errors == []
     finally:
-        if run.member is not None:
-            run.member.consumer.close()
+        for member in (run.member, run.new_member):
+            if member is not None:
+                member.consumer.close()
         run.drop_clients_of_the_stopped_side()
         if kafkawire is not None and kafkawire.poll() is None:
             kafkawire.kill()
