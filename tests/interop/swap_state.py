@@ -12,8 +12,10 @@ import time
 import uuid
 from pathlib import Path
 
-import confluent_kafka
-from confluent_kafka import TopicPartition
+import pytest
+
+confluent_kafka = pytest.importorskip("confluent_kafka")   # the modules using these helpers skip without it
+TopicPartition = confluent_kafka.TopicPartition
 
 from kafkawire.broker.share_partition import ACCEPT, REJECT, RELEASE
 from kafkawire.messages.consumer_group_describe_request import ConsumerGroupDescribeRequest
@@ -465,3 +467,13 @@ def epoch_end_offsets(bootstrap: str, topic: str, partition: int, epochs: list[i
         assert answer.error_code == Errors.NONE, answer.error_code
         out[epoch] = (answer.leader_epoch, answer.end_offset)
     return out
+
+
+def wait_kafka_started(node, since: int) -> None:
+    """The node's 'Kafka Server started' after character ``since`` of its log: a restart appends
+    to the first start's log, whose line KafkaNode.wait_ready would find at once."""
+    deadline = time.monotonic() + 90
+    while "Kafka Server started" not in node.log_text()[since:]:
+        assert node.alive(), node.log_tail()
+        assert time.monotonic() < deadline, node.log_tail()
+        time.sleep(0.2)

@@ -229,16 +229,6 @@ def check_directories(run: Run) -> None:
     assert set(where.values()) == set(run.dirs), where
 
 
-def wait_kafka_started(node: KafkaNode, since: int) -> None:
-    """The node's 'Kafka Server started' after byte ``since`` of its log (a restart appends)."""
-    import time
-    deadline = time.monotonic() + 90
-    while "Kafka Server started" not in node.log_text()[since:]:
-        assert node.alive(), node.log_tail()
-        assert time.monotonic() < deadline, node.log_tail()
-        time.sleep(0.2)
-
-
 def test_kafka_and_kafkawire_take_over_each_others_broker_state(kafka_libs, tmp_path):
     node = KafkaNode(tmp_path / "node", 1, "broker,controller", heap="384m", properties={
         "log.dirs": f"{tmp_path / 'node' / 'data'},{tmp_path / 'node' / 'data2'}",
@@ -271,7 +261,7 @@ def test_kafka_and_kafkawire_take_over_each_others_broker_state(kafka_libs, tmp_
 
         since = len(node.log_text())
         node.start()
-        wait_kafka_started(node, since)
+        s.wait_kafka_started(node, since)
         check_taken_over(run, bootstrap, "Kafka")
         write_phase(run, bootstrap, "kafka-again")
         at_stop(run, bootstrap)
