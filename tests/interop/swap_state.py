@@ -393,6 +393,18 @@ class ShareMember:
         self.session += 1
 
 
+def share_group_from_earliest(bootstrap: str) -> None:
+    """share.auto.offset.reset=earliest for SHARE_GROUP (a group config, in the metadata): with
+    Kafka's default (latest) the leader resolves the start offset at its first read, which may
+    come after the first records."""
+    from kafkawire.messages.incremental_alter_configs_request import (AlterableConfig, AlterConfigsResource,
+                                                                      IncrementalAlterConfigsRequest)
+    response = call(bootstrap, IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+        resource_type=32, resource_name=SHARE_GROUP, configs=[AlterableConfig(
+            name="share.auto.offset.reset", config_operation=0, value="earliest")])]), 1)
+    assert [r.error_code for r in response.responses] == [Errors.NONE], response
+
+
 def share_state(bootstrap: str, topic_id) -> tuple:
     """(state epoch, start offset, [(first, last, state, delivery count)]) of shared-0 as the share
     coordinator reads it (ReadShareGroupState, leader epoch -1: a read that writes nothing)."""

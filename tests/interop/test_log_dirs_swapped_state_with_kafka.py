@@ -16,7 +16,8 @@ one cluster run, one JVM start per direction. Each side writes, and the next sid
 * a compacted topic after its cleaner ran (cleaned segments, tombstones, cleaner-offset-checkpoint),
   handed over in the middle of a swap (the cleaned segment under ``.swap`` names beside the old
   segments, a ``.cleaned`` leftover): the next side finishes the swap;
-* a share group's state (__share_group_state): ReadShareGroupState answers the same, and a new
+* a share group's state (__share_group_state; its share.auto.offset.reset=earliest a group config
+  in the metadata): ReadShareGroupState answers the same, and a new
   member is delivered exactly what it says (released records again with their delivery count,
   records acquired at the stop again, acknowledged ones never);
 * the two directories' meta.properties (directory ids) and each replica's directory.
@@ -97,6 +98,7 @@ def create_topics(run: Run, bootstrap: str) -> None:
         "min.compaction.lag.ms": HELD_MS, "delete.retention.ms": "86400000"})]
     for future in admin.create_topics(topics).values():
         future.result(s.WAIT_S)
+    s.share_group_from_earliest(bootstrap)
     metadata = call(bootstrap, MetadataRequest(topics=[MetadataRequestTopic(name=s.SHARED)]), 12)
     run.topic_id = metadata.topics[0].topic_id
 
