@@ -25,6 +25,7 @@ import pytest
 from kafkawire.storage.state_files import random_uuid, uuid_to_kafka
 from tests.broker.wire import registered
 from tests.interop.kafka_procs import KafkaNode
+from tests.interop.swap_state import wait_kafka_started
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 confluent_admin = pytest.importorskip("confluent_kafka.admin")
@@ -130,8 +131,9 @@ def test_kafkawire_serves_a_kafka_brokers_directory_and_kafka_serves_it_back(kaf
         kafkawire.send_signal(signal.SIGTERM)
         assert kafkawire.wait(timeout=WAIT_S) == 0
 
+        since = len(node.log_text())
         node.start()
-        node.wait_ready()
+        wait_kafka_started(node, since)            # not wait_ready: the first start's line is in the log
         assert served(node.broker_address) == by_kafkawire
     finally:
         if kafkawire is not None and kafkawire.poll() is None:
