@@ -120,10 +120,27 @@ class BrokerCluster:
         p = (self.partitions(topic) or {}).get(index)
         return None if p is None or p.leader_id < 0 else p.leader_id
 
+    def settled(self, topic: str, count: int) -> dict[int, tuple] | None:
+        """index -> (leader, leader epoch, ISR) of each of the ``count`` partitions, when every node
+        answers and every one says the same: the controller's committed state as each broker has
+        replayed it. None while a node is down, paused or restarted and catching up (it does not
+        answer), or has not replayed a change yet (it disagrees): the first answering node's view
+        alone can be a stale one (a node killed, its leaderships and ISR places not yet moved)."""
+        states = []
+        for i in NODES:
+            parts = None if i in self.down else self.partitions(topic, nodes=(i,))
+            if parts is None or len(parts) != count:
+                return None
+            states.append({index: (p.leader_id, p.leader_epoch, tuple(sorted(p.isr_nodes)))
+                           for index, p in parts.items()})
+        if any(state != states[0] for state in states) or any(leader < 0 for leader, _, _ in states[0].values()):
+            return None
+        return states[0]
+
     def all_in_sync(self, topic: str, count: int) -> bool:
-        parts = self.partitions(topic)
-        return parts is not None and len(parts) == count and all(
-            p.leader_id > 0 and sorted(p.isr_nodes) == list(NODES) for p in parts.values())
+        """Every replica in the ISR of every partition, as every node says (``settled``)."""
+        state = self.settled(topic, count)
+        return state is not None and all(list(isr) == list(NODES) for _, _, isr in state.values())
 
     def high_watermark(self, topic: str, index: int, isolation_level: int = 0) -> int | None:
         """The leader's high watermark (ListOffsets latest, read_uncommitted), or with
