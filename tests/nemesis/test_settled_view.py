@@ -2,7 +2,8 @@
 the ISR, and picks the node a network partition cuts, from what every node says, never from the
 first node that answers (seed 2929: a node's view from before a kill named a leader the
 controller was about to fence, and the nemesis waited 30 s for a cut to move a partition that
-had moved by itself)."""
+had moved by itself); and its liveness bounds count only the time the cluster could run."""
+import os
 import random
 
 import pytest
@@ -80,3 +81,19 @@ def test_a_network_partition_cuts_by_a_settled_view_read_twice_alike():
     assert (leader, epoch) == (1, 5) and follower in (2, 3)
     with pytest.raises(TimeoutError):                # never settled: no cut
         replication_run.settled_pick(ViewsCluster(STALE), "isolate leader", 0)
+
+
+def test_a_liveness_bound_does_not_count_the_time_the_cluster_waited_for_a_core():
+    from tests.nemesis.runnable_clock import RunnableClock, waiting_for_a_core
+    clock_s, waited = [100.0], {1: 5.0, 2: 7.0}
+    clock = RunnableClock(lambda: list(waited), read=waited.get, now=lambda: clock_s[0])
+    clock_s[0], waited[1], waited[2] = 130.0, 30.0, 8.0     # node 1 starved 25 of 30 s, node 2 1 s
+    assert clock.elapsed() == 5.0 and clock.starved == 25.0
+    waited[3] = 50.0                                        # a node restarted meanwhile counts from now on
+    clock_s[0], waited[3] = 140.0, 52.0
+    assert clock.elapsed() == 15.0
+    del waited[1]                                           # gone (killed): what it waited still counts
+    assert clock.elapsed() == 15.0 and "waited 25 s" in clock.describe()
+    clock_s[0] = 200.0                                      # a node slow or hung by itself: wall time
+    assert clock.elapsed() == 75.0
+    assert waiting_for_a_core(os.getpid()) >= 0 and waiting_for_a_core(2 ** 31) is None
