@@ -24,6 +24,7 @@ from kafkawire.records import build_batch
 from kafkawire.raft.node.local_quorum import LocalQuorum, QuorumError, describe_quorum, free_ports
 
 from .netsplit import Netsplit
+from .runnable_clock import RunnableClock
 
 NODES = (1, 2, 3)
 
@@ -120,10 +121,27 @@ class BrokerCluster:
         p = (self.partitions(topic) or {}).get(index)
         return None if p is None or p.leader_id < 0 else p.leader_id
 
+    def settled(self, topic: str, count: int) -> dict[int, tuple] | None:
+        """index -> (leader, leader epoch, ISR) of each of the ``count`` partitions, when every node
+        answers and every one says the same: the controller's committed state as each broker has
+        replayed it. None while a node is down, paused or restarted and catching up (it does not
+        answer), or has not replayed a change yet (it disagrees): the first answering node's view
+        alone can be a stale one (a node killed, its leaderships and ISR places not yet moved)."""
+        states = []
+        for i in NODES:
+            parts = None if i in self.down else self.partitions(topic, nodes=(i,))
+            if parts is None or len(parts) != count:
+                return None
+            states.append({index: (p.leader_id, p.leader_epoch, tuple(sorted(p.isr_nodes)))
+                           for index, p in parts.items()})
+        if any(state != states[0] for state in states) or any(leader < 0 for leader, _, _ in states[0].values()):
+            return None
+        return states[0]
+
     def all_in_sync(self, topic: str, count: int) -> bool:
-        parts = self.partitions(topic)
-        return parts is not None and len(parts) == count and all(
-            p.leader_id > 0 and sorted(p.isr_nodes) == list(NODES) for p in parts.values())
+        """Every replica in the ISR of every partition, as every node says (``settled``)."""
+        state = self.settled(topic, count)
+        return state is not None and all(list(isr) == list(NODES) for _, _, isr in state.values())
 
     def high_watermark(self, topic: str, index: int, isolation_level: int = 0) -> int | None:
         """The leader's high watermark (ListOffsets latest, read_uncommitted), or with
@@ -150,8 +168,22 @@ class BrokerCluster:
                 return i
         return None
 
+    def pids(self) -> list[int]:
+        """This driver's process and every node's running now."""
+        return [os.getpid()] + [p.pid for p in self.quorum.processes.values() if p.poll() is None]
+
     def wait_until(self, predicate, bound_s: float, what: str):
-        return self.quorum.wait_until(predicate, bound_s, what, interval_s=0.2)
+        """``predicate()``'s first true value within ``bound_s`` of the time the cluster could
+        run (runnable_clock.py: the time its most starved process waited for a core does not
+        count; a loaded machine is no failure of the cluster, a slow or hung node is)."""
+        clock = RunnableClock(self.pids)
+        while True:
+            value = predicate()
+            if value:
+                return value
+            if clock.elapsed() > bound_s:
+                raise QuorumError(f"timed out after {bound_s} s ({clock.describe()}) waiting for {what}")
+            time.sleep(0.2)
 
     # -- faults --
 

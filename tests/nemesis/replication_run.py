@@ -37,9 +37,12 @@ PARTITIONS = 2
 IN_SYNC_BOUND_S = 60            # every replica back in the ISR within this after a heal
 TXN_THREAD_END_BOUND_S = 120    # its longest calls: InitProducerId (60 s), a commit and an abort (30 s each)
 PARTITION_MOVED_BOUND_S = 30   # a fault's effect (leadership moved, the ISR shrunk) seen within this
+MOVED_BY_A_CUT_FLOOR_S = 1.0   # no cut moves a leadership sooner: its fencing waits out a session of
+                               # broker.session.timeout.ms=1500 (heartbeats every 300 ms), a raft election its fetch timeout
 KINDS = ["kill leader", "kill follower", "kill controller", "kill leader after an ack", "torn tail", "pause",
          "isolate leader", "cut follower from leader"]
 NETWORK_KINDS = ("isolate leader", "cut follower from leader")
+MOOT_RETRIES = 3                # a network kind only moot so far is done again, up to this many times
 
 
 @dataclass
@@ -97,27 +100,54 @@ def create_topic(cluster: BrokerCluster) -> None:
     cluster.wait_until(lambda: cluster.all_in_sync(TOPIC, PARTITIONS), IN_SYNC_BOUND_S, "a full ISR")
 
 
-def network_fault(cluster: BrokerCluster, kind: str, index: int, leader: int) -> str:
+def settled_pick(cluster: BrokerCluster, kind: str, index: int) -> tuple[tuple, int]:
+    """The partition's (leader, leader epoch, ISR) and the node to cut (its leader to isolate, or a
+    follower of its ISR to cut from it), chosen from a settled view (every node says the same,
+    ``BrokerCluster.settled``) and read again the same right before the cut: a view asked of one
+    node could name a leader being fenced (a node just killed), whose partition moves on by itself
+    while the nemesis waits for its cut to move it."""
+    def pick():
+        state = cluster.settled(TOPIC, PARTITIONS)
+        if state is None:
+            return None
+        leader, _, isr = state[index]
+        followers = [i for i in isr if i != leader]
+        if kind == "isolate leader":
+            target = leader
+        elif followers:
+            target = cluster.rng.choice(followers)
+        else:
+            return None
+        return (state[index], target) if cluster.settled(TOPIC, PARTITIONS) == state else None
+    return cluster.wait_until(pick, IN_SYNC_BOUND_S, f"a settled view of partition {index} to cut by")
+
+
+def network_fault(cluster: BrokerCluster, kind: str, index: int) -> str:
     """Isolate the partition's leader until another node sees the leadership move (the controller
     fenced it after its session timeout), or cut one follower's inter-broker links to it until the
     leader's ISR no longer holds the follower (replica.lag.time.max.ms); then a little longer (the old leader still asked to write, by
-    clients that reach it); then heal. The caller waits for the full ISR again."""
-    started = time.monotonic()
+    clients that reach it); then heal. The caller waits for the full ISR again. A leadership that
+    moved sooner after the cut than any cut can move it (MOVED_BY_A_CUT_FLOOR_S) was moving
+    already: that cut counts as moot."""
+    (leader, epoch, _), target = settled_pick(cluster, kind, index)
     if kind == "isolate leader":
         cluster.isolate(leader, kind)
+        started = time.monotonic()
         witness = cluster.rng.choice([i for i in NODES if i != leader])
         wanted = f"node {witness} sees partition {index}'s leader move from {leader}"
 
         def effect(p) -> str:
+            if p.leader_epoch != epoch and time.monotonic() - started < MOVED_BY_A_CUT_FLOOR_S:
+                return f"partition {index}'s leadership moved to {p.leader_id} before the cut could move it"
             return wanted if p.leader_id not in (-1, leader) else ""
     else:
-        witness = leader
-        follower = cluster.rng.choice([i for i in NODES if i != leader])
+        witness, follower = leader, target
         cluster.cut_replication(follower, leader, kind)
+        started = time.monotonic()
         wanted = f"the ISR of partition {index} drops node {follower}"
 
         def effect(p) -> str:
-            if p.leader_id != leader:      # moved on (a fencing by a new controller): the cut is moot
+            if p.leader_id != leader:      # moved on (a new controller fenced it): the cut is moot
                 return f"partition {index}'s leadership moved to {p.leader_id} before its ISR dropped node {follower}"
             if follower in p.isr_nodes:
                 cluster.nudge(leader, TOPIC, index)
@@ -134,16 +164,16 @@ def network_fault(cluster: BrokerCluster, kind: str, index: int, leader: int) ->
         time.sleep(cluster.rng.uniform(0.5, 2.0))
     finally:
         cluster.heal()
-    return f"{kind}: partition {index}'s leader {leader}; {outcome} after {took:.1f} s; healed"
+    return f"{kind}: partition {index}'s leader {leader} (epoch {epoch}); {outcome} after {took:.1f} s; healed"
 
 
 def one_fault(cluster: BrokerCluster, kind: str, producers) -> str:
     index = cluster.rng.randrange(PARTITIONS)
+    if kind in NETWORK_KINDS:
+        return network_fault(cluster, kind, index)
     leader = cluster.leader(TOPIC, index)
     if leader is None:
         return f"{kind}: no leader of partition {index}"
-    if kind in NETWORK_KINDS:
-        return network_fault(cluster, kind, index, leader)
     hold = cluster.rng.uniform(1.0, 3.0)
     if kind == "pause":
         target = cluster.rng.choice(NODES)
@@ -222,6 +252,9 @@ def run(base_dir: str, duration_s: float, seed: int, log=print, transactions: bo
         while time.monotonic() - started < duration_s or order:
             kind = order.pop(0) if order else rng.choice(list(kinds))
             log(f"nemesis: {one_fault(cluster, kind, producers)}")
+            if kind in NETWORK_KINDS and not cluster.network_effects[kind] \
+                    and len(cluster.network_effects[f"{kind}, moot"]) <= MOOT_RETRIES:
+                order.append(kind)      # only moot so far (its partition moved by itself): every kind once for real
             cluster.wait_until(lambda: cluster.all_in_sync(TOPIC, PARTITIONS), IN_SYNC_BOUND_S,
                                "every replica back in the ISR")
         elapsed = time.monotonic() - started

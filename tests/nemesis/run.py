@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import sys
 import tempfile
@@ -27,6 +28,7 @@ from kafkawire.raft.node.local_quorum import QuorumError, describe_quorum
 
 from .checks import Verdict, check
 from .cluster import BROKER_METADATA_VERSION, nemesis_cluster
+from .runnable_clock import RunnableClock
 from .workload import Outcomes, QuorumClient, create_topics, keep_a_broker, monitor_leadership, race_on_names
 
 LEADER_BOUND_S = 30          # after the last fault heals, a leader within this
@@ -75,18 +77,26 @@ class Report:
              + self.cut_fetch_leaks])
 
 
-async def _wait_for_leader(qc: QuorumClient, bound_s: float) -> float:
+def _pids(cluster):
+    """This driver's process and every voter's running now: the processes whose wait for a core
+    does not count against a liveness bound (runnable_clock.py)."""
+    return lambda: [os.getpid()] + [p.pid for p in cluster.quorum.processes.values() if p.poll() is None]
+
+
+async def _wait_for_leader(qc: QuorumClient, bound_s: float, pids) -> float:
+    """Seconds (of wall time) until a leader, within ``bound_s`` of the time the voters could run."""
+    clock = RunnableClock(pids)
     started = time.monotonic()
-    while time.monotonic() - started < bound_s:
+    while clock.elapsed() < bound_s:
         if await qc.leader() is not None:
             return time.monotonic() - started
         await asyncio.sleep(0.1)
-    raise QuorumError(f"no leader within {bound_s} s of the last heal")
+    raise QuorumError(f"no leader within {bound_s} s of the last heal ({clock.describe()})")
 
 
 async def _caught_up(cluster, leader_id: int, bound_s: float):
-    deadline = time.monotonic() + bound_s
-    while time.monotonic() < deadline:
+    clock = RunnableClock(_pids(cluster))
+    while clock.elapsed() < bound_s:
         try:
             view = await describe_quorum(cluster.quorum.address(leader_id), timeout_ms=2000)
         except (QuorumError, TransportError, OSError):
@@ -96,7 +106,8 @@ async def _caught_up(cluster, leader_id: int, bound_s: float):
         if view.leader_id == leader_id and all(ends.get(i, -1) >= view.high_watermark for i in cluster.ids):
             return view
         await asyncio.sleep(0.2)
-    raise QuorumError(f"the voters did not reach the leader's high watermark within {bound_s} s")
+    raise QuorumError(f"the voters did not reach the leader's high watermark within {bound_s} s "
+                      f"({clock.describe()})")
 
 
 async def run(base_dir: str, duration_s: float, seed: int, log=print) -> Report:
@@ -104,7 +115,7 @@ async def run(base_dir: str, duration_s: float, seed: int, log=print) -> Report:
     async with nemesis_cluster(base_dir, seed=seed, properties=props) as cluster:
         qc = QuorumClient(cluster.addresses())
         outcomes, stop, races = Outcomes(), asyncio.Event(), Counter()
-        await _wait_for_leader(qc, LEADER_BOUND_S)
+        await _wait_for_leader(qc, LEADER_BOUND_S, _pids(cluster))
         clients = [asyncio.create_task(keep_a_broker(qc, cluster.quorum.cluster_id, BROKER_METADATA_VERSION, stop)),
                    asyncio.create_task(create_topics(qc, outcomes, stop, created=cluster.topics_created)),
                    asyncio.create_task(monitor_leadership(qc, outcomes, stop)),
@@ -113,10 +124,10 @@ async def run(base_dir: str, duration_s: float, seed: int, log=print) -> Report:
         leader_after_fault = []
         while time.monotonic() - started < duration_s or cluster.first_round_pending:   # every kind once
             log(f"nemesis: {await cluster.one_fault(await qc.leader())}")
-            leader_after_fault.append(await _wait_for_leader(qc, LEADER_BOUND_S))   # after each heal
+            leader_after_fault.append(await _wait_for_leader(qc, LEADER_BOUND_S, _pids(cluster)))   # after each heal
             await asyncio.sleep(cluster.rng.uniform(0.5, 2.0))
         faults_s = time.monotonic() - started
-        leader_after = await _wait_for_leader(qc, LEADER_BOUND_S)
+        leader_after = await _wait_for_leader(qc, LEADER_BOUND_S, _pids(cluster))
         await asyncio.sleep(2)                     # the writer goes on a little on the healed quorum
         stop.set()
         await asyncio.gather(*clients, return_exceptions=True)
