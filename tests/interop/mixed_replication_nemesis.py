@@ -138,6 +138,11 @@ class MixedBrokerCluster(BrokerCluster):
             return self.controller.processes.get(1)
         return self.quorum.processes.get(node_id)
 
+    def pids(self) -> list[int]:
+        """BrokerCluster's (for its runnable clock), with the Kafka broker and the controller."""
+        procs = (self._process(node_id) for node_id in (*NODES, CONTROLLER))
+        return [os.getpid()] + [p.pid for p in procs if p is not None and p.poll() is None]
+
     def _signal(self, node_id: int, sig) -> None:
         proc = self._process(node_id)
         if proc is not None and proc.poll() is None:
