@@ -35,6 +35,10 @@ default, is never) an append flushes the log once the offsets appended since the
 (or the open) reach it, before it returns, as UnifiedLog.append does; ``flushed_offset`` and
 ``last_flush_ms`` say where and when the last ``flush()`` was (a caller applying ``flush.ms``
 reads them, as Kafka's LogManager flusher reads lastFlushTime).
+
+With ``deferred_writes`` (the raft log's) an append does not write its bytes: the function
+``prepare_writes`` (or ``prepare_flush``) returns writes them, on the owner's disk thread before
+its fsync; a read, truncation, roll or close writes what is left first (LogSegment's docstring).
 """
 
 from __future__ import annotations
@@ -129,7 +133,8 @@ class Log:
                  log_start_offset: int | None = None, recover_all: bool = False,
                  contiguous_offsets: bool = False, segment_ms: int | None = None,
                  max_index_size: int = DEFAULT_MAX_INDEX_SIZE, clock=None, segment_jitter_ms: int = 0,
-                 jitter=None, flush_messages: int = NEVER):
+                 jitter=None, flush_messages: int = NEVER, deferred_writes: bool = False):
+        self.deferred_writes = deferred_writes
         self.directory = os.fspath(directory)
         self.segment_ms = segment_ms
         self.segment_jitter_ms = segment_jitter_ms    # the bound of each new segment's roll jitter
@@ -262,8 +267,7 @@ class Log:
         cached = self._first_batch_timestamp
         if cached is not None and cached[0] == active.base_offset:
             return cached[1]
-        with open(active.log_path, "rb") as f:
-            header = f.read(_MAX_TIMESTAMP_POSITION + 8)
+        header = active.read_bytes(0, _MAX_TIMESTAMP_POSITION + 8)
         first_ts = _INT64.unpack_from(header, _MAX_TIMESTAMP_POSITION)[0] if len(header) == 43 else -1
         self._first_batch_timestamp = (active.base_offset, first_ts)
         return first_ts
@@ -326,7 +330,7 @@ class Log:
                 active = self.roll(first_offset)
             except OSError as exc:
                 raise _raised_as(SegmentRollError, exc) from exc
-        active.append(data, last_offset, max_ts, offset_of_max_ts, batches=batches)
+        active.append(data, last_offset, max_ts, offset_of_max_ts, batches=batches, write=not self.deferred_writes)
         self._dirty.add(active.base_offset)
         if last_offset + 1 - self.flushed_offset >= self.flush_messages:
             try:
@@ -505,6 +509,7 @@ class Log:
         returns does the fsyncs and may run on another thread while the writer goes on
         appending (what it appends then waits for the next flush). Call that function
         exactly once."""
+        write = self.prepare_writes()
         segments_fds: list[list[int]] = []
         try:
             for base in sorted(self._dirty):
@@ -520,6 +525,11 @@ class Log:
         self._dir_dirty = False
 
         def sync() -> None:
+            try:
+                write()
+            except BaseException:
+                _close_all(fd for fds in segments_fds for fd in fds)
+                raise
             for done, fds in enumerate(segments_fds):
                 try:
                     timed_flush(fds)            # each segment's fsyncs timed, as Kafka's LogSegment.flush
@@ -529,6 +539,17 @@ class Log:
             if directory is not None:
                 fsync_dir(directory)
         return sync
+
+    def prepare_writes(self):
+        """The deferred appends (``deferred_writes``) written so far, taken on the writer's
+        thread; the function it returns writes them, in order, and may run on another thread
+        (the segments write on the caller's thread what a read or a cut needs first)."""
+        pending = [seg for seg in self._segments.values() if seg.has_unwritten]
+
+        def write() -> None:
+            for seg in pending:
+                seg.write_unwritten()
+        return write
 
     def rename_dir(self, directory) -> None:
         """Rename the log's directory to ``directory`` (in the same file system) and keep using
@@ -540,8 +561,15 @@ class Log:
             seg.moved_to(directory)
 
     def close(self) -> None:
+        """Close every segment; a deferred write that fails is raised once all are closed."""
+        failed = None
         for seg in self._segments.values():
-            seg.close()
+            try:
+                seg.close()
+            except OSError as exc:
+                failed = failed or exc
+        if failed is not None:
+            raise failed
 
     def __enter__(self):
         return self

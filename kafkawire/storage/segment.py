@@ -20,11 +20,19 @@ the ProducerStateManager for it).
 
 Durability: ``append`` only writes (page cache), like Kafka; ``flush()`` fsyncs the log and
 both indexes. ``truncate_to`` and ``recover`` do not fsync by themselves; call ``flush()``.
+
+Deferred writes (``append(..., write=False)``, the raft log's): the bytes are kept in memory and
+written by ``write_unwritten``, which the owner runs on its disk thread just before the fsync that
+covers them, so the loop does not wait for a page the fsync is writing back (stable pages). Every
+read of the file, truncation, flush, rename and close writes what is still unwritten first (under
+a lock, on the caller's thread), so nothing reads or cuts the file before it holds every append.
 """
 
 from __future__ import annotations
 
+import collections
 import os
+import threading
 from dataclasses import dataclass
 
 from kafkawire.records import CorruptRecordError, iter_batches
@@ -131,6 +139,9 @@ class LogSegment:
         last = self.time_index.last_entry()
         self._max_timestamp, self._offset_of_max_timestamp = last.timestamp, last.offset
         self._next_offset: int | None = None
+        # Deferred appends, (position, bytes), oldest first; the lock orders their writers.
+        self._unwritten: collections.deque[tuple[int, bytes]] = collections.deque()
+        self._write_lock = threading.Lock()
 
     def moved_to(self, directory) -> None:
         """Its directory was renamed to ``directory`` (the files stay open): every path follows."""
@@ -155,17 +166,39 @@ class LogSegment:
         return f"LogSegment({self.log_path!r}, base_offset={self.base_offset}, size={self._size})"
 
     def _read_all(self) -> bytes:
+        self.write_unwritten()
         return os.pread(self._log.fileno(), self._size, 0) if self._size else b""
 
     def _read(self, position: int, size: int) -> bytes:
+        self.write_unwritten()
         return os.pread(self._log.fileno(), size, position)
 
     def fileno(self) -> int:
+        """The .log's descriptor, every deferred append written to it first (a sendfile from it
+        must see them)."""
+        self.write_unwritten()
         return self._log.fileno()
 
     def read_bytes(self, position: int, size: int) -> bytes:
-        """``size`` bytes of the file from ``position`` (fewer at its end)."""
-        return os.pread(self._log.fileno(), size, position)
+        """Up to ``size`` bytes of the .log from ``position``, every append included."""
+        return self._read(position, size)
+
+    @property
+    def has_unwritten(self) -> bool:
+        return bool(self._unwritten)
+
+    def write_unwritten(self) -> None:
+        """Write the deferred appends to the file, in order (any thread; the first that
+        fails stays unwritten and its error is raised)."""
+        if not self._unwritten:
+            return
+        with self._write_lock:
+            while self._unwritten:
+                position, data = self._unwritten[0]
+                view, done = memoryview(data), 0
+                while done < len(view):
+                    done += os.pwrite(self._log.fileno(), view[done:], position + done)
+                self._unwritten.popleft()
 
     def batches(self, start_position: int = 0, *, verify_crc: bool = False,
                 chunk_size: int = 1 << 20):
@@ -210,13 +243,14 @@ class LogSegment:
 
     def append(self, records: bytes, largest_offset: int | None = None,
                largest_timestamp: int | None = None,
-               offset_of_max_timestamp: int | None = None, batches=None) -> int:
+               offset_of_max_timestamp: int | None = None, batches=None, write: bool = True) -> int:
         """Append the bytes of one or more whole batches; returns the position written at.
 
         ``largest_offset`` / ``largest_timestamp`` / ``offset_of_max_timestamp`` are
         computed from the batches when not given. ``batches``: each batch's (position in
         ``records``, last offset, largest timestamp), for several: each is then indexed on its
-        own as LogSegment.append does (without it the chunk is indexed as one batch).
+        own as LogSegment.append does (without it the chunk is indexed as one batch). ``write``
+        False: the bytes are written later, by ``write_unwritten`` (the module docstring).
         """
         if not records:
             return self._size
@@ -235,9 +269,13 @@ class LogSegment:
         if not 0 <= largest_offset - self.base_offset <= 0x7FFFFFFF:
             raise ValueError(f"offset {largest_offset} does not fit segment {self.base_offset}")
         position = self._size
-        self._log.seek(position)
-        self._log.write(records)
-        self._log.flush()
+        if write:
+            self.write_unwritten()
+            self._log.seek(position)
+            self._log.write(records)
+            self._log.flush()
+        else:
+            self._unwritten.append((position, bytes(records)))
         self._size += len(records)
         if batches is not None and len(batches) > 1:
             self._index_each(batches, position, len(records))
@@ -343,6 +381,7 @@ class LogSegment:
         self.time_index.truncate_to(offset)
         self.txn_index.truncate_to(offset)
         cut = self._size - position
+        self.write_unwritten()      # before the cut: a late write would bring the cut bytes back
         self._log.truncate(position)
         self._size = position
         self._bytes_since_last_index_entry = 0
@@ -420,6 +459,7 @@ class LogSegment:
     def flush(self) -> None:
         """fsync the .log, .index and .timeindex files: ``sync_handles`` and an fsync of each,
         timed (LogFlushStats, kafkawire.storage.flush_stats)."""
+        self.write_unwritten()
         timed_flush(self.sync_handles())
 
     def sync_handles(self, *, indexes: bool = True) -> list[int]:
@@ -443,18 +483,24 @@ class LogSegment:
         return fds
 
     def close(self) -> None:
-        if self._max_timestamp != NO_TIMESTAMP and self._log is not None:
-            self.time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp,
-                                         skip_full_check=True)
-        self.offset_index.close()
-        self.time_index.close()
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        try:
+            if self._log is not None:
+                self.write_unwritten()      # its error is raised, once the files are closed
+        finally:
+            if self._max_timestamp != NO_TIMESTAMP and self._log is not None:
+                self.time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp,
+                                             skip_full_check=True)
+            self.offset_index.close()
+            self.time_index.close()
+            if self._log is not None:
+                self._log.close()
+                self._log = None
 
     def rename_to_deleted(self) -> list[str]:
         """Close the segment and add ``.deleted`` to the names of its files, as Kafka does before
         it deletes them after ``file.delete.delay.ms``; the renamed paths."""
+        if self._log is not None:
+            self.write_unwritten()
         self.offset_index.close()
         self.time_index.close()
         if self._log is not None:
@@ -468,6 +514,8 @@ class LogSegment:
         return renamed
 
     def delete(self) -> None:
+        with self._write_lock:      # a disk thread writing now finishes first; the rest never reach the file
+            self._unwritten.clear()
         self.offset_index.delete()
         self.time_index.delete()
         if self._log is not None:

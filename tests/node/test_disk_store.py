@@ -267,3 +267,52 @@ def test_a_gap_in_the_committed_log_stops_the_driver_with_the_offsets_named(tmp_
     with pytest.raises(NodeFailed, match="the batch after offset 2 starts at 10"):
         RaftDriver._apply_committed(applier, 12)
     assert applier.applied_offset == 3
+
+
+def segment_bytes_on_disk(store: DiskLogStore) -> bytes:
+    with open(store.log.active_segment.log_path, "rb") as f:
+        return f.read()
+
+
+def test_appends_are_written_by_the_flush_and_a_read_before_it_still_sees_them(tmp_path):
+    # No tail cache: every read goes to the segment file, which the appends have not reached.
+    store = DiskLogStore(tmp_path / "p", tail_cache_bytes=0)
+    ops = [batch(0, 3, 1), batch(3, 2, 1), batch(5, 4, 2)]
+    store.apply(ops[0])
+    store.apply(ops[1])
+    assert segment_bytes_on_disk(store) == b""       # deferred to the disk thread's flush
+    sync = store.prepare_flush()                     # handed to the disk thread, not run yet
+    store.apply(ops[2])
+    assert offsets(store) == list(range(9))
+    assert [r.offset for b in store.data_batches(4, 9) for r in b] == list(range(3, 9))
+    sync()
+    assert segment_bytes_on_disk(store) == b"".join(op.batch for op in ops)
+    store.close()
+    assert offsets(DiskLogStore(tmp_path / "p")) == list(range(9))
+
+
+def test_a_truncation_before_the_disk_thread_writes_is_not_undone_by_its_write(tmp_path):
+    store = DiskLogStore(tmp_path / "p", tail_cache_bytes=0)
+    for op in (batch(0, 3, 1), batch(3, 2, 1), batch(5, 4, 2)):
+        store.apply(op)
+    sync = store.prepare_flush()
+    store.apply(TruncateTo(3))
+    sync()
+    assert segment_bytes_on_disk(store) == batch(0, 3, 1).batch
+    store.close()
+    assert DiskLogStore(tmp_path / "p").end_offset() == 3
+
+
+def test_a_failed_write_is_raised_by_the_flush_and_stays_unwritten(tmp_path, monkeypatch):
+    store = DiskLogStore(tmp_path / "p", tail_cache_bytes=0)
+    store.apply(batch(0, 3, 1))
+    sync = store.prepare_flush()
+
+    def refuse(fd, data, position):
+        raise OSError(5, "Input/output error")
+    monkeypatch.setattr("kafkawire.storage.segment.os.pwrite", refuse)
+    with pytest.raises(OSError, match="Input/output error"):
+        sync()          # on the driver's disk thread this stops the node (_disk_work_succeeded)
+    monkeypatch.undo()
+    assert offsets(store) == [0, 1, 2]       # a read writes it first, on its own thread
+    store.close()

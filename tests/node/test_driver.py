@@ -393,3 +393,35 @@ def test_a_request_whose_send_fails_unexpectedly_is_logged_and_failed_to_the_cor
     logged = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert logged and all(m.startswith("node 1: sending ") and m.endswith("to node 2 failed: a bug in the client")
                           for m in logged)
+
+
+def test_the_log_is_written_on_the_disk_thread_and_a_write_error_there_stops_the_node(tmp_path, monkeypatch):
+    import os
+    import threading
+    from kafkawire.storage import segment
+
+    writers, real_pwrite = set(), os.pwrite
+
+    def failing_pwrite(fd, data, position):
+        writers.add(threading.current_thread().name)
+        if refuse:
+            raise OSError(5, "Input/output error")
+        return real_pwrite(fd, data, position)
+    refuse = False
+    monkeypatch.setattr(segment.os, "pwrite", failing_pwrite)
+
+    async def work(driver, recorder):
+        nonlocal refuse
+        await driver.append([b"written"])
+        assert writers and all(name.startswith("raft-disk-") for name in writers), writers
+        refuse = True
+        appended = asyncio.ensure_future(driver.append([b"refused"]))
+        async with asyncio.timeout(10):
+            await _until(lambda: driver.failure is not None)
+        refuse = False          # the close writes what is left
+        appended.cancel()
+        return str(driver.failure), [v for _, v in recorder.committed]
+
+    failure, committed = asyncio.run(single_voter(tmp_path / "p", 1, work))
+    assert "Input/output error" in failure
+    assert committed == [b"written"]        # what was not written never committed

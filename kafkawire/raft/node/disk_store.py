@@ -63,8 +63,11 @@ class DiskLogStore:
         self._remove_partial_snapshots()
         self._snapshots = sorted((_to_id(s) for s in list_snapshots(self.directory)),
                                  key=lambda s: (s.offset, s.epoch))
+        # The appends' bytes are written on the driver's disk thread, before the fsync that
+        # covers them (prepare_flush): written on the loop, one waited for the pages that fsync
+        # was writing back (benchmarks/README.md, "Raft log writes on the disk thread").
         self.log = Log(self.directory, segment_bytes=segment_bytes, contiguous_offsets=True,
-                       segment_ms=segment_ms)
+                       segment_ms=segment_ms, deferred_writes=True)
         for report in self.log.recovery_reports:
             if report.truncated:
                 log.warning("log recovery cut %d bytes of %s: %s", report.truncated_bytes, report.file,
@@ -319,10 +322,12 @@ class DiskLogStore:
     def prepare_flush(self):
         """The flush split for the driver's disk thread: this half, on the event loop, takes
         what the Readys applied so far wrote; the function it returns makes that durable (the
-        log's fsyncs, then the epoch checkpoint as it stood here) and may run on another
+        log's writes and fsyncs, then the epoch checkpoint as it stood here) and may run on another
         thread while later Readys write on. One such function runs at a time, in order."""
         # While an install runs on the disk thread the log is its own, and it flushes it.
-        sync_log = self.log.prepare_flush() if self.fsync and self._installing is None else None
+        sync_log = None
+        if self._installing is None:
+            sync_log = self.log.prepare_flush() if self.fsync else self.log.prepare_writes()
         epochs = None
         if self._epochs != self._written_epochs:
             epochs = self._written_epochs = list(self._epochs)
