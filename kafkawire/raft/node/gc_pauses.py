@@ -67,15 +67,18 @@ _paced: list[bool] = [False]               # a paced collection is queued and ha
 
 def _on_collection(phase: str, info: dict) -> None:
     if phase == "start":
-        _started[:] = [time.perf_counter()]
+        _started[:] = [time.perf_counter(), time.thread_time()]
         return
     if not _started:
         return
+    # wall and the thread's CPU: on a loaded machine the wall is mostly waiting for a core
+    cpu_ms = (time.thread_time() - _started.pop()) * 1000
     took_ms = (time.perf_counter() - _started.pop()) * 1000
     generation = info.get("generation", -1)
     if took_ms >= LONG_PAUSE_MS:
-        log.warning("garbage collection of generation %d took %.0f ms (%d objects collected, %d uncollectable)",
-                    generation, took_ms, info.get("collected", 0), info.get("uncollectable", 0))
+        log.warning("garbage collection of generation %d took %.0f ms (%.1f ms of CPU; %d objects collected, "
+                    "%d uncollectable)", generation, took_ms, cpu_ms, info.get("collected", 0),
+                    info.get("uncollectable", 0))
     freeze_after = _freeze_after_ms[0]
     if not freeze_after:
         return
@@ -84,20 +87,20 @@ def _on_collection(phase: str, info: dict) -> None:
         # all in the oldest generation (a walk of those only, not of the frozen ones).
         survivors = len(gc.get_objects(generation=2))
         if took_ms >= freeze_after or survivors >= PACED_OBJECTS:
-            _freeze(survivors, took_ms)
+            _freeze(survivors, took_ms, cpu_ms)
     elif generation == 1 and not _paced[0] and not _holds[0]:
         if len(gc.get_objects(generation=2)) >= PACED_OBJECTS:
             _queue_paced_collection()
 
 
-def _freeze(moving: int, took_ms: float) -> None:
+def _freeze(moving: int, took_ms: float, cpu_ms: float) -> None:
     freeze_started = time.perf_counter()
     gc.freeze()
     freezes[0] += 1
     # the freeze's own time, on the loop after the collection's (the stall is the two)
     freeze_ms = (time.perf_counter() - freeze_started) * 1000
-    log.info("froze %d objects after a full collection of %.0f ms (kafkawire.gc.freeze.after.ms=%d; "
-             "freeze %d of this process; the freeze itself %.1f ms)", moving, took_ms, _freeze_after_ms[0],
+    log.info("froze %d objects after a full collection of %.0f ms (%.1f ms of CPU; kafkawire.gc.freeze.after.ms=%d; "
+             "freeze %d of this process; the freeze itself %.1f ms)", moving, took_ms, cpu_ms, _freeze_after_ms[0],
              freezes[0], freeze_ms)
 
 
