@@ -6,7 +6,9 @@ objects or more, and a pause longer than controller.quorum.fetch.timeout.ms cost
 its followers' fetches (issue 28). The log line says how long and which generation, so such a
 pause can be told from other stalls in the node's log.
 
-``kafkawire.gc.freeze.after.ms``: after a full collection that took at least this long, the
+``kafkawire.gc.freeze.after.ms``: after a full collection that took at least this long (its
+CPU time, since 2026-12-01: at load 30-50 on the shared machine a full collection of 1-4 ms of
+CPU took 50-250 ms of wall time, and a freeze then catches what is alive for no walk saved), the
 node calls ``gc.freeze()``: every object that survived it moves to CPython's permanent
 generation, which later collections do not walk, so the next full collections walk only what
 was made since (the image a snapshot load or a cluster's growth made is walked once, not at
@@ -23,17 +25,20 @@ survive into the oldest generation. benchmarks/README.md ("Garbage collection an
 measures it.
 
 Paced full collections (issue 28: "no loop stall above 20 ms"): a full collection walks every
-object made since the last freeze, and at 1M partitions a fence makes a new PartitionRegistration
-for each of the 100k-400k partitions it changes (the oldest generation then held 227,699
-registrations of 228,496 objects, benchmarks/README.md "Paced full collections"). Left to
-CPython's thresholds, a full collection came after hundreds of thousands of them: 0.5-1.1 s on
-the loop. So while the policy freezes, after every young-generation (1) collection the objects
-in the oldest generation are counted (a list of at most about PACED_OBJECTS: well under a
-millisecond); once they are PACED_OBJECTS, a full collection is queued on the node's loop, and
-a full collection that leaves PACED_OBJECTS or more alive freezes them as a long one does. Each
-object made is then walked by one full collection (or a few small ones) before it is frozen,
-and no full collection walks much more than PACED_OBJECTS objects. Not while a snapshot load
-holds full collections off (hold_full_collections): its end freezes what survived.
+object made since the last freeze. At 1M partitions those were nearly all PartitionRegistrations
+(a fence makes one for each of the 100k-400k partitions it changes: 227,699 of the 228,496
+objects one full collection walked, benchmarks/README.md "Paced full collections"), which the C
+extension now untracks when made (kafkawire.metadata.registrations); whatever else piles up
+(the pure path's registrations, other objects) is paced here. Left to CPython's thresholds, a
+full collection came after hundreds of thousands of objects: 0.5-1.1 s on the loop. So while the
+policy freezes, after every young-generation (1) collection the objects in the oldest generation
+are counted (a list of at most about PACED_OBJECTS: well under a millisecond); once they are
+PACED_OBJECTS, a full collection is queued on the node's loop, and a full collection that leaves
+PACED_OBJECTS or more alive freezes them as a long one does. Each object is then walked by one
+full collection (or a few small ones) before it is frozen, and no full collection walks much
+more than PACED_OBJECTS objects (1.4 ms of CPU for 16,384 new registrations beside 1M frozen
+ones). Not while a snapshot load holds full collections off (hold_full_collections): its end
+freezes what survived.
 
 The frozen objects are not counted (gc.get_freeze_count() walks all of them: 48-394 ms on the
 loop at 1M partitions under load); gc's thresholds are CPython's own but while a load holds full
@@ -86,7 +91,7 @@ def _on_collection(phase: str, info: dict) -> None:
         # The collection has finished (phase "stop"): what is tracked now survived it, and is
         # all in the oldest generation (a walk of those only, not of the frozen ones).
         survivors = len(gc.get_objects(generation=2))
-        if took_ms >= freeze_after or survivors >= PACED_OBJECTS:
+        if cpu_ms >= freeze_after or survivors >= PACED_OBJECTS:
             _freeze(survivors, took_ms, cpu_ms)
     elif generation == 1 and not _paced[0] and not _holds[0]:
         if len(gc.get_objects(generation=2)) >= PACED_OBJECTS:
