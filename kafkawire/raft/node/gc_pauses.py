@@ -19,10 +19,10 @@ nothing else referring to it is never collected (objects freed by their referenc
 the image's partitions and topics are, go as before). What leaks is what was alive at a freeze
 and dies in a cycle afterwards (asyncio's transports and protocols of a connection open at the
 freeze and closed later, an exception caught with its traceback); a freeze happens only after a
-full collection as long as the setting, i.e. once the objects made since the last freeze are
-as many as a long collection walks, so at most once per several hundred thousand objects that
-survive into the oldest generation. benchmarks/README.md ("Garbage collection and the image")
-measures it.
+full collection that took the setting's CPU time or left PACED_OBJECTS alive (below), so at most
+once per about 16k objects that survive into the oldest generation, and in a cluster whose image
+stays tracked by nothing new, rarely (a 10-minute churn at 100k partitions: twice).
+benchmarks/README.md ("Garbage collection and the image", "Paced full collections") measures it.
 
 Paced full collections (issue 28: "no loop stall above 20 ms"): a full collection walks every
 object made since the last freeze. At 1M partitions those were nearly all PartitionRegistrations
