@@ -13,14 +13,14 @@ long-lived connections.
 
 Every --every seconds a line: the rounds so far, the active controller's resident memory and the
 followers', the freezes the active controller has made (its log's "froze" lines: the count each
-line gives is gc.get_freeze_count() right after that freeze (counted exactly at the first freeze
-and every 16th; in between the last count plus what each freeze moved), but for those after a
-snapshot's write or load, counted apart, which log their records instead; between freezes it only falls, as
-frozen objects freed by their reference count leave the permanent generation), and its full
+line gives is what that freeze moved to the permanent generation, the objects that survived the
+full collection before it; those after a snapshot's write or load, counted apart, log their
+records instead; the node does not count the frozen objects, gc.get_freeze_count() being a walk
+of all of them on its loop), and its full
 collections logged since the last line (those of 100 ms or more, kafkawire.raft.node.gc_pauses).
 What a freeze leaks is what was alive at it and later died in a reference cycle: it stays in the
 permanent generation and in memory, so over a churn that keeps the image's size a leak shows as
-resident memory and frozen counts that grow from freeze to freeze. At the end: the resident
+resident memory that grows from freeze to freeze. At the end: the resident
 memory's slope over the churn (a least-squares line through the samples after the first minute,
 MB per 10 minutes).
 """
@@ -56,7 +56,7 @@ class LeaderLog:
 
     def __init__(self, path: str):
         self.path, self.offset = path, 0
-        self.freezes, self.frozen = 0, 0          # freezes seen; gc.get_freeze_count() after the last
+        self.freezes, self.frozen = 0, 0          # freezes seen; what the last one moved
         self.after_writes = 0                     # of them, those after a snapshot's write or load
         self.frozen_counts: list[int] = []
 
@@ -130,7 +130,7 @@ async def churn(run: Run, seconds: float, every: float, reassign: int) -> None:
         until = started + seconds
         beats = asyncio.ensure_future(work.heartbeats(until))
         samples: list[tuple[float, float]] = []
-        print(f"{'s':>6} {'rounds':>7} {'leader RSS MB':>14} {'followers MB':>13} {'freezes (snap.)':>15} {'frozen':>9}  "
+        print(f"{'s':>6} {'rounds':>7} {'leader RSS MB':>14} {'followers MB':>13} {'freezes (snap.)':>15} {'moved':>9}  "
               f"full collections >= 100 ms since the last line (load)", flush=True)
         next_line = started
         while True:
@@ -154,7 +154,7 @@ async def churn(run: Run, seconds: float, every: float, reassign: int) -> None:
               f"replaced {work.rounds * TOPIC_PARTITIONS / run.size:.1f} times); leader RSS {samples[0][1]:.1f} -> "
               f"{samples[-1][1]:.1f} MB, slope after the first minute {_slope_mb_per_10_min(samples):+.1f} MB/10 min; "
               f"{log.freezes} freezes ({log.after_writes} after a snapshot's write or load), "
-              f"gc.get_freeze_count() after each of the others: {log.frozen_counts}")
+              f"the objects each of the others moved: {log.frozen_counts}")
     finally:
         if beats is not None and not beats.done():      # a round failed: the heartbeats stop with it
             beats.cancel()

@@ -5,7 +5,46 @@
  * dump_lines.c (dump-log's text), capture.c and reassemble.c (`kafkawire pcap`'s packets and TCP streams). */
 #include "dump_text.h"
 
+/* untrack_acyclic: a value the garbage collector need not walk (issue 28: at 1M partitions the
+ * controller's PartitionRegistrations were nearly all a full collection walked). An object can
+ * be part of a reference cycle only through what it refers to; one that refers only to atomic
+ * values (ints, str, bytes, float, None), exact tuples of them and its own class can be in no
+ * cycle as long as it keeps those, which a frozen, slotted class does, and is untracked as
+ * CPython untracks such tuples and dicts itself. Only instances of a Python class made directly
+ * on object with __slots__ and no __dict__ (a container such as a list, empty now, may hold
+ * anything later), and without a finalizer. */
+static int kw_atomic(PyObject *v) {
+    return v == Py_None || PyLong_Check(v) || PyUnicode_CheckExact(v) || PyBytes_CheckExact(v)
+           || PyFloat_CheckExact(v);
+}
+
+static int kw_atomic_referent(PyObject *v, void *owner) {
+    if (v == NULL || kw_atomic(v) || v == (PyObject *)Py_TYPE((PyObject *)owner))
+        return 0;
+    if (!PyTuple_CheckExact(v))
+        return 1;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(v); i++)
+        if (!kw_atomic(PyTuple_GET_ITEM(v, i)))
+            return 1;
+    return 0;
+}
+
+static PyObject *kw_untrack_acyclic(PyObject *module, PyObject *obj) {
+    PyTypeObject *type = Py_TYPE(obj);
+    if (!(type->tp_flags & Py_TPFLAGS_HEAPTYPE) || type->tp_base != &PyBaseObject_Type || type->tp_dictoffset != 0
+        || !PyObject_IS_GC(obj) || !PyObject_GC_IsTracked(obj) || type->tp_traverse == NULL
+        || type->tp_finalize != NULL || type->tp_del != NULL
+        || type->tp_traverse(obj, kw_atomic_referent, obj) != 0)
+        Py_RETURN_FALSE;
+    PyObject_GC_UnTrack(obj);
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef methods[] = {
+    {"untrack_acyclic", kw_untrack_acyclic, METH_O,
+     "untrack_acyclic(obj) -> whether obj was untracked by the garbage collector: only an instance of a slotted "
+     "class made on object, without a finalizer, that refers to nothing but ints, str, bytes, float, None, "
+     "exact tuples of those and its class"},
     {"decode_records", (PyCFunction)(void (*)(void))kw_decode_records, METH_FASTCALL,
      "decode_records(data, start, end, count, base_offset, base_timestamp, log_append_time, batch, "
      "record_cls) -> (records, None | (reason, position))"},

@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, replace
 
+from kafkawire._native import records as _native_records
 from kafkawire.protocol.message import uuid_to_kafka_string
 
 from .java_text import java_list, java_optional
@@ -82,6 +83,15 @@ def _shared_if_equal(values: tuple, other: tuple) -> tuple:
     return other if values == other else values
 
 
+# A registration refers to ints and tuples of ints only, so it is in no reference cycle, and the
+# C extension untracks each one made (untrack_acyclic checks that it is so): the garbage
+# collector then never walks the image's registrations, which at 1M partitions were nearly all
+# a full collection walked, 100k-400k made by a fence (issue 28, benchmarks/README.md "Paced
+# full collections"). Without the extension they stay tracked (kafkawire.raft.node.gc_pauses
+# keeps the collections' walks short all the same).
+_untrack = getattr(_native_records, "untrack_acyclic", None)
+
+
 def directory_ints(directories) -> tuple:
     """Directory ids (UUIDs) as PartitionRegistration keeps them; each int is the shared UUID's
     own, so that partitions on the same directory share it too."""
@@ -104,6 +114,10 @@ class PartitionRegistration:
     partition_epoch: int
     elr: tuple = ()
     last_known_elr: tuple = ()
+
+    def __post_init__(self) -> None:
+        if _untrack is not None:
+            _untrack(self)
 
     @classmethod
     def from_record(cls, record) -> PartitionRegistration:
@@ -217,6 +231,8 @@ def _new_partition_registration(replicas, directory_ids, isr, removing_replicas,
     set_partition_epoch(self, partition_epoch)
     set_elr(self, elr)
     set_last_known_elr(self, last_known_elr)
+    if _untrack is not None:
+        _untrack(self)
     return self
 
 

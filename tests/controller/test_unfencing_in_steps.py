@@ -231,3 +231,17 @@ def test_the_skipped_keys_are_left_out_as_the_runs_are_sorted(monkeypatch):
     assert [k for part in taken for k in part] == sorted(set(keys) - skip) and pending.left == 0
     everything_skipped = unfencing.SortedInSteps(list(keys[:3]), skip=set(keys))
     assert everything_skipped.take(3) == [] and everything_skipped.left == 0
+
+
+def test_the_keys_and_their_sorted_runs_are_held_where_a_collection_does_not_visit_them_again(monkeypatch):
+    """Tuples of ints, which the first collection that sees them untracks: a list of a fence's
+    300,000 keys was visited key by key by every full collection until frozen (issue 28)."""
+    import gc
+
+    from kafkawire.controller import unfencing
+    monkeypatch.setattr(unfencing, "SORT_RUN", 4)
+    keys = [1 << 150 | n for n in random.Random(5).sample(range(1000), 10)]   # 160-bit keys, as partition_of's
+    pending = unfencing.SortedInSteps(list(keys))
+    assert pending.take(3) is None                                 # a run sorted
+    gc.collect()
+    assert not gc.is_tracked(pending._raw) and not any(gc.is_tracked(run) for run in pending._runs)

@@ -8,6 +8,8 @@ import dataclasses
 import gc
 import uuid
 
+import pytest
+
 from kafkawire.metadata import registrations
 
 from .image_testlib import DIR_1, DIR_2, DIR_3, TOPIC_A, record
@@ -43,3 +45,49 @@ def test_the_shared_uuid_table_is_emptied_when_full_and_gives_equal_uuids(monkey
     ids = registrations.directory_ints([uuid.UUID(int=n) for n in range(10, 15)])
     assert len(registrations._uuid_by_int) <= 2
     assert [registrations._shared_uuid(i) for i in ids] == [uuid.UUID(int=n) for n in range(10, 15)]
+
+
+native_only = pytest.mark.skipif(registrations._untrack is None, reason="the C extension is not built (pure path)")
+
+
+@native_only
+def test_the_registrations_a_record_a_change_and_a_replace_make_are_not_tracked():
+    """So that no collection walks the image's partitions (kafkawire/_native_src/module.c,
+    untrack_acyclic): a full collection at 1M partitions walked little else (issue 28)."""
+    image = image_with(*topic_with_partition(directories=[DIR_1, DIR_2, DIR_3]))
+    partition = image.topics_by_id[TOPIC_A].partitions[0]
+    image.apply(record("PartitionChangeRecord", partition_id=0, topic_id=TOPIC_A, isr=[3, 1]))
+    changed = image.topics_by_id[TOPIC_A].partitions[0]
+    assert changed is not partition
+    assert [gc.is_tracked(p) for p in (partition, changed, dataclasses.replace(changed, leader=3))] == [False] * 3
+
+
+@native_only
+def test_only_a_slotted_class_on_object_holding_atomic_values_is_untracked():
+    untrack = registrations._untrack
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Holder:
+        value: object
+
+    class WithDict:
+        pass
+
+    class Finalized:
+        __slots__ = ("value",)
+
+        def __del__(self):
+            pass
+
+    class EmptyList(list):
+        __slots__ = ()
+
+    finalized = Finalized()
+    finalized.value = 1
+    refused = [Holder([]), Holder(((1, []),)), Holder(WithDict()), WithDict(), finalized, [], EmptyList()]
+    assert [untrack(o) for o in refused] == [False] * len(refused)
+    assert all(gc.is_tracked(o) for o in refused)
+    atomic = [Holder(v) for v in (1, "s", b"b", 1.5, None, True, (1, "s", None))]
+    assert [untrack(o) for o in atomic] == [True] * len(atomic)
+    assert not any(gc.is_tracked(o) for o in atomic)
+    assert untrack(atomic[0]) is False                             # already untracked

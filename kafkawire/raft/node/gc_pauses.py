@@ -6,7 +6,9 @@ objects or more, and a pause longer than controller.quorum.fetch.timeout.ms cost
 its followers' fetches (issue 28). The log line says how long and which generation, so such a
 pause can be told from other stalls in the node's log.
 
-``kafkawire.gc.freeze.after.ms``: after a full collection that took at least this long, the
+``kafkawire.gc.freeze.after.ms``: after a full collection that took at least this long (its
+CPU time, since 2026-12-01: at load 30-50 on the shared machine a full collection of 1-4 ms of
+CPU took 50-250 ms of wall time, and a freeze then catches what is alive for no walk saved), the
 node calls ``gc.freeze()``: every object that survived it moves to CPython's permanent
 generation, which later collections do not walk, so the next full collections walk only what
 was made since (the image a snapshot load or a cluster's growth made is walked once, not at
@@ -17,29 +19,36 @@ nothing else referring to it is never collected (objects freed by their referenc
 the image's partitions and topics are, go as before). What leaks is what was alive at a freeze
 and dies in a cycle afterwards (asyncio's transports and protocols of a connection open at the
 freeze and closed later, an exception caught with its traceback); a freeze happens only after a
-full collection as long as the setting, i.e. once the objects made since the last freeze are
-as many as a long collection walks, so at most once per several hundred thousand objects that
-survive into the oldest generation. benchmarks/README.md ("Garbage collection and the image")
-measures it.
+full collection that took the setting's CPU time or left PACED_OBJECTS alive (below), so at most
+once per about 16k objects that survive into the oldest generation, and in a cluster whose image
+stays tracked by nothing new, rarely (a 10-minute churn at 100k partitions: twice).
+benchmarks/README.md ("Garbage collection and the image", "Paced full collections") measures it.
 
-After a freeze, full collections are spaced as if the frozen objects were still counted. CPython
-3.11 runs a full collection when threshold2 (10) young-generation collections have run since the
-last one and the objects moved into the oldest generation since then number a quarter of those
-it held after the last one; frozen objects leave that count, so after a freeze the quarter is of
-the few objects made since, and each full collection then comes after 25% more of those only:
-walks growing by 1.25x (a cProfile'd fencing at 1M partitions ran nine in a row, of 125 to
-593 ms; issue 28). So at each freeze threshold2 is
-raised to the young collections in which a quarter of the frozen objects could have been
-allocated (at most threshold0 * threshold1 net allocations each): at 1.2M frozen objects 43
-(never below what it was); a full collection then waits for the process to grow by about a
-quarter of what it holds, as it would without freezing. Cyclic garbage that reaches the oldest
-generation waits that long to be collected; the threshold goes back with the last node's stop.
-Measured (benchmarks/README.md, "Fencing at 1M within 2 s"): 2-3 full collections during a
-fencing at 1M partitions against 5-8 before, their CPU about the same there (the first ones walk
-what the build left unfrozen).
+Paced full collections (issue 28: "no loop stall above 20 ms"): a full collection walks every
+object made since the last freeze. At 1M partitions those were nearly all PartitionRegistrations
+(a fence makes one for each of the 100k-400k partitions it changes: 227,699 of the 228,496
+objects one full collection walked, benchmarks/README.md "Paced full collections"), which the C
+extension now untracks when made (kafkawire.metadata.registrations); whatever else piles up
+(the pure path's registrations, other objects) is paced here. Left to CPython's thresholds, a
+full collection came after hundreds of thousands of objects: 0.5-1.1 s on the loop. So while the
+policy freezes, after every young-generation (1) collection the objects in the oldest generation
+are counted (a list of at most about PACED_OBJECTS: well under a millisecond); once they are
+PACED_OBJECTS, a full collection is queued on the node's loop, and a full collection that leaves
+PACED_OBJECTS or more alive freezes them as a long one does. Each object is then walked by one
+full collection (or a few small ones) before it is frozen, and no full collection walks much
+more than PACED_OBJECTS objects (1.4 ms of CPU for 16,384 new registrations beside 1M frozen
+ones). Not while a snapshot load holds full collections off (hold_full_collections): its end
+freezes what survived.
+
+The frozen objects are not counted (gc.get_freeze_count() walks all of them: 48-394 ms on the
+loop at 1M partitions under load); gc's thresholds are CPython's own but while a load holds full
+collections off. The cost of freezing more often is the leak above: objects alive at a freeze
+that later die in a cycle; benchmarks/README.md ("Paced full collections") measures a long
+churn's memory.
 """
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import time
@@ -53,85 +62,78 @@ freezes: list[int] = [0]                   # how many freezes this process made 
 _freezes_before: list[int] = [0]           # freezes made before the first of the running nodes started
 _watchers: dict[int, int] = {}             # a running node's token -> its freeze setting, in start order
 _next_token: list[int] = [0]
-_threshold_before: list[tuple] = []        # gc.get_threshold() before the first freeze raised it
 _NO_FULL_COLLECTIONS = 1 << 30
 _holds: list[int] = [0]                    # snapshot loads running (hold_full_collections)
 _held_oldest: list[int] = [0]              # threshold2 to give back when the last hold ends
-RECOUNT_EVERY = 16                         # freezes between two exact counts of the frozen objects
-_frozen: list[int] = [0]                   # the frozen objects, as last counted plus what froze since
-_since_count: list[int] = [0]              # freezes since the last exact count (0: count at the next)
+PACED_OBJECTS = 16_384                     # unfrozen objects in the oldest generation that queue a full collection
+_loop: list = []                           # the loop paced collections run on (the last started node's)
+_paced: list[bool] = [False]               # a paced collection is queued and has not run yet
 
 
 def _on_collection(phase: str, info: dict) -> None:
     if phase == "start":
-        _started[:] = [time.perf_counter()]
+        _started[:] = [time.perf_counter(), time.thread_time()]
         return
     if not _started:
         return
+    # wall and the thread's CPU: on a loaded machine the wall is mostly waiting for a core
+    cpu_ms = (time.thread_time() - _started.pop()) * 1000
     took_ms = (time.perf_counter() - _started.pop()) * 1000
     generation = info.get("generation", -1)
     if took_ms >= LONG_PAUSE_MS:
-        log.warning("garbage collection of generation %d took %.0f ms (%d objects collected, %d uncollectable)",
-                    generation, took_ms, info.get("collected", 0), info.get("uncollectable", 0))
+        log.warning("garbage collection of generation %d took %.0f ms (%.1f ms of CPU; %d objects collected, "
+                    "%d uncollectable)", generation, took_ms, cpu_ms, info.get("collected", 0),
+                    info.get("uncollectable", 0))
     freeze_after = _freeze_after_ms[0]
-    if freeze_after and generation == 2 and took_ms >= freeze_after:
-        # The collection has finished (phase "stop"): what is tracked now survived it.
-        freeze_started = time.perf_counter()
-        # After a full collection every tracked object is in the oldest generation: these are
-        # what the freeze moves (a walk of them only, not of all the frozen ones).
-        moving = len(gc.get_objects(generation=2))
-        gc.freeze()
-        freezes[0] += 1
-        frozen = _count_frozen(moving)
-        _space_full_collections(frozen)
-        # the freeze's own time, on the loop after the collection's (the stall is the two)
-        freeze_ms = (time.perf_counter() - freeze_started) * 1000
-        log.info("froze %d objects after a full collection of %.0f ms (kafkawire.gc.freeze.after.ms=%d; "
-                 "freeze %d of this process; %d objects moved; the freeze itself %.1f ms)", frozen, took_ms,
-                 freeze_after, freezes[0], moving, freeze_ms)
+    if not freeze_after:
+        return
+    if generation == 2:
+        # The collection has finished (phase "stop"): what is tracked now survived it, and is
+        # all in the oldest generation (a walk of those only, not of the frozen ones).
+        survivors = len(gc.get_objects(generation=2))
+        if cpu_ms >= freeze_after or survivors >= PACED_OBJECTS:
+            _freeze(survivors, took_ms, cpu_ms)
+    elif generation == 1 and not _paced[0] and not _holds[0]:
+        if len(gc.get_objects(generation=2)) >= PACED_OBJECTS:
+            _queue_paced_collection()
 
 
-def _count_frozen(moved: int) -> int:
-    """The objects frozen now, after a freeze that moved ``moved``. gc.get_freeze_count() walks
-    every frozen object (48-394 ms on the loop at 1M partitions under load: benchmarks/README.md,
-    "Where the fence's wall time goes"), so it is asked at the first freeze and then once every
-    RECOUNT_EVERY freezes; in between, the last count plus what each freeze moved (frozen objects
-    freed since are still counted until the next exact count: full collections spaced a little
-    wider meanwhile)."""
-    if _since_count[0] == 0 or _since_count[0] >= RECOUNT_EVERY:
-        _frozen[0], _since_count[0] = gc.get_freeze_count(), 1
-    else:
-        _frozen[0] += moved
-        _since_count[0] += 1
-    return _frozen[0]
+def _freeze(moving: int, took_ms: float, cpu_ms: float) -> None:
+    freeze_started = time.perf_counter()
+    gc.freeze()
+    freezes[0] += 1
+    # the freeze's own time, on the loop after the collection's (the stall is the two)
+    freeze_ms = (time.perf_counter() - freeze_started) * 1000
+    log.info("froze %d objects after a full collection of %.0f ms (%.1f ms of CPU; kafkawire.gc.freeze.after.ms=%d; "
+             "freeze %d of this process; the freeze itself %.1f ms)", moving, took_ms, cpu_ms, _freeze_after_ms[0],
+             freezes[0], freeze_ms)
 
 
-def _space_full_collections(frozen: int) -> None:
-    """threshold2 raised for the ``frozen`` objects (see above)."""
-    if not _threshold_before:
-        young, middle, oldest = gc.get_threshold()
-        _threshold_before.append((young, middle, _held_oldest[0] if _holds[0] else oldest))
-    young, middle, oldest = _threshold_before[0]
-    per_young_collection = max(young, 1) * max(middle, 1)
-    _set_oldest(max(oldest, frozen // (4 * per_young_collection)))
+def _queue_paced_collection() -> None:
+    """A full collection on the node's loop, soon (not here: gc runs no collection from inside
+    its callback). call_soon_threadsafe: a collection may run on another thread than the loop's."""
+    loop = _loop[0] if _loop else None
+    if loop is None or loop.is_closed():
+        return
+    _paced[0] = True
+    try:
+        loop.call_soon_threadsafe(_paced_collection)
+    except RuntimeError:                   # the loop closed meanwhile
+        _paced[0] = False
 
 
-def _set_oldest(threshold2: int) -> None:
-    """gc's third threshold, unless a snapshot load holds full collections off: then the value
-    its end gives back."""
-    if _holds[0]:
-        _held_oldest[0] = threshold2
-    else:
-        young, middle, _ = gc.get_threshold()
-        gc.set_threshold(young, middle, threshold2)
+def _paced_collection() -> None:
+    _paced[0] = False
+    if _freeze_after_ms[0] and not _holds[0]:
+        gc.collect(2)                      # _on_collection freezes what survives it
 
 
 def hold_full_collections() -> None:
     """No full (generation 2) collection until the matching ``give_back_full_collections``
     (nested holds counted): a snapshot load (kafkawire.raft.node.driver_load) builds a state as
     large as the old one, which in CPython's rule means full collections during it, each walking
-    the whole heap on the loop. The young generations are collected as ever. A freeze meanwhile
-    (its raised threshold) takes effect at the last hold's end."""
+    the whole heap on the loop. The young generations are collected as ever, and no paced full
+    collection runs meanwhile."""
     if _holds[0] == 0:
         _held_oldest[0] = gc.get_threshold()[2]
         young, middle, _ = gc.get_threshold()
@@ -144,7 +146,8 @@ def give_back_full_collections() -> None:
         return
     _holds[0] -= 1
     if _holds[0] == 0:
-        _set_oldest(_held_oldest[0])
+        young, middle, _ = gc.get_threshold()
+        gc.set_threshold(young, middle, _held_oldest[0])
 
 
 def freeze_after_load(records: int = 0, what: str = "a snapshot load") -> None:
@@ -155,20 +158,14 @@ def freeze_after_load(records: int = 0, what: str = "a snapshot load") -> None:
     no other load holds full collections off. The young generations are collected first (a few
     thousand objects at most: cyclic garbage there is not frozen); cyclic garbage that reached the
     oldest generation during the load is frozen with the rest (benchmarks/README.md measures how
-    much: the trade-off of any freeze, above). threshold2 is raised as after any freeze, for
-    ``records`` objects (the image keeps about one tracked object per record: 1.09M frozen after
-    a load of 1.01M records), not gc.get_freeze_count(), which walks every frozen object (25 ms
-    of CPU at 1M partitions). ``what`` names the load in the log line (a long catch-up of the
-    committed log is frozen after as a load is)."""
+    much: the trade-off of any freeze, above). ``what`` names the load in the log line (a long
+    catch-up of the committed log is frozen after as a load is)."""
     if not _freeze_after_ms[0] or _holds[0]:
         return
     started = time.perf_counter()
     gc.collect(1)
     gc.freeze()
     freezes[0] += 1
-    _frozen[0] += records                  # an estimate, as for the threshold: the next count corrects it
-    _since_count[0] = max(_since_count[0], 1)
-    _space_full_collections(records)
     log.info("froze what survived %s of %d records in %.1f ms (kafkawire.gc.freeze.after.ms=%d; "
              "freeze %d of this process)", what, records, (time.perf_counter() - started) * 1000, _freeze_after_ms[0],
              freezes[0])
@@ -177,12 +174,19 @@ def freeze_after_load(records: int = 0, what: str = "a snapshot load") -> None:
 def log_long_pauses(freeze_after_ms: int = 0) -> int:
     """Install the callback (once per process) for a node that starts; returns the token its
     ``stop_logging_long_pauses`` gives back. ``freeze_after_ms`` (kafkawire.gc.freeze.after.ms)
-    is the process's, the last node started in it setting it (0: no freezing)."""
+    is the process's, the last node started in it setting it (0: no freezing); paced full
+    collections run on the running loop of the last node started (none when called outside
+    one)."""
     if not _watchers:
         _freezes_before[0] = freezes[0]
     token = _next_token[0] = _next_token[0] + 1
     _watchers[token] = freeze_after_ms
     _freeze_after_ms[0] = freeze_after_ms
+    try:
+        _loop[:] = [asyncio.get_running_loop()]
+    except RuntimeError:                   # no loop runs here: no paced collections
+        _loop.clear()
+    _paced[0] = False                      # one queued on an earlier loop that stopped never runs
     if _on_collection not in gc.callbacks:
         gc.callbacks.append(_on_collection)
     return token
@@ -205,6 +209,5 @@ def stop_logging_long_pauses(token: int) -> None:
     # (gc has one permanent generation, so when both froze, both are undone).
     if freezes[0] > _freezes_before[0]:
         gc.unfreeze()
-    _frozen[0] = _since_count[0] = 0
-    if _threshold_before:
-        _set_oldest(_threshold_before.pop()[2])
+    _loop.clear()
+    _paced[0] = False
