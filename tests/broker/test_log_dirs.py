@@ -375,10 +375,10 @@ def test_an_io_error_appending_rolling_reading_or_flushing_takes_the_directory_o
         assert produce(rolled.partition) == (
             Errors.KAFKA_STORAGE_ERROR, f"Error while rolling log segment for t-{rolled.partition} in dir {dirs[2]}")
         assert produce(read.partition) == (Errors.NONE, None)
-        read.log.read = failing()
+        read.log.read_extent = failing()        # Partition.read reads through it (a fetch may send from the file)
         request = SimpleNamespace(partition=read.partition, fetch_offset=0, partition_max_bytes=1 << 20,
                                   current_leader_epoch=-1, last_fetched_epoch=-1)
-        params = SimpleNamespace(version=13, only_leader=False, follower=None, client=None, isolation_level=0)
+        params = SimpleNamespace(version=13, only_leader=False, follower=None, client=None, isolation_level=0, in_file=False)
         answer = broker.fetch_api._fetch_partition(image, topic, request, params, 1 << 20, True)
         assert (answer.error_code, answer.high_watermark) == (Errors.KAFKA_STORAGE_ERROR, -1)
         assert produce(flushed.partition) == (Errors.NONE, None)
