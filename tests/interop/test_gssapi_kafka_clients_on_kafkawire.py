@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import unavailable
 from tests.interop import kafka_dist
-from tests.net.kdc import REALM, Kdc, kdc_binaries_missing
+from tests.net.kdc import REALM, Kdc, kdc_binaries_missing, running_kdc
 from tests.net.metadata_log import write_metadata_log
 from tests.net.served import ServedLog
 from tests.net.test_sasl_gssapi import GENERIC, Realm
@@ -17,13 +17,7 @@ from tests.net.test_sasl_gssapi import GENERIC, Realm
 
 @pytest.fixture(scope="module")
 def realm(tmp_path_factory):
-    reason = kdc_binaries_missing()
-    if reason:
-        unavailable(reason)                 # CI installs the KDC (.ci/run): a failure there
-    pytest.importorskip("gssapi", reason="the gssapi package (the extra kerberos) is not installed")
-    with pytest.MonkeyPatch.context() as patch, Kdc(tmp_path_factory.mktemp("kdc")) as kdc:
-        for name, value in kdc.env.items():
-            patch.setenv(name, value)
+    with running_kdc(tmp_path_factory.mktemp("kdc")) as kdc:
         yield Realm(kdc)
 
 

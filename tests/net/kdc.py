@@ -9,12 +9,17 @@ DNS and reverse lookups, and the KDC listens on TCP only, on a port picked free.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
 import subprocess
 import time
 from pathlib import Path
+
+import pytest
+
+from tests.conftest import unavailable
 
 REALM = "EXAMPLE.COM"
 _SBIN = os.pathsep.join((os.environ.get("PATH", ""), "/usr/sbin", "/usr/local/sbin", "/sbin"))
@@ -116,3 +121,18 @@ class Kdc:
         """A new principal with a random key, exported to a keytab of its own."""
         self.add_principal(principal)
         return self.export(principal, principal.replace("/", "_"))
+
+
+@contextlib.contextmanager
+def running_kdc(base: Path):
+    """A Kdc in ``base`` with its environment (KRB5_CONFIG, ...) set in this process, and so in
+    the nodes it starts, until the block ends; the calling test skips, saying why (under CI:
+    fails), without the KDC's binaries or the gssapi package (the extra kerberos)."""
+    reason = kdc_binaries_missing()
+    if reason:
+        unavailable(reason)                 # CI installs the KDC (.ci/run): a failure there
+    pytest.importorskip("gssapi", reason="the gssapi package (the extra kerberos) is not installed")
+    with pytest.MonkeyPatch.context() as patch, Kdc(base) as kdc:
+        for name, value in kdc.env.items():
+            patch.setenv(name, value)
+        yield kdc

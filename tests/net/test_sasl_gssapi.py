@@ -23,7 +23,7 @@ from kafkawire.net.server import KafkaServer
 from tests.conftest import unavailable
 from tests.kafka_python_refusal import kafka_python_refusal, logging_to
 
-from .kdc import REALM, Kdc, kdc_binaries_missing
+from .kdc import REALM, Kdc, kdc_binaries_missing, running_kdc
 from .netlib import RawConnection, run
 
 METADATA, SASL_HANDSHAKE, SASL_AUTHENTICATE = 3, 17, 36
@@ -134,13 +134,7 @@ class Realm:
 
 @pytest.fixture(scope="module")
 def realm(tmp_path_factory):
-    reason = kdc_binaries_missing()
-    if reason:
-        unavailable(reason)                 # CI installs the KDC (.ci/run): a failure there
-    pytest.importorskip("gssapi", reason="the gssapi package (the extra kerberos) is not installed")
-    with pytest.MonkeyPatch.context() as patch, Kdc(tmp_path_factory.mktemp("kdc")) as kdc:
-        for name, value in kdc.env.items():
-            patch.setenv(name, value)
+    with running_kdc(tmp_path_factory.mktemp("kdc")) as kdc:
         yield Realm(kdc)
 
 

@@ -15,7 +15,7 @@ from kafkawire.net.security import client_options_from_properties
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.raft.node.local_quorum import LocalQuorum
 from tests.conftest import unavailable
-from tests.net.kdc import REALM, Kdc, kdc_binaries_missing
+from tests.net.kdc import REALM, Kdc, kdc_binaries_missing, running_kdc
 
 # The module takes about 40 s at load 20 on the shared 2-core machine (a 3-voter quorum's start and
 # ten commits); tests/net/test_sasl_gssapi.py covers the node's GSSAPI client in under a second.
@@ -24,14 +24,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def quorum(tmp_path_factory):
-    reason = kdc_binaries_missing()
-    if reason:
-        unavailable(reason)                 # CI installs the KDC (.ci/run): a failure there
-    pytest.importorskip("gssapi", reason="the gssapi package (the extra kerberos) is not installed")
     base = tmp_path_factory.mktemp("gssapi-quorum")
-    with pytest.MonkeyPatch.context() as patch, Kdc(base / "kdc") as kdc:
-        for name, value in kdc.env.items():
-            patch.setenv(name, value)
+    with running_kdc(base / "kdc") as kdc:
         server_keytab = kdc.keytab("kafka/localhost")
         alice = kdc.keytab("alice")
         q = LocalQuorum(base, voters=3, client_options=logged_in_as(f"kafka/localhost@{REALM}", server_keytab),
