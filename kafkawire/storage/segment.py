@@ -330,7 +330,7 @@ class LogSegment:
         cut below ``upper`` when given (the whole batches whose last offset is below it); None as
         ``read``. A segment whose headers the scan does not take is read the old way."""
         entry = self.offset_index.lookup(offset)
-        found = scan_extent(self._log.fileno(), self._size, entry.position, offset, max_bytes, min_one_batch, upper)
+        found = scan_extent(self.fileno(), self._size, entry.position, offset, max_bytes, min_one_batch, upper)
         if found is None:
             return self._read_extent_by_parsing(offset, max_bytes, min_one_batch, upper)
         if not found:
