@@ -37,7 +37,7 @@ import urllib.parse
 import urllib.request
 
 from kafkawire.net.config import ConfigError
-from kafkawire.net.sasl_oauthbearer import InvalidToken, OAuthBearerToken
+from kafkawire.net.sasl_oauthbearer import InvalidToken, OAuthBearerToken, b64url, b64url_json
 
 __all__ = ["SETTINGS", "jwks_validator", "JwksValidator", "JwksSource", "JWKS_MAX_BYTES", "JWKS_MAX_KEYS"]
 
@@ -256,23 +256,6 @@ def _parse_jwks(body: bytes) -> list[dict]:
 
 # --- JWS verification ---------------------------------------------------------------------------
 
-def _b64(part: str) -> bytes:
-    try:
-        return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
-    except (binascii.Error, ValueError):
-        raise InvalidToken("malformed Base64 URL encoded value") from None
-
-
-def _json_object(raw: bytes, what: str) -> dict:
-    try:
-        value = json.loads(raw)
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise InvalidToken(f"the {what} is not JSON") from None
-    if not isinstance(value, dict):
-        raise InvalidToken(f"the {what} is not a JSON object")
-    return value
-
-
 _KTY = {"RS": "RSA", "PS": "RSA", "ES": "EC", "HS": "oct"}
 _HASHES = {"256": "SHA256", "384": "SHA384", "512": "SHA512"}
 _CURVES = {"P-256": ("SECP256R1", 32), "P-384": ("SECP384R1", 48), "P-521": ("SECP521R1", 66)}
@@ -287,7 +270,7 @@ def _verify(alg: str, jwk: dict, signed: bytes, signature: bytes) -> bool:
     digest = getattr(hashes, _HASHES[alg[2:]])()
     try:
         if alg.startswith("HS"):
-            secret = _b64(jwk.get("k", ""))
+            secret = b64url(jwk.get("k", ""), "JWK k")
             return hmac.compare_digest(hmac.new(secret, signed, getattr(hashlib, "sha" + alg[2:])).digest(), signature)
         if alg.startswith(("RS", "PS")):
             key = rsa.RSAPublicNumbers(_int(jwk, "e"), _int(jwk, "n")).public_key()
@@ -312,7 +295,7 @@ def _int(jwk: dict, name: str) -> int:
     value = jwk.get(name)
     if not isinstance(value, str):
         raise ValueError(f"the key has no {name}")
-    return int.from_bytes(_b64(value), "big")
+    return int.from_bytes(b64url(value, f"JWK {name}"), "big")
 
 
 def _candidates(keys: list[dict], alg: str, kid) -> list[dict]:
@@ -346,7 +329,7 @@ class JwksValidator:
         parts = text.split(".")
         if len(parts) != 3:
             raise InvalidToken(f"a JWS compact serialization has 3 parts, this token {len(parts)}")
-        header = _json_object(_b64(parts[0]), "JWS header")
+        header = b64url_json(parts[0], "JWS header")
         alg, kid = header.get("alg"), header.get("kid")
         if not isinstance(alg, str) or alg[:2] not in _KTY or alg[2:] not in _HASHES:
             raise InvalidToken(f"the JWS algorithm {str(alg)[:20]!r} is not allowed (none is refused; RS, PS, ES "
@@ -360,10 +343,10 @@ class JwksValidator:
             if isinstance(kid, str):
                 self.source.missing_kid(kid)
             raise InvalidToken(f"no key of {self.source.url} for kid {str(kid)[:100]!r} and alg {alg}")
-        signed, signature = f"{parts[0]}.{parts[1]}".encode(), _b64(parts[2])
+        signed, signature = f"{parts[0]}.{parts[1]}".encode(), b64url(parts[2], "JWS signature")
         if not _verify(alg, keys[0], signed, signature):
             raise InvalidToken(f"the JWS signature does not verify with key {str(keys[0].get('kid'))[:100]!r}")
-        return _json_object(_b64(parts[1]), "JWT claims")
+        return b64url_json(parts[1], "JWT claims")
 
     def _token(self, text: str, claims: dict, now: int) -> OAuthBearerToken:
         exp, iat, nbf = (_numeric(claims, name) for name in ("exp", "iat", "nbf"))

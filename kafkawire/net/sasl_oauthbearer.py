@@ -190,12 +190,18 @@ class OAuthBearerServer:
 
 # --- the unsecured validator --------------------------------------------------------------------
 
-def _b64url_json(part: str, what: str) -> dict:
-    """One dot-separated part of a compact JWS as a JSON object; InvalidToken otherwise."""
+def b64url(part: str, what: str) -> bytes:
+    """A Base64 URL encoded value without its padding (a compact JWS's part, a JWK's number);
+    InvalidToken otherwise."""
     try:
-        raw = base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+        return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
     except (binascii.Error, ValueError):
         raise InvalidToken(f"malformed Base64 URL encoded value ({what})") from None
+
+
+def b64url_json(part: str, what: str) -> dict:
+    """One dot-separated part of a compact JWS as a JSON object; InvalidToken otherwise."""
+    raw = b64url(part, what)
     try:
         value = json.loads(raw)
     except (UnicodeDecodeError, ValueError, RecursionError):
@@ -292,8 +298,8 @@ class UnsecuredValidator:
         if len(parts) != 3:
             raise InvalidToken("Unsecured JWS compact serializations must have 3 dot-separated Base64URL-encoded "
                                "values")
-        header = _b64url_json(parts[0], "header")
-        claims = {k: _java_claim(v) for k, v in _b64url_json(parts[1], "claims").items()}
+        header = b64url_json(parts[0], "header")
+        claims = {k: _java_claim(v) for k, v in b64url_json(parts[1], "claims").items()}
         if _java_text(header.get("alg")) != "none":
             raise InvalidToken("Unsecured JWS must have 'none' for an algorithm")
         if parts[2]:
