@@ -169,10 +169,6 @@ class LogSegment:
         self.write_unwritten()
         return os.pread(self._log.fileno(), self._size, 0) if self._size else b""
 
-    def _read(self, position: int, size: int) -> bytes:
-        self.write_unwritten()
-        return os.pread(self._log.fileno(), size, position)
-
     def fileno(self) -> int:
         """The .log's descriptor, every deferred append written to it first (a sendfile from it
         must see them)."""
@@ -181,7 +177,8 @@ class LogSegment:
 
     def read_bytes(self, position: int, size: int) -> bytes:
         """Up to ``size`` bytes of the .log from ``position``, every append included."""
-        return self._read(position, size)
+        self.write_unwritten()
+        return os.pread(self._log.fileno(), size, position)
 
     @property
     def has_unwritten(self) -> bool:
@@ -209,7 +206,7 @@ class LogSegment:
         end = self._size
         while pos < end:
             want = min(max(chunk_size, 0), end - pos)
-            data = self._read(pos, want)
+            data = self.read_bytes(pos, want)
             it = iter_batches(data, verify_crc=verify_crc)
             try:
                 for batch in it:
@@ -321,8 +318,7 @@ class LogSegment:
         extent = self.read_extent(offset, max_bytes, min_one_batch=min_one_batch)
         if extent is None:
             return None
-        return ReadResult(self._read(extent.position, extent.size), extent.position, extent.end_position,
-                          extent.first_offset)
+        return ReadResult(extent.read(), extent.position, extent.end_position, extent.first_offset)
 
     def read_extent(self, offset: int, max_bytes: int, *, min_one_batch: bool = True,
                     upper: int | None = None) -> Extent | None:
