@@ -15,6 +15,7 @@ from kafkawire.net.security import client_options_from_properties
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.raft.node.local_quorum import LocalQuorum
 from tests.conftest import unavailable
+from tests.node.test_secure_quorum import ten_more_commits_on_three_voters
 from tests.net.kdc import REALM, Kdc, kdc_binaries_missing, running_kdc
 
 # The module takes about 40 s at load 20 on the shared 2-core machine (a 3-voter quorum's start and
@@ -59,12 +60,7 @@ def logged_in_as(principal: str, keytab) -> dict:
 
 def test_voters_authenticate_with_kerberos_elect_a_leader_and_commit(quorum):
     """The test's own client is User:kafka (a super user) too, so DescribeQuorum is answered."""
-    leader = quorum.wait_for_leader(60, among=quorum.voter_ids)
-    start = leader.high_watermark
-    view = quorum.wait_until(lambda: (v := quorum.describe(leader.leader_id)).high_watermark >= start + 10
-                             and all(r.log_end_offset >= start for r in v.voters) and v, 60,
-                             "10 more records committed and every voter caught up")
-    assert sorted(r.replica_id for r in view.voters) == [1, 2, 3]
+    ten_more_commits_on_three_voters(quorum)
     for node_id in quorum.voter_ids:
         text = open(quorum.log_path(node_id)).read()
         assert "Traceback" not in text and "failed authentication" not in text, quorum.log_tail(node_id)

@@ -62,13 +62,18 @@ def quorum(tmp_path_factory):
         q.kill_all()            # nothing is read after: a graceful stop of the whole quorum costs 5 s
 
 
-def test_voters_elect_a_leader_and_commit_over_sasl_ssl(quorum):
+def ten_more_commits_on_three_voters(quorum) -> None:
+    """A leader elected, then 10 more records committed and every voter (1, 2, 3) caught up."""
     leader = quorum.wait_for_leader(60, among=quorum.voter_ids)
     start = leader.high_watermark
     view = quorum.wait_until(lambda: (v := quorum.describe(leader.leader_id)).high_watermark >= start + 10
                              and all(r.log_end_offset >= start for r in v.voters) and v, 60,
                              "10 more records committed and every voter caught up")
     assert sorted(r.replica_id for r in view.voters) == [1, 2, 3]
+
+
+def test_voters_elect_a_leader_and_commit_over_sasl_ssl(quorum):
+    ten_more_commits_on_three_voters(quorum)
     for node_id in quorum.voter_ids:
         text = open(quorum.log_path(node_id)).read()
         assert "Traceback" not in text
