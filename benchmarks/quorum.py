@@ -71,7 +71,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from kafkawire.net.client import TransportError  # noqa: E402
 from kafkawire.raft.node.local_quorum import LocalQuorum, QuorumError  # noqa: E402
 
-from benchmarks.quorum_events import events_python, summarize as summarize_events  # noqa: E402
+from benchmarks.quorum_events import events_python, node_interpreter, summarize as summarize_events  # noqa: E402
 
 
 def fsync_ms(directory: str, rounds: int = 200) -> float:
@@ -189,14 +189,7 @@ runpy.run_module("kafkawire.tools.cli", run_name="__main__")
 
 def profiled_python(directory: str) -> str:
     """An interpreter for LocalQuorum that runs each node under PROFILED_NODE."""
-    script = os.path.join(directory, "profiled_node.py")
-    with open(script, "w") as f:
-        f.write(PROFILED_NODE)
-    wrapper = os.path.join(directory, "python")
-    with open(wrapper, "w") as f:
-        f.write(f'#!/bin/sh\nQUORUM_BENCH_PROFILE_DIR="{directory}" exec "{sys.executable}" "{script}" "$@"\n')
-    os.chmod(wrapper, 0o755)
-    return wrapper
+    return node_interpreter(directory, "profiled_node.py", PROFILED_NODE, "QUORUM_BENCH_PROFILE_DIR")
 
 
 def _signal_all(q: LocalQuorum, signum: int) -> None:

@@ -138,16 +138,22 @@ runpy.run_module("kafkawire.tools.cli", run_name="__main__")
 """ % {"tail": TAIL_MS}
 
 
-def events_python(directory: str) -> str:
-    """An interpreter for LocalQuorum that runs each node under EVENTS_NODE."""
-    script = os.path.join(directory, "events_node.py")
+def node_interpreter(directory: str, script_name: str, source: str, directory_variable: str) -> str:
+    """An interpreter for LocalQuorum (a shell script in ``directory``) that runs each node under
+    ``source``, written to ``script_name`` there, with ``directory_variable`` naming ``directory``."""
+    script = os.path.join(directory, script_name)
     with open(script, "w") as f:
-        f.write(EVENTS_NODE)
+        f.write(source)
     wrapper = os.path.join(directory, "python")
     with open(wrapper, "w") as f:
-        f.write(f'#!/bin/sh\nQUORUM_BENCH_EVENTS_DIR="{directory}" exec "{sys.executable}" "{script}" "$@"\n')
+        f.write(f'#!/bin/sh\n{directory_variable}="{directory}" exec "{sys.executable}" "{script}" "$@"\n')
     os.chmod(wrapper, 0o755)
     return wrapper
+
+
+def events_python(directory: str) -> str:
+    """An interpreter for LocalQuorum that runs each node under EVENTS_NODE."""
+    return node_interpreter(directory, "events_node.py", EVENTS_NODE, "QUORUM_BENCH_EVENTS_DIR")
 
 
 def _overlaps(start: float, end: float, events, length=lambda e: e[1]) -> bool:
