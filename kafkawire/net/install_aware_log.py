@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from kafkawire.storage.log import Log, OffsetOutOfRangeError
-from kafkawire.storage.segment import ReadResult
+from kafkawire.storage.batch_scan import Extent
 
 
 class InstallAwareLog:
@@ -45,14 +45,15 @@ class InstallAwareLog:
     def segments(self) -> list:
         return self._log.segments if self._installing_at() is None else []
 
-    def read(self, from_offset: int, max_bytes: int, *, min_one_batch: bool = True) -> ReadResult:
+    def read_extent(self, from_offset: int, max_bytes: int, *, min_one_batch: bool = True,
+                    upper: int | None = None) -> Extent:
         at = self._installing_at()
         if at is None:
-            return self._log.read(from_offset, max_bytes, min_one_batch=min_one_batch)
+            return self._log.read_extent(from_offset, max_bytes, min_one_batch=min_one_batch, upper=upper)
         if from_offset != at:
             raise OffsetOutOfRangeError(f"offset {from_offset} is outside the log [{at}, {at}) a snapshot "
                                         f"install is starting")
-        return ReadResult(b"", 0, 0, None)
+        return Extent(None, 0, 0, None)     # empty: its read() touches no segment
 
     def batches(self, from_offset: int | None = None) -> Iterator:
         if self._installing_at() is None:

@@ -62,7 +62,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 from kafkawire.protocol.error_codes import Errors
-from kafkawire.records import iter_batches
 from kafkawire.storage.log import Log, OffsetOutOfRangeError
 from kafkawire.net.install_aware_log import InstallAwareLog
 from kafkawire.storage.state_files import StateFileError, read_partition_metadata
@@ -79,7 +78,7 @@ from kafkawire.messages.metadata_response import (MetadataResponse, MetadataResp
 from kafkawire.messages.produce_response import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
 
 __all__ = ["MetadataTopic", "NodeEndpoint", "METADATA_TOPIC", "METADATA_TOPIC_ID", "EpochCache", "list_offset",
-           "batches_below", "legal_topic_name", "invalid_topic_message", "epoch_error",
+           "legal_topic_name", "invalid_topic_message", "epoch_error",
            "fetch_error_response", "list_offsets_error_response", "TOPIC_OPERATIONS", "CLUSTER_OPERATIONS", "INT32_MIN"]
 
 log = logging.getLogger(__name__)
@@ -373,12 +372,14 @@ class MetadataTopic:
         if p.fetch_offset >= hw or (limit <= 0 and not min_one):
             return data
         try:
-            result = self.log.read(p.fetch_offset, max(limit, 0), min_one_batch=min_one)
+            # The broker's read (Partition.read): the whole batches within the limit found from
+            # their headers, cut below the high watermark, then read once.
+            extent = self.log.read_extent(p.fetch_offset, max(limit, 0), min_one_batch=min_one, upper=hw)
         except OffsetOutOfRangeError:
             data.error_code = Errors.OFFSET_OUT_OF_RANGE
             data.high_watermark = data.last_stable_offset = data.log_start_offset = -1
             return data
-        data.records = batches_below(result.data, hw)
+        data.records = extent.read()
         return data
 
     def _fetch_error(self, ctx, request, code):
@@ -515,17 +516,6 @@ def invalid_topic_message(name: str) -> str | None:
     else:
         return None
     return f"Topic name is invalid: {reason}"
-
-
-def batches_below(data: bytes, hw: int) -> bytes:
-    """The whole batches at the start of ``data`` that end below ``hw``."""
-    end = 0
-    it = iter_batches(data, verify_crc=False)
-    for batch in it:
-        if batch.last_offset >= hw:
-            break
-        end = batch.end_position
-    return data[:end]
 
 
 def _topic_id_of(directory) -> uuid.UUID:

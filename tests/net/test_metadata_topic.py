@@ -258,6 +258,77 @@ def test_fetch_byte_limits_keep_at_least_one_batch(metadata_log):
     assert 0 < len(records) <= 300 and offsets_in(records)[0] == 1
 
 
+def whole_batches_below(log_, offset, max_bytes, min_one, hw) -> bytes:
+    """The answer as the topic read it before it read as the broker does: Log.read's whole
+    batches, then those that end below ``hw``, found by parsing them."""
+    data = log_.read(offset, max_bytes, min_one_batch=min_one).data
+    end = 0
+    for batch in iter_batches(data, verify_crc=False):
+        if batch.last_offset >= hw:
+            break
+        end = batch.end_position
+    return data[:end]
+
+
+def test_fetch_answers_the_bytes_of_the_read_cut_by_parsing(tmp_path):
+    """Fetch reads as the broker does (Log.read_extent cut at the high watermark): the same bytes
+    as Log.read then the whole batches below the high watermark, over several segments, for every
+    other fetch offset, high watermarks inside and at the end of batches, byte limits of the
+    partition and of the response that cut inside a batch or below the first one (answered
+    whole), a second partition read with the budget left (no whole batch required), and appends
+    the raft log has not written yet (deferred writes)."""
+    log_dir, _ = write_metadata_log(tmp_path, segment_bytes=1024)
+    limits = ((1, 1 << 20), (300, 1 << 20), (1000, 1 << 20), (1 << 20, 250), (1 << 20, 1200), (1 << 20, 1 << 20))
+    with Log(log_dir, segment_bytes=1024, deferred_writes=True) as log_:
+        # Batches of 700-950 bytes (a segment each: larger than most limits above), then three
+        # small ones the active segment holds unwritten.
+        for size in (650, 700, 750, 800, 850, 900, 100, 100, 100):
+            log_.append(build_batch([(None, b"v" * size)], base_offset=log_.log_end_offset))
+        unwritten = log_.active_segment.base_offset
+        assert len(log_.segments) > 5 and log_.active_segment.has_unwritten and unwritten < log_.log_end_offset - 2
+        end = hw = log_.log_end_offset
+        # The quorum's epoch, as a controller node gives it: the topic's own epoch cache would
+        # read (and so write) the log before the fetch does.
+        topic = MetadataTopic(log_, cluster_id=CLUSTER_ID, node=NodeEndpoint(NODE_ID, "127.0.0.1", 1),
+                              high_watermark=lambda: hw, leader_epoch=lambda: 3)
+        ctx = type("Ctx", (), {"api_version": 12})()
+
+        async def fetch(first_offset, second_offset, partition_max_bytes, max_bytes):
+            request = fetch_request(12, first_offset, partition_max_bytes=partition_max_bytes, max_bytes=max_bytes)
+            request.topics[0].partitions.append(FetchPartition(partition=0, fetch_offset=second_offset,
+                                                               partition_max_bytes=partition_max_bytes))
+            body = await topic.fetch(ctx, request)
+            return [bytes(p.records) for p in body.responses[0].partitions]
+
+        def old_answers(first_offset, second_offset, partition_max_bytes, max_bytes):
+            first = b"" if first_offset >= hw else whole_batches_below(
+                log_, first_offset, min(partition_max_bytes, max_bytes), True, hw)
+            limit = min(partition_max_bytes, max_bytes - len(first))
+            second = b"" if second_offset >= hw or (limit <= 0 and first) else whole_batches_below(
+                log_, second_offset, max(limit, 0), not first, hw)
+            return [first, second]
+
+        async def compare():
+            nonlocal hw
+            unwritten_first = await fetch(unwritten, end, 1 << 20, 1 << 20)
+            assert not log_.active_segment.has_unwritten and len(unwritten_first[0]) > 300      # the read wrote them
+            assert unwritten_first == old_answers(unwritten, end, 1 << 20, 1 << 20)
+            compared = cut_at_hw = 0
+            for hw in (1, 7, 25, 26, end - 2, end):
+                for offset in range(0, end, 2):
+                    for pmb, max_bytes in limits:
+                        old = old_answers(offset, min(offset + 5, end - 1), pmb, max_bytes)
+                        assert await fetch(offset, min(offset + 5, end - 1), pmb, max_bytes) == old, \
+                            (hw, offset, pmb, max_bytes)
+                        compared += 1
+                        cut_at_hw += 0 < len(old[0]) < len(log_.read(offset, min(pmb, max_bytes)).data)
+            return compared, cut_at_hw
+
+        compared, cut_at_hw = asyncio.run(compare())
+    # The cases the comparison is for were met: many, and answers the high watermark cut.
+    assert compared > 1000 and cut_at_hw > 10
+
+
 def test_fetch_sessions_are_never_created(metadata_log):
     log_dir, _ = metadata_log
 
@@ -336,13 +407,13 @@ def test_a_waiting_fetch_reads_the_log_again_only_when_the_high_watermark_moves(
     async def main():
         async with Harness(log_dir, hw=end, max_wait_cap_ms=60_000, poll_interval_ms=10) as h:
             reads = 0
-            real_read = h.log.read
+            real_read = h.log.read_extent
 
             def counting_read(*args, **kwargs):
                 nonlocal reads
                 reads += 1
                 return real_read(*args, **kwargs)
-            h.log.read = counting_read
+            h.log.read_extent = counting_read
             # At the high watermark with min_bytes 1: nothing to send; it waits 0.5 s, polling
             # every 10 ms, and must not read the log while nothing changes.
             await h.conn.send(fetch_request(12, written[0].offset, max_wait_ms=500, min_bytes=10**8), 12, 1)
