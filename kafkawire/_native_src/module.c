@@ -8,14 +8,16 @@
 /* untrack_acyclic: a value the garbage collector need not walk (issue 28: at 1M partitions the
  * controller's PartitionRegistrations were nearly all a full collection walked). An object can
  * be part of a reference cycle only through what it refers to; one that refers only to atomic
- * values (ints, str, bytes, float, None), exact tuples of them and its own class can be in no
- * cycle as long as it keeps those, which a frozen, slotted class does, and is untracked as
- * CPython untracks such tuples and dicts itself. Only instances of a Python class made directly
- * on object with __slots__ and no __dict__ (a container such as a list, empty now, may hold
- * anything later), and without a finalizer. */
+ * values (exact ints, bool, str, bytes, float, None), exact tuples of them and its own class can
+ * be in no cycle as long as it keeps those, which a frozen, slotted class does, and is untracked
+ * as CPython untracks such tuples and dicts itself. Exact types only: a subclass's instance (an
+ * int subclass's too) may carry a __dict__, and so a cycle back through the object, which
+ * untracked would hide that cycle from the collector. Only instances of a Python class made
+ * directly on object with __slots__ and no __dict__ (a container such as a list, empty now, may
+ * hold anything later), and without a finalizer. */
 static int kw_atomic(PyObject *v) {
-    return v == Py_None || PyLong_Check(v) || PyUnicode_CheckExact(v) || PyBytes_CheckExact(v)
-           || PyFloat_CheckExact(v);
+    return v == Py_None || PyLong_CheckExact(v) || PyBool_Check(v) || PyUnicode_CheckExact(v)
+           || PyBytes_CheckExact(v) || PyFloat_CheckExact(v);
 }
 
 static int kw_atomic_referent(PyObject *v, void *owner) {
@@ -43,8 +45,8 @@ static PyObject *kw_untrack_acyclic(PyObject *module, PyObject *obj) {
 static PyMethodDef methods[] = {
     {"untrack_acyclic", kw_untrack_acyclic, METH_O,
      "untrack_acyclic(obj) -> whether obj was untracked by the garbage collector: only an instance of a slotted "
-     "class made on object, without a finalizer, that refers to nothing but ints, str, bytes, float, None, "
-     "exact tuples of those and its class"},
+     "class made on object, without a finalizer, that refers to nothing but exact ints, bool, str, bytes, float, "
+     "None, exact tuples of those and its class"},
     {"decode_records", (PyCFunction)(void (*)(void))kw_decode_records, METH_FASTCALL,
      "decode_records(data, start, end, count, base_offset, base_timestamp, log_append_time, batch, "
      "record_cls) -> (records, None | (reason, position))"},

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import uuid
+import weakref
 
 import pytest
 
@@ -91,3 +92,60 @@ def test_only_a_slotted_class_on_object_holding_atomic_values_is_untracked():
     assert [untrack(o) for o in atomic] == [True] * len(atomic)
     assert not any(gc.is_tracked(o) for o in atomic)
     assert untrack(atomic[0]) is False                             # already untracked
+
+
+@native_only
+def test_an_int_subclass_is_not_atomic_and_its_cycle_through_the_holder_is_collected():
+    """An int subclass's instance may carry a __dict__, and so a reference cycle through the
+    object holding it: untracked, that object would hide the cycle from the collector (a leak).
+    Only exact ints (and bool, which cannot be subclassed) count as atomic."""
+    untrack = registrations._untrack
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Holder:
+        value: object
+
+    class Leader(int):
+        pass
+
+    class Epochs(tuple):
+        pass
+
+    class Marker:       # an int subclass takes no weak reference: this, in the cycle, does
+        pass
+
+    leader = Leader(3)
+    holder = Holder(leader)
+    leader.holder = holder                      # holder -> leader -> leader.__dict__ -> holder
+    leader.marker = Marker()
+    refused = [holder, Holder((1, Leader(2))), Holder(Epochs((1, 2)))]
+    assert [untrack(o) for o in refused] == [False] * len(refused)
+    assert all(gc.is_tracked(o) for o in refused)
+    assert [untrack(Holder(v)) for v in (3, True, (1, False))] == [True] * 3
+
+    alive = weakref.ref(leader.marker)
+    del leader, holder, refused
+    gc.collect()
+    assert alive() is None                      # the cycle was collected (untracked, it leaked)
+
+
+def test_a_registration_holding_an_int_subclass_stays_tracked_and_its_cycle_is_collected():
+    """Either path (the C extension's untrack_acyclic, or the pure one that untracks nothing): a
+    registration given an int subclass's instance that refers back to it is left to the
+    collector, which frees the cycle."""
+    class Leader(int):
+        pass
+
+    class Marker:
+        pass
+
+    leader = Leader(1)
+    partition = registrations.PartitionRegistration(
+        replicas=(1, 2), directory_ids=(0, 0), isr=(1, 2), removing_replicas=(), adding_replicas=(), leader=leader,
+        leader_recovery_state=0, leader_epoch=0, partition_epoch=0)
+    leader.partition, leader.marker = partition, Marker()
+    assert gc.is_tracked(partition)
+    alive = weakref.ref(leader.marker)
+    del leader, partition
+    gc.collect()
+    assert alive() is None
