@@ -9,13 +9,10 @@ the cleaning), and OffsetFetch still answers the latest offsets.
 from __future__ import annotations
 
 import asyncio
-import io
-import threading
 
 import pytest
 
 from kafkawire.broker.group_records import decode_record
-from kafkawire.controller.factory import controller_factory
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
 from kafkawire.messages.offset_commit_request import (OffsetCommitRequest, OffsetCommitRequestPartition,
@@ -25,12 +22,9 @@ from kafkawire.messages.offset_delete_request import (OffsetDeleteRequest, Offse
 from kafkawire.messages.offset_fetch_request import OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopics
 from kafkawire.net.client import NetworkClient
 from kafkawire.net.config import parse_server_config
-from kafkawire.raft.node.controller_node import ControllerNode
-from kafkawire.raft.node.local_quorum import free_ports
-from kafkawire.tools.server_start import start_broker
-from kafkawire.tools.storage import format_storage
 
-CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
+from tests.node.threaded_combined_node import ThreadedCombinedNode, started
+
 OFFSETS = ("__consumer_offsets", 0)
 TOPIC, GROUP, OTHER = "compacted-offsets", "compacting-group", "other-group"
 ROUNDS, ROUNDS_PER_SEGMENT = 12, 3
@@ -44,48 +38,25 @@ async def wait_for(predicate, what: str, seconds: float = 30) -> None:
     raise AssertionError(f"gave up waiting: {what}")
 
 
-class Node:
-    """The combined node on a loop of its own thread; ``call`` runs a coroutine there."""
-
-    def __init__(self, tmp_path):
-        controller_port, self.broker_port = free_ports(2)
-        self.config = parse_server_config(f"""
+def _config(directory, controller_port: int, broker_port: int):
+    return parse_server_config(f"""
 node.id=1
 process.roles=broker,controller
 controller.quorum.voters=1@127.0.0.1:{controller_port}
-listeners=CONTROLLER://127.0.0.1:{controller_port},PLAINTEXT://127.0.0.1:{self.broker_port}
+listeners=CONTROLLER://127.0.0.1:{controller_port},PLAINTEXT://127.0.0.1:{broker_port}
 controller.listener.names=CONTROLLER
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
-log.dirs={tmp_path}/data
+log.dirs={directory}/data
 controller.quorum.election.timeout.ms=200
 broker.heartbeat.interval.ms=200
 offsets.topic.num.partitions=1
 offsets.topic.replication.factor=1
 log.cleaner.backoff.ms=50
 """)
-        format_storage(self.config, CLUSTER_ID, mode=None, out=io.StringIO())
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.node = self.broker = None
 
-    def call(self, coroutine, timeout: float = 60):
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
 
-    async def start(self) -> None:
-        self.node = ControllerNode(self.config, state_machine_factory=controller_factory, fsync=False)
-        await self.node.start()
-        controller = self.node.state_machine
-        await wait_for(lambda: controller.is_active() and controller.registration.registered(), "activation")
-        self.broker = await start_broker(self.node)
-        assert self.broker is not None, "the broker did not start"
-        await wait_for(lambda: self.broker.serving.is_set(), "the broker to serve")
-
-    async def stop(self) -> None:
-        if self.broker is not None:
-            await self.broker.stop(graceful=False)
-        if self.node is not None:
-            await self.node.stop()
+class Node(ThreadedCombinedNode):
+    """The combined node on a loop of its own thread, with the requests these tests send."""
 
     async def send(self, request, version):
         async with NetworkClient(request_timeout_ms=15_000) as client:
@@ -94,14 +65,8 @@ log.cleaner.backoff.ms=50
 
 @pytest.fixture
 def node(tmp_path):
-    started = Node(tmp_path)
-    try:
-        started.call(started.start())
-        yield started
-    finally:
-        started.call(started.stop())
-        started.loop.call_soon_threadsafe(started.loop.stop)
-        started.thread.join(10)
+    with started(Node(lambda controller_port, broker_port: _config(tmp_path, controller_port, broker_port))) as combined:
+        yield combined
 
 
 def commit(group: str, offsets: dict) -> OffsetCommitRequest:
