@@ -12,9 +12,7 @@ broker-only node beside a controller-only one, whose raft client does connect to
 The stores: tests/broker/dynamic_ssl_stores.py. About 3 s and 5 s."""
 from __future__ import annotations
 
-import asyncio
 import io
-import threading
 from pathlib import Path
 
 import pytest
@@ -63,11 +61,12 @@ broker.heartbeat.interval.ms=200
 class Node(ThreadedCombinedNode):
     """The combined node on its own thread, with the calls these tests make."""
 
-    async def alter(self, name: str, value: str | None):
-        """IncrementalAlterConfigs of broker 1 sent to the broker: SET ``value``, or DELETE for None."""
+    async def alter(self, name: str, value: str | None, broker_id: str = "1"):
+        """IncrementalAlterConfigs of broker ``broker_id`` sent to the broker: SET ``value``, or
+        DELETE for None."""
         async with NetworkClient(request_timeout_ms=15_000) as client:
             answer = await client.send(("127.0.0.1", self.broker_port), IncrementalAlterConfigsRequest(resources=[
-                AlterConfigsResource(resource_type=4, resource_name="1", configs=[AlterableConfig(
+                AlterConfigsResource(resource_type=4, resource_name=broker_id, configs=[AlterableConfig(
                     name=name, config_operation=0 if value is not None else 1, value=value)])]), api_version=1)
         return [(r.error_code, r.error_message) for r in answer.responses]
 
@@ -143,9 +142,7 @@ class ControllerAndBroker(Node):
             f"log.dirs={directory}/broker\nbroker.heartbeat.interval.ms=200\n" + voters + _ssl_lines(stores))
         for config in (self.config, self.broker_config):
             format_storage(config, CLUSTER_ID, mode=None, out=io.StringIO())
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
+        self.start_loop_thread()
         self.node = self.broker_node = self.broker = None
 
     async def start(self):
@@ -173,14 +170,10 @@ def test_a_broker_only_nodes_clients_towards_the_controller_present_the_rotated_
     (tmp_path / "stores").mkdir()
     stores = write_stores(tmp_path / "stores")
     old, new = _certificate_in(stores / "ks-ca.p12"), _certificate_in(stores / "ks-ca2.p12")
-    both = ControllerAndBroker(tmp_path, stores)
 
     async def rotated():
-        async with NetworkClient(request_timeout_ms=15_000) as client:
-            answer = await client.send(("127.0.0.1", both.broker_port), IncrementalAlterConfigsRequest(resources=[
-                AlterConfigsResource(resource_type=4, resource_name="2", configs=[AlterableConfig(
-                    name=LOCATION, config_operation=0, value=str(stores / "ks-ca2.p12"))])]), api_version=1)
-        assert [r.error_code for r in answer.responses] == [0]
+        answer = await both.alter(LOCATION, str(stores / "ks-ca2.p12"), broker_id="2")
+        assert [code for code, _ in answer] == [0]
         clients = both.broker_node.driver.controller_clients()
         await wait_for(lambda: all(c.ssl_context is not None and c.ssl_context is clients[0].ssl_context
                                    for c in clients) and both.broker.ssl_reload.reloads == 1,
@@ -191,13 +184,8 @@ def test_a_broker_only_nodes_clients_towards_the_controller_present_the_rotated_
                        "new connections from the broker-only node with the new certificate", 30)
         return len(clients)
 
-    try:
-        both.call(both.start())
+    with started_node(ControllerAndBroker(tmp_path, stores)) as both:
         # its own channel to itself, node 2's raft client and channel
         both.call(wait_for(lambda: sorted(both.client_certificates()) == sorted([old, old, old]),
                            "the three connections to the controller listener", 30))
         assert both.call(rotated()) == 2
-    finally:
-        both.call(both.stop())
-        both.loop.call_soon_threadsafe(both.loop.stop)
-        both.thread.join(10)

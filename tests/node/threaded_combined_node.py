@@ -24,10 +24,14 @@ class ThreadedCombinedNode:
         self.controller_port, self.broker_port = free_port(), free_port()
         self.config = make_config(self.controller_port, self.broker_port)
         format_storage(self.config, CLUSTER_ID, mode=None, out=io.StringIO())
+        self.start_loop_thread()
+        self.node = self.broker = None
+
+    def start_loop_thread(self):
+        """The event loop ``call`` runs coroutines on, running on a thread of its own."""
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
-        self.node = self.broker = None
 
     def call(self, coroutine, timeout=60):
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
