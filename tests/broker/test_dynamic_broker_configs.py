@@ -97,17 +97,23 @@ def test_append_and_subtract_as_kafka_applies_them():
     assert props_after({"a": "1"}, [("b", SET, "2"), ("a", DELETE, None)], True) == {"b": "2"}
 
 
+class StandInForwarder:
+    """The controller a broker forwards changes to: notes (resource, config names) of each
+    forwarded request in ``forwarded`` and accepts every change."""
+
+    def __init__(self, forwarded: list):
+        self.forwarded = forwarded
+
+    async def forward(self, ctx, request):
+        self.forwarded.append([(r.resource_name, [c.name for c in r.configs]) for r in request.resources])
+        return IncrementalAlterConfigsResponse(responses=[AlterConfigsResourceResponse(
+            resource_type=BROKER, resource_name=r.resource_name, error_message=None) for r in request.resources])
+
+
 def test_a_refused_change_is_answered_by_the_broker_and_the_others_forwarded():
     forwarded = []
-
-    class StandInForwarder:
-        async def forward(self, ctx, request):
-            forwarded.append([(r.resource_name, [c.name for c in r.configs]) for r in request.resources])
-            return IncrementalAlterConfigsResponse(responses=[AlterConfigsResourceResponse(
-                resource_type=BROKER, resource_name=r.resource_name, error_message=None) for r in request.resources])
-
     stored = {"1": {"log.cleanup.policy": "compact"}, "": {}}
-    apis = ConfigApis(1, StandInForwarder(), stored_configs=lambda name: stored[name])
+    apis = ConfigApis(1, StandInForwarder(forwarded), stored_configs=lambda name: stored[name])
     request = IncrementalAlterConfigsRequest(validate_only=False, resources=[
         resource(BROKER, "1", ("num.io.threads", SET, "zero")), resource(BROKER, "", ("listeners", SET, "PLAINTEXT://:9"))])
     answers = asyncio.run(apis.incremental_alter_configs(client_ctx(), request))
@@ -168,18 +174,11 @@ def test_the_broker_checks_a_change_against_its_server_properties_and_stored_dyn
     validate_only or not, the refusal is the broker's (INVALID_REQUEST), not forwarded."""
     from kafkawire.net.config import parse_server_config
     forwarded = []
-
-    class StandInForwarder:
-        async def forward(self, ctx, request):
-            forwarded.append([(r.resource_name, [c.name for c in r.configs]) for r in request.resources])
-            return IncrementalAlterConfigsResponse(responses=[AlterConfigsResourceResponse(
-                resource_type=BROKER, resource_name=r.resource_name, error_message=None) for r in request.resources])
-
     text = "\n".join(f"{k}={v}" for k, v in {**NODE, "num.io.threads": "6", "log.dirs": "/tmp/kw-a"}.items())
     static = dict(parse_server_config(text).properties)
     assert static["num.io.threads"] == "6"             # a key kafkawire does not read is kept as written
     stored = {"1": {"background.threads": "20"}, "": {"num.replica.fetchers": "4", "background.threads": "2"}}
-    apis = ConfigApis(1, StandInForwarder(), stored_configs=lambda name: stored[name], static_settings=static)
+    apis = ConfigApis(1, StandInForwarder(forwarded), stored_configs=lambda name: stored[name], static_settings=static)
     for validate_only in (True, False):
         request = IncrementalAlterConfigsRequest(validate_only=validate_only, resources=[
             resource(BROKER, "1", ("num.io.threads", SET, "13"), ("background.threads", SET, "40")),
