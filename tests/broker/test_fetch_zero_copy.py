@@ -139,6 +139,16 @@ def single_replica_image():
     return image_with(1, isr=(1,), brokers={1: broker_registration(1)})
 
 
+def filled_leader(tmp_path):
+    """(a broker leading t-0 alone, that partition filled and rolled into several segments)."""
+    broker, state = make_broker(tmp_path)
+    state["image"] = single_replica_image()
+    broker.on_metadata()
+    partition = broker.partitions[("t", 0)]
+    fill(partition, roll=True)
+    return broker, partition
+
+
 def fetch_request(offsets: dict, *, committed: bool, max_bytes: int, session_id: int = 0, epoch: int = -1):
     return FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=max_bytes, isolation_level=1 if committed else 0,
                         session_id=session_id, session_epoch=epoch, rack_id="",
@@ -187,11 +197,7 @@ def test_a_fetch_answer_sent_from_the_files_is_the_answer_read_into_memory(tmp_p
     monkeypatch.setattr(os, "sendfile", counted_sendfile)
 
     async def go():
-        broker, state = make_broker(tmp_path)
-        state["image"] = single_replica_image()
-        broker.on_metadata()
-        partition = broker.partitions[("t", 0)]
-        fill(partition, roll=True)
+        broker, partition = filled_leader(tmp_path)
         open_before = FileRange.open_ranges
         plaintext = SimpleNamespace(api_version=16, listener_name="PLAINTEXT", security_protocol="PLAINTEXT")
         in_memory = SimpleNamespace(api_version=16, listener_name="PLAINTEXT", security_protocol="SSL")
@@ -241,11 +247,7 @@ def test_segments_deleted_between_the_read_and_the_send_are_sent_as_they_were(tm
     the segments after the fetch read them changes nothing the consumer gets. (On asyncio's own
     loop; the test above runs on the node's.)"""
     async def go():
-        broker, state = make_broker(tmp_path)
-        state["image"] = single_replica_image()
-        broker.on_metadata()
-        partition = broker.partitions[("t", 0)]
-        fill(partition, roll=True)
+        broker, partition = filled_leader(tmp_path)
         plaintext = SimpleNamespace(api_version=16, listener_name="PLAINTEXT", security_protocol="PLAINTEXT")
         request = fetch_request({0: 0}, committed=False, max_bytes=1 << 20)
         expected = encode_response(await broker.fetch_api.fetch(plaintext, request), 16, 9)
