@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,22 @@ def reference_dir(name: str) -> Path:
 
 def as_bytes(x):
     return None if x is None else bytes(x)
+
+
+def builder_state(builder) -> tuple:
+    """What a RecordBatchBuilder holds after an append, as the native and pure appends must leave
+    it alike: the records' bytes, their count, the last offset delta, the largest timestamp, the
+    base timestamp."""
+    return (bytes(builder._records), builder._count, builder._last_offset_delta, builder._max_record_timestamp,
+            builder.base_timestamp)
+
+
+def built_or_error(builder):
+    """The batch ``builder`` builds, or the error (class name, message) building it raises."""
+    try:
+        return builder.build()
+    except (ValueError, OverflowError, struct.error) as e:  # struct.error: a timestamp past int64
+        return type(e).__name__, str(e)
 
 
 def plain_headers(headers):

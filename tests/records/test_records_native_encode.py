@@ -8,7 +8,6 @@ ints past int64) so that hand-over is checked too.
 """
 from __future__ import annotations
 
-import struct
 from datetime import timedelta
 
 import pytest
@@ -17,7 +16,7 @@ from hypothesis import strategies as st
 
 from kafkawire.records import RecordBatchBuilder
 from kafkawire.records import builder as builder_module
-from records_testlib import CODECS
+from records_testlib import CODECS, builder_state, built_or_error
 
 pytestmark = pytest.mark.skipif(builder_module._WriterBase is object,
                                 reason="the C extension is not built (pip install -e . builds it)")
@@ -70,12 +69,8 @@ def run(append, fields, sequence):
             result = append(b, *map(fresh, args), **kwargs)
         except (ValueError, TypeError, UnicodeError, OverflowError) as e:
             result = (type(e).__name__, str(e))
-        seen.append((result, bytes(b._records), b._count, b._last_offset_delta, b._max_record_timestamp,
-                     b.base_timestamp))
-    try:
-        seen.append(b.build())
-    except (ValueError, OverflowError, struct.error) as e:  # struct.error: a timestamp past int64
-        seen.append((type(e).__name__, str(e)))
+        seen.append((result, *builder_state(b)))
+    seen.append(built_or_error(b))
     return seen
 
 

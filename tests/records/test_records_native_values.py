@@ -7,7 +7,6 @@ call and batch bytes. The values include what the C code hands to the pure metho
 and bytearray values, generators, odd timestamps, offset deltas past int32)."""
 from __future__ import annotations
 
-import struct
 from datetime import timedelta
 
 import pytest
@@ -19,7 +18,7 @@ from kafkawire.records import builder as builder_module
 from kafkawire.records.batch import RecordBatch
 from kafkawire.records.errors import CorruptRecordError
 from kafkawire.records.layout import RECORD_BATCH_OVERHEAD
-from records_testlib import CODECS
+from records_testlib import CODECS, builder_state, built_or_error
 
 pytestmark = pytest.mark.skipif(builder_module._WriterBase is object,
                                 reason="the C extension is not built (pip install -e . builds it)")
@@ -62,12 +61,8 @@ def run(bulk, fields, sequence):
                 result = RecordBatchBuilder._append_pure(b, None, step[1], (), step[2], offset_delta=step[3])
         except (ValueError, TypeError, OverflowError) as e:
             result = (type(e).__name__, str(e))
-        seen.append((result, bytes(b._records), b._count, b._last_offset_delta, b._max_record_timestamp,
-                     b.base_timestamp))
-    try:
-        seen.append(b.build())
-    except (ValueError, OverflowError, struct.error) as e:  # struct.error: a timestamp past int64
-        seen.append((type(e).__name__, str(e)))
+        seen.append((result, *builder_state(b)))
+    seen.append(built_or_error(b))
     return seen
 
 
