@@ -45,6 +45,22 @@ async def wait_for(predicate, what, seconds=15):
     raise AssertionError(f"gave up waiting: {what}")
 
 
+def with_an_active_node(config, body, what="activation"):
+    """Start a node of ``config`` (its storage formatted), wait until it is the active controller
+    and has registered itself, and return ``await body(node)`` run by ``asyncio.run``; the node
+    is stopped afterwards."""
+    async def life():
+        node = ControllerNode(config, state_machine_factory=controller_factory, fsync=False)
+        await node.start()
+        try:
+            controller = node.state_machine
+            await wait_for(lambda: controller.is_active() and controller.registration.registered(), what, 20)
+            return await body(node)
+        finally:
+            await node.stop()
+    return asyncio.run(life())
+
+
 def test_a_node_runs_the_controller(tmp_path):
     port = free_port()
     config = config_for(tmp_path, port)
@@ -102,18 +118,12 @@ def test_kafka_pythons_admin_creates_topics_through_the_node(tmp_path):
         finally:
             admin.close()
 
-    async def go():
-        node = ControllerNode(config, state_machine_factory=controller_factory, fsync=False)
-        await node.start()
-        try:
-            controller = node.state_machine
-            await wait_for(lambda: controller.is_active() and controller.registration.registered(), "activation")
-            async with NetworkClient(request_timeout_ms=5000) as client:
-                reply = await client.send(("127.0.0.1", port), broker_request(1, log_dirs=[uuid.uuid4()]))
-                await client.send(("127.0.0.1", port), heartbeat(1, reply.broker_epoch, controller.applied_offset + 1))
-            await asyncio.get_running_loop().run_in_executor(None, admin_session)
-            return controller.image
-        finally:
-            await node.stop()
-    image = asyncio.run(go())
+    async def go(node):
+        controller = node.state_machine
+        async with NetworkClient(request_timeout_ms=5000) as client:
+            reply = await client.send(("127.0.0.1", port), broker_request(1, log_dirs=[uuid.uuid4()]))
+            await client.send(("127.0.0.1", port), heartbeat(1, reply.broker_epoch, controller.applied_offset + 1))
+        await asyncio.get_running_loop().run_in_executor(None, admin_session)
+        return controller.image
+    image = with_an_active_node(config, go)
     assert len(image.topics_by_name["clicks"].partitions) == 3

@@ -28,6 +28,8 @@ from kafkawire.raft.node.controller_node import ControllerNode
 from kafkawire.tools.storage import format_storage
 from kafkawire.raft.node.local_quorum import free_ports
 
+from tests.controller.test_node_integration import with_an_active_node
+
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="controller" '
         'password="c-secret" user_controller="c-secret" user_alice="a-secret" user_bob="b-secret";')
@@ -97,19 +99,7 @@ def with_an_authorizing_node(tmp_path, body):
     port = free_port()
     config = config_for(tmp_path, port)
     format_storage(config, CLUSTER_ID, mode=None, out=io.StringIO())
-
-    async def life():
-        node = ControllerNode(config, state_machine_factory=controller_factory, fsync=False)
-        await node.start()
-        try:
-            controller = node.state_machine
-            await wait_for(lambda: controller.is_active() and controller.registration.registered(),
-                           "activation and the controller's registration")
-            return await body(node, port)
-        finally:
-            await node.stop()
-
-    return asyncio.run(life())
+    return with_an_active_node(config, lambda node: body(node, port), "activation and the controller's registration")
 
 
 def test_the_authorizer_in_a_node(tmp_path):
