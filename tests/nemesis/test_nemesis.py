@@ -37,8 +37,9 @@ def test_a_short_nemesis_run_loses_nothing_acknowledged(tmp_path):
     # A partition cuts the raft fetches too, not only Vote and BeginQuorumEpoch: a follower
     # fetches from the address its leader advertises, which must be that node's proxy.
     assert report.cut_fetch_checks > 0 and report.cut_fetch_leaks == [], report.cut_fetch_leaks
-    assert report.leader_after_heal_s < nemesis.LEADER_BOUND_S
-    assert report.slowest_leader_after_a_fault_s < nemesis.LEADER_BOUND_S
+    # A leader after every heal and after the last: run() raises QuorumError past LEADER_BOUND_S
+    # of the time the voters could run (runnable_clock.py). The wall times in the report are no
+    # bound: at load 20 a leader 37.7 s after a heal was within 30 s of runnable time.
 
 
 def _log(directory, names, offset=0):
