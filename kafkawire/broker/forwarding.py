@@ -27,26 +27,21 @@ import ipaddress
 import logging
 import time
 
-from kafkawire.messages.alter_configs_response import AlterConfigsResourceResponse as LegacyConfigsResult
-from kafkawire.messages.alter_configs_response import AlterConfigsResponse
 from kafkawire.messages.add_raft_voter_response import AddRaftVoterResponse
 from kafkawire.messages.alter_partition_reassignments_response import (AlterPartitionReassignmentsResponse,
                                                                        ReassignablePartitionResponse,
                                                                        ReassignableTopicResponse)
-from kafkawire.messages.create_partitions_response import CreatePartitionsResponse, CreatePartitionsTopicResult
-from kafkawire.messages.create_topics_response import CreatableTopicResult, CreateTopicsResponse
-from kafkawire.messages.delete_topics_response import DeletableTopicResult, DeleteTopicsResponse
 from kafkawire.messages.describe_quorum_response import DescribeQuorumResponse
 from kafkawire.messages.elect_leaders_response import ElectLeadersResponse, PartitionResult, ReplicaElectionResult
 from kafkawire.messages.envelope_request import EnvelopeRequest
-from kafkawire.messages.incremental_alter_configs_response import (AlterConfigsResourceResponse,
-                                                                    IncrementalAlterConfigsResponse)
 from kafkawire.messages.list_partition_reassignments_response import ListPartitionReassignmentsResponse
 from kafkawire.messages.remove_raft_voter_response import RemoveRaftVoterResponse
 from kafkawire.messages.unregister_broker_response import UnregisterBrokerResponse
 from kafkawire.messages.update_features_response import UpdateFeaturesResponse
 from kafkawire.metadata.delegation_tokens import token_error_response
 from kafkawire.net.client import TransportError
+from kafkawire.net.admin_error_responses import (ADMIN_ERROR_RESPONSES, create_partitions_error, create_topics_error,
+                                                 delete_topics_error)
 from kafkawire.net.authorizer import error_response_at
 from kafkawire.net.envelope import serialize_principal
 from kafkawire.net.server import ApiHandler, CloseConnection
@@ -78,7 +73,6 @@ FORWARDED_APIS: dict[int, tuple[int, int]] = {
 RETRY_TIMEOUT_MS = 60_000      # BrokerServer's forwarding NodeToControllerChannelManager
 SOCKET_TIMEOUT_MS = 30_000     # controller.socket.timeout.ms: one try's wait for its answer
 RETRY_BACKOFF_S = 0.1          # NodeToControllerRequestThread's poll while no controller is known
-NAMES_IN_TOPICS_VERSION = 6    # DeleteTopics names its topics in Topics (with ids) from v6
 _UNREACHABLE = (NoLeader, NotLeader, TransportError, TimeoutError, asyncio.TimeoutError, OSError)
 
 
@@ -190,32 +184,6 @@ def error_response(api_key: int, request, version: int, error: int):
     return _ERROR_RESPONSES[api_key](request, version, int(error))
 
 
-def _create_topics(request, version, code):
-    return CreateTopicsResponse(topics=[CreatableTopicResult(name=t.name, error_code=code, error_message=None)
-                                        for t in request.topics])
-
-
-def _delete_topics(request, version, code):
-    if version < NAMES_IN_TOPICS_VERSION:
-        return DeleteTopicsResponse(responses=[DeletableTopicResult(name=n, error_code=code)
-                                               for n in request.topic_names])
-    return DeleteTopicsResponse(responses=[DeletableTopicResult(name=t.name, topic_id=t.topic_id, error_code=code)
-                                           for t in request.topics])
-
-
-def _create_partitions(request, version, code):
-    return CreatePartitionsResponse(results=[CreatePartitionsTopicResult(name=t.name, error_code=code,
-                                                                         error_message=None)
-                                             for t in request.topics])
-
-
-def _configs(result_cls, response_cls):
-    def build(request, version, code):
-        return response_cls(responses=[result_cls(error_code=code, error_message=None, resource_type=r.resource_type,
-                                                  resource_name=r.resource_name) for r in request.resources])
-    return build
-
-
 def _elect_leaders(request, version, code):
     return ElectLeadersResponse(error_code=code if version >= 1 else 0, replica_election_results=[
         ReplicaElectionResult(topic=t.topic, partition_result=[
@@ -247,14 +215,14 @@ def _shape_of_the_authorizer(api_key):
 _ERROR_RESPONSES = {
     **{key: (lambda key: lambda request, version, code: token_error_response(key, request, code, version))(key)
        for key in (38, 39, 40)},        # forwarded by kafkawire.broker.delegation_token_apis
-    CREATE_TOPICS: _create_topics,
+    CREATE_TOPICS: create_topics_error,
     CREATE_ACLS: _shape_of_the_authorizer(CREATE_ACLS),
     DELETE_ACLS: _shape_of_the_authorizer(DELETE_ACLS),
-    DELETE_TOPICS: _delete_topics,
-    ALTER_CONFIGS: _configs(LegacyConfigsResult, AlterConfigsResponse),
-    CREATE_PARTITIONS: _create_partitions,
+    DELETE_TOPICS: delete_topics_error,
+    ALTER_CONFIGS: ADMIN_ERROR_RESPONSES[ALTER_CONFIGS],
+    CREATE_PARTITIONS: create_partitions_error,
     ELECT_LEADERS: _elect_leaders,
-    INCREMENTAL_ALTER_CONFIGS: _configs(AlterConfigsResourceResponse, IncrementalAlterConfigsResponse),
+    INCREMENTAL_ALTER_CONFIGS: ADMIN_ERROR_RESPONSES[INCREMENTAL_ALTER_CONFIGS],
     ALTER_PARTITION_REASSIGNMENTS: _alter_reassignments,
     LIST_PARTITION_REASSIGNMENTS: lambda request, version, code: ListPartitionReassignmentsResponse(
         error_code=code, error_message=None),

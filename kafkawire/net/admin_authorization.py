@@ -29,7 +29,8 @@ from collections import Counter
 
 from kafkawire.protocol.error_codes import Errors
 
-from .authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, RESOURCE_TOPIC, AuthorizerNotReady, Op
+from .admin_error_responses import ADMIN_ERROR_RESPONSES
+from .authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, RESOURCE_TOPIC, AuthorizerNotReady, Op, refused_until_loaded
 from kafkawire.messages.alter_configs_response import AlterConfigsResourceResponse as LegacyResult
 from kafkawire.messages.create_partitions_response import CreatePartitionsTopicResult
 from kafkawire.messages.delete_topics_response import DeletableTopicResult
@@ -58,8 +59,8 @@ def _decisions(authorizer, ctx):
     def may(operation: int, resource_type: int, name: str) -> bool:
         key = (operation, resource_type, name)
         answer = answers.get(key)
-        if answer is None:
-            answer = answers[key] = allowed(authorizer, ctx, operation, resource_type, name)
+        if answer is None:       # AuthorizerNotReady goes on up, to authorizer.refused_until_loaded
+            answer = answers[key] = authorizer.authorize(ctx.principal, ctx.peer[0], operation, resource_type, name)
         return answer
 
     return may
@@ -155,9 +156,9 @@ def authorizing_describe_configs(handler, authorizer):
 def authorizing_create_partitions(handler, authorizer):
 
     async def handle(ctx, request):
+        may = _decisions(authorizer, ctx)
         counts = Counter(t.name for t in request.topics)      # duplicates go to the controller unchecked
-        refused = [n for n, count in counts.items()
-                   if count == 1 and not allowed(authorizer, ctx, Op.ALTER, RESOURCE_TOPIC, n)]
+        refused = [n for n, count in counts.items() if count == 1 and not may(Op.ALTER, RESOURCE_TOPIC, n)]
         if not refused:
             return await handler.handle(ctx, request)
         effective = copy.copy(request)
@@ -238,7 +239,9 @@ def authorizing_create_topics_configs(handler, authorizer):
 def authorize_admin_apis(server, authorizer, image) -> None:
     """Wrap ``server``'s DeleteTopics, DescribeConfigs, CreatePartitions, AlterConfigs and
     IncrementalAlterConfigs handlers, and CreateTopics' answer, where registered; ``image()``: the committed metadata
-    image (topic ids to names)."""
+    image (topic ids to names). Before the authorizer has loaded the metadata, a check of a
+    principal that is not a super user fails the request whole with UNKNOWN_SERVER_ERROR (as
+    ControllerApis answers StandardAuthorizer's AuthorizerNotReadyException)."""
 
     def topic_name_of(topic_id):
         topic = image().topics_by_id.get(topic_id)
@@ -255,4 +258,4 @@ def authorize_admin_apis(server, authorizer, image) -> None:
     for key, wrap in wrappers.items():
         registered = server._registry.get(key)
         if registered is not None:
-            server.register(key, wrap(registered.handler))
+            server.register(key, refused_until_loaded(key, wrap(registered.handler), ADMIN_ERROR_RESPONSES[key]))

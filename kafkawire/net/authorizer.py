@@ -42,6 +42,7 @@ from kafkawire.protocol.apis import api_table
 from kafkawire.protocol.handler import Throttled
 
 __all__ = ["AuthorizerSettings", "StandardAuthorizer", "AuthorizerNotReady", "CONTROLLER_API_OPERATIONS",
+           "refused_until_loaded", "log_not_loaded",
            "CLUSTER_NAME", "Op", "authorizing_handler", "request_text", "error_response_for",
            "error_response_at", "CreateTopicsFailed"]
 
@@ -280,8 +281,7 @@ def authorizing_handler(api_key: int, handler, authorizer: StandardAuthorizer, o
         try:
             allowed = authorizer.authorize(ctx.principal, ctx.peer[0], operation, RESOURCE_CLUSTER, CLUSTER_NAME)
         except AuthorizerNotReady:
-            log.info("refusing api key %d from %s at %s: the authorizer has not loaded the metadata yet",
-                     api_key, ctx.principal, ctx.peer[0])
+            log_not_loaded(api_key, ctx)
             return error_response_for(api_key, ctx, request, int(Errors.UNKNOWN_SERVER_ERROR), None)
         if allowed:
             return await handler.handle(ctx, request)
@@ -290,6 +290,29 @@ def authorizing_handler(api_key: int, handler, authorizer: StandardAuthorizer, o
                  _api_name(api_key))
         message = f"Request {request_text(ctx)} needs {Op.NAMES[operation]} permission."
         return error_response_for(api_key, ctx, request, int(Errors.CLUSTER_AUTHORIZATION_FAILED), message)
+
+    return dataclasses.replace(handler, handle=handle)
+
+
+def log_not_loaded(api_key: int, ctx) -> None:
+    log.info("refusing api key %d from %s at %s: the authorizer has not loaded the metadata yet",
+             api_key, ctx.principal, ctx.peer[0])
+
+
+def refused_until_loaded(api_key: int, handler, error_response):
+    """``handler`` (an ApiHandler whose checks ask the authorizer before anything is done)
+    answering ``error_response(request, version, UNKNOWN_SERVER_ERROR)`` when a check meets an
+    authorizer that has not loaded the metadata: ControllerApis lets StandardAuthorizer's
+    AuthorizerNotReadyException reach its handleError, which answers the request's
+    getErrorResponse with the code Errors.forException gives it (the exception has none of its own)."""
+    import dataclasses
+
+    async def handle(ctx, request):
+        try:
+            return await handler.handle(ctx, request)
+        except AuthorizerNotReady:
+            log_not_loaded(api_key, ctx)
+            return error_response(request, ctx.api_version, int(Errors.UNKNOWN_SERVER_ERROR))
 
     return dataclasses.replace(handler, handle=handle)
 
@@ -315,8 +338,9 @@ def authorizing_create_delegation_token(handler, authorizer: StandardAuthorizer)
         if token_requests_allowed(ctx, forwarded_exempt=True) and owner != ctx.principal:
             try:
                 allowed = authorizer.authorize(ctx.principal, ctx.peer[0], CREATE_TOKENS, RESOURCE_USER, owner)
-            except AuthorizerNotReady:
-                allowed = False
+            except AuthorizerNotReady:       # ControllerApis' handleError: getErrorResponse
+                log_not_loaded(ctx.api_key, ctx)
+                return create_refusal(ctx, request, Errors.UNKNOWN_SERVER_ERROR)
             if not allowed:
                 log.info("Principal = %s is Denied operation = CREATE_TOKENS from host = %s on resource = "
                          "User:LITERAL:%s for request = CreateDelegationToken", ctx.principal, ctx.peer[0], owner)
@@ -351,11 +375,8 @@ def authorizing_create_topics(handler, authorizer: StandardAuthorizer):
     import copy
     import dataclasses
 
-    def may(ctx, resource_type, name):
-        try:
-            return authorizer.authorize(ctx.principal, ctx.peer[0], Op.CREATE, resource_type, name)
-        except AuthorizerNotReady:
-            return False
+    def may(ctx, resource_type, name):      # AuthorizerNotReady: refused_until_loaded answers it
+        return authorizer.authorize(ctx.principal, ctx.peer[0], Op.CREATE, resource_type, name)
 
     async def handle(ctx, request):
         if may(ctx, RESOURCE_CLUSTER, CLUSTER_NAME):

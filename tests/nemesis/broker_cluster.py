@@ -55,7 +55,7 @@ class BrokerCluster:
             "process.roles": "broker,controller",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "inter.broker.listener.name": "REPLICATION",
-            "broker.session.timeout.ms": "1500", "broker.heartbeat.interval.ms": "300",
+            "broker.session.timeout.ms": "1500", "broker.heartbeat.interval.ms": "300",   # replication_run.run passes its own
             "replica.fetch.backoff.ms": "100", "replica.lag.time.max.ms": "3000",
             "offsets.topic.num.partitions": "1", "transaction.state.log.num.partitions": "1",
             **(properties or {})})

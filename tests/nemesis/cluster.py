@@ -182,7 +182,7 @@ class NemesisCluster:
         """An authenticated user with no ACLs sends the requests of tenant.py to one node."""
         self.faults["hostile tenant"] += 1
         await hostile_tenant_round(("127.0.0.1", self.tenant_ports[node_id]), self.rng, self.topics_created,
-                                   self.tenant)
+                                   self.tenant, node_log=self.quorum.log_path(node_id))
         await asyncio.sleep(hold_s)
 
     async def storm_heartbeats(self, node_id: int, hold_s: float) -> int:

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import re
 import struct
+import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -39,6 +42,14 @@ STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 CLUSTER_REFUSED = {int(Errors.CLUSTER_AUTHORIZATION_FAILED)}
 TOPIC_REFUSED = {int(Errors.TOPIC_AUTHORIZATION_FAILED)}
 MANY = 20_000
+REFUSED = "refused as Kafka refuses"
+NOT_LOADED = "refused: authorizer not loaded yet"
+# kafkawire.net.authorizer's line for a request refused before the node's first load of the
+# metadata (StandardAuthorizerData's AuthorizerNotReadyException, answered UNKNOWN_SERVER_ERROR),
+# in kafkawire's log layout "[yyyy-mm-dd hh:mm:ss,mmm] LEVEL message (logger)".
+NOT_LOADED_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\] INFO refusing api key (\d+) from "
+                             r"(\S+) at \S+: the authorizer has not loaded the metadata yet", re.M)
+LOG_STAMP_SLACK_S = 0.002     # the layout's millisecond, truncated
 
 
 def tenant_properties() -> dict:
@@ -98,30 +109,74 @@ async def oversize_pre_auth_frame(address) -> bool:
             writer.transport.abort()
 
 
+def not_loaded_refusals(log_text: str) -> list[tuple[float, int, str]]:
+    """(wall time, api key, principal) of each refusal in ``log_text`` (a node's log) that its
+    authorizer answered before the node had loaded the metadata."""
+    return [(time.mktime(time.strptime(m[1], "%Y-%m-%d %H:%M:%S")) + int(m[2]) / 1000, int(m[3]), m[4])
+            for m in NOT_LOADED_LINE.finditer(log_text)]
+
+
+def classify_answer(codes: set[int], allowed: set[int], api_key: int, sent_at: float, answered_at: float,
+                    refusals: list[tuple[float, int, str]]) -> str | None:
+    """What one answer of the tenant was: REFUSED (only the error codes Kafka refuses it with),
+    NOT_LOADED (UNKNOWN_SERVER_ERROR alone, and the node logged that it refused this API for this
+    principal between the request's sending and its answer, because its authorizer had not
+    loaded the metadata yet: what Kafka's controller listeners, open before the load, answer a
+    non-super user), or None: unexpected."""
+    if codes and codes <= allowed:
+        return REFUSED
+    if codes == {int(Errors.UNKNOWN_SERVER_ERROR)} and any(
+            key == api_key and principal == f"User:{USER}"
+            and sent_at - LOG_STAMP_SLACK_S <= when <= answered_at + LOG_STAMP_SLACK_S
+            for when, key, principal in refusals):
+        return NOT_LOADED
+    return None
+
+
+class NodeLog:
+    """The lines a node's log gained since this was made (None: no log to read)."""
+
+    def __init__(self, path: str | None):
+        self.path = path
+        self.start = os.path.getsize(path) if path and os.path.exists(path) else 0
+
+    def refusals(self) -> list[tuple[float, int, str]]:
+        if not self.path or not os.path.exists(self.path):
+            return []
+        with open(self.path, "rb") as f:
+            f.seek(self.start)
+            return not_loaded_refusals(f.read().decode("utf-8", "replace"))
+
+
 @dataclass
 class TenantTally:
     counts: Counter = field(default_factory=Counter)
     unexpected: list[str] = field(default_factory=list)
 
 
-async def hostile_tenant_round(address, rng, topics: list[str], tally: TenantTally) -> None:
+async def hostile_tenant_round(address, rng, topics: list[str], tally: TenantTally, node_log: str | None = None) -> None:
     """Send one round of the tenant's requests to the node at ``address`` (its TENANT listener),
-    counting the answers in ``tally``."""
+    counting the answers in ``tally``; ``node_log``: that node's log, where it says which requests
+    it refused before its authorizer was ready."""
     requests = hostile_requests(rng, topics)
     rng.shuffle(requests)
+    log = NodeLog(node_log)
     async with NetworkClient(client_id="mallory", request_timeout_ms=15_000, connect_timeout_ms=2000,
                              sasl=lambda: SaslClient("PLAIN", USER, PASSWORD)) as client:
         for what, request, allowed in requests:
+            sent_at = time.time()
             try:
                 response = await asyncio.wait_for(client.send(address, request), 20)
             except (TransportError, asyncio.TimeoutError, OSError):
                 tally.counts["no answer (node down, paused or cut off)"] += 1
                 continue
             codes = error_codes(response)
-            if codes and codes <= allowed:
-                tally.counts["refused as Kafka refuses"] += 1
-            else:
+            refusals = log.refusals() if codes == {int(Errors.UNKNOWN_SERVER_ERROR)} else []
+            outcome = classify_answer(codes, allowed, request.API_KEY, sent_at, time.time(), refusals)
+            if outcome is None:
                 tally.unexpected.append(f"{what}: error codes {sorted(codes)}")
+            else:
+                tally.counts[outcome] += 1
     try:
         closed = await oversize_pre_auth_frame(address)
     except (OSError, asyncio.TimeoutError):

@@ -118,3 +118,44 @@ def test_the_transactional_workload_closes_every_producer_it_makes_whatever_ends
     assert len(made) == 4                   # three that failed, and the one that fenced the last
     assert [p.closed for p in made] == [True] * 4
     assert txn.producer is None and txn.committed == set() and sum(txn.errors.values()) == 3
+
+
+def test_by_hand_runs_take_kafkas_broker_sessions_and_ci_keeps_its_short_ones(tmp_path, monkeypatch):
+    """At a load of 30-50 heartbeats later than 1.5 s fenced brokers again and again: the by-hand
+    run defaults to Kafka's 9 s sessions (heartbeats every 2 s), ``--sessions short`` and CI's
+    test (run's default) keep 1.5 s, and the cluster's controllers are given what was chosen."""
+    import inspect
+    from types import SimpleNamespace
+
+    from tests.nemesis.broker_cluster import BrokerCluster
+    chosen = []
+
+    def fake_run(base, duration, seed, kinds, sessions):
+        chosen.append(sessions)
+        return SimpleNamespace(lines=lambda: "", verdict=SimpleNamespace(ok=True), fatal=[], commit_kept=True)
+    run = nemesis.run
+    monkeypatch.setattr(nemesis, "run", fake_run)
+    assert nemesis.main(["--dir", str(tmp_path), "--seed", "1", "--duration", "0"]) == 0
+    assert nemesis.main(["--dir", str(tmp_path), "--seed", "1", "--duration", "0", "--sessions", "short"]) == 0
+    assert chosen == [nemesis.KAFKA_SESSIONS, nemesis.SHORT_SESSIONS]
+    assert (nemesis.KAFKA_SESSIONS.session_ms, nemesis.KAFKA_SESSIONS.heartbeat_ms) == (9000, 2000)
+    monkeypatch.setattr(nemesis, "run", run)
+    assert inspect.signature(nemesis.run).parameters["sessions"].default is nemesis.SHORT_SESSIONS
+    given = []
+
+    class Stopped(Exception):
+        pass
+
+    class Recorded(BrokerCluster):              # the cluster run builds, stopped before any process starts
+        def __init__(self, base, *, rng, properties=None):
+            super().__init__(base, rng=rng, properties=properties)
+            given.append(dict(self.quorum.properties))
+
+        def start(self):
+            raise Stopped
+    monkeypatch.setattr(nemesis, "BrokerCluster", Recorded)
+    for sessions in (nemesis.KAFKA_SESSIONS, nemesis.SHORT_SESSIONS):
+        with pytest.raises(Stopped):
+            nemesis.run(str(tmp_path / "c"), 0, seed=1, sessions=sessions)
+    assert [(p["broker.session.timeout.ms"], p["broker.heartbeat.interval.ms"]) for p in given] == [
+        ("9000", "2000"), ("1500", "300")]

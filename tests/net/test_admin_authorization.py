@@ -235,3 +235,63 @@ def test_create_topics_every_topic_refused_at_a_standby_controller_gets_the_refu
     assert [(t.name, t.error_code) for t in refused.topics] == [("theirs", Errors.TOPIC_AUTHORIZATION_FAILED)]
     assert [(t.name, t.error_code) for t in kept.topics] == [("theirs", Errors.NOT_CONTROLLER),
                                                              ("mine", Errors.NOT_CONTROLLER)]
+
+
+def test_before_the_metadata_is_loaded_the_topic_and_config_apis_answer_every_entry_unknown_server_error(caplog):
+    """ControllerApis lets StandardAuthorizer's AuthorizerNotReadyException (a principal that is
+    not a super user, before the initial load) reach handleError, which answers the request's
+    getErrorResponse with UNKNOWN_SERVER_ERROR (Errors.forException: the exception has no code of
+    its own): every topic or resource, nothing reaching the controller. A super user is served."""
+    import dataclasses
+    import logging
+
+    from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
+    from kafkawire.messages.describe_configs_request import DescribeConfigsRequest, DescribeConfigsResource
+    from kafkawire.net.admin_authorization import authorize_admin_apis
+    from kafkawire.net.authorizer import AuthorizerSettings, StandardAuthorizer, authorizing_create_topics
+    from kafkawire.net.server import KafkaServer
+    from tests.responses import error_codes
+    reached = []
+
+    async def controller(ctx, request):
+        reached.append(ctx.api_key)
+        raise AssertionError("answered by the test only when it must not be reached")
+
+    requests = {
+        19: (CreateTopicsRequest(topics=[CreatableTopic(name="a"), CreatableTopic(name="b")]), 5, "topics"),
+        20: (DeleteTopicsRequest(topics=[DeleteTopicState(name="a", topic_id=uuid.UUID(int=0))]), 6, "responses"),
+        32: (DescribeConfigsRequest(resources=[DescribeConfigsResource(resource_type=2, resource_name="a"),
+                                               DescribeConfigsResource(resource_type=4, resource_name="1")]), 4,
+             "results"),
+        37: (CreatePartitionsRequest(topics=[CreatePartitionsTopic(name="a", count=3)]), 3, "results"),
+        44: (alter_configs_request((2, "a"), (4, "1")), 1, "responses"),
+    }
+    authorizer = StandardAuthorizer(AuthorizerSettings(super_users=frozenset({"User:admin"})), lambda: [],
+                                    lambda: False)
+    server = KafkaServer({key: ApiHandler(controller) for key in requests})
+    server.register(19, authorizing_create_topics(server._registry[19].handler, authorizer))
+    authorize_admin_apis(server, authorizer, lambda: None)
+
+    def ask(key, principal):
+        request, version, entries = requests[key]
+        ctx = dataclasses.replace(ALICE, api_key=key, api_version=version, principal=principal)
+        try:
+            response = run(server._registry[key].handler.handle(ctx, request))
+        except AssertionError:
+            return None
+        return response, getattr(response, entries)
+
+    with caplog.at_level(logging.INFO, logger="kafkawire.authorizer"):
+        for key in requests:
+            response, entries = ask(key, "User:alice")
+            assert len(entries) == len(getattr(requests[key][0], {19: "topics", 20: "topics", 37: "topics"}.get(
+                key, "resources"))), (key, response)
+            assert error_codes(response) == {-1}, (key, response)
+            assert f"refusing api key {key} from User:alice at 10.0.0.1: the authorizer has not loaded" in caplog.text
+    described = ask(32, "User:alice")[1]
+    assert {r.error_message for r in described} == {"The server experienced an unexpected error when processing "
+                                                    "the request."}                # DescribeConfigs' own shape
+    assert reached == []
+    for key in requests:                           # a super user: no check, the controller asked
+        assert ask(key, "User:admin") is None
+    assert sorted(reached) == sorted(requests)
