@@ -20,7 +20,8 @@ partition's committed ISR and Kafka's effective min ISR (at most the replication
 answer waits (kafkawire.broker.delayed_produce, Kafka's DelayedProduce) until the high watermark
 reaches the end of each appended batch, at most the request's ``timeout_ms`` (then
 REQUEST_TIMED_OUT); with one replica that is at once. Any other value is INVALID_REQUIRED_ACKS
-for every partition. With acks=0 there is
+for every partition not refused before it (KafkaApis answers the unknown topics and partitions,
+then ReplicaManager.appendRecords refuses the rest). With acks=0 there is
 no response, and a failed partition closes the connection (KafkaApis: the client learns of the
 failure by the closed connection and refreshes its metadata).
 
@@ -76,13 +77,15 @@ class ProduceApi:
             partitions = []
             for p in t.partition_data:
                 refusal = txn.refusal(getattr(topic, "name", None), p.index)
-                if acks not in (-1, 0, 1):
-                    r = _refused(p.index, Errors.INVALID_REQUIRED_ACKS, None)
-                elif refusal is not None:
+                if refusal is not None:
                     r = _refused(p.index, *refusal)
                 elif topic is None:
                     r = _refused(p.index, Errors.UNKNOWN_TOPIC_ID if v >= 13 else Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                  None)
+                elif p.index not in topic.partitions:
+                    r = _refused(p.index, Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
+                elif acks not in (-1, 0, 1):     # appendRecords: after KafkaApis' unknown partitions
+                    r = _refused(p.index, Errors.INVALID_REQUIRED_ACKS, None)
                 else:
                     r = self._produce_partition(image, topic, p, acks, v, now_ms, txn.guard(topic.name, p.index))
                     appended = appended or r.error_code == Errors.NONE
@@ -125,9 +128,7 @@ class ProduceApi:
 
     def _produce_partition(self, image, topic, p, acks: int, version: int, now_ms: int,
                            guard=VERIFICATION_OFF) -> PartitionProduceResponse:
-        registration = topic.partitions.get(p.index)
-        if registration is None:
-            return _refused(p.index, Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
+        registration = topic.partitions[p.index]      # produce() answered an unknown partition
         partition = self.broker.partitions.get((topic.name, p.index))
         if is_offline_replica(self.broker, (topic.name, p.index), topic):
             return _refused(p.index, Errors.KAFKA_STORAGE_ERROR, None)

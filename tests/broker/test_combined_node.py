@@ -264,6 +264,48 @@ def test_fetch_returns_at_least_one_whole_batch_beyond_partition_max_bytes(node)
     assert [b.base_offset for b in iter_batches(data.records)] == [0]
 
 
+def test_a_fetchs_max_bytes_bounds_the_whole_answer_after_the_first_whole_batch(node):
+    """KIP-74: the request's max_bytes bounds the answer over all its partitions, in their order;
+    the first partition with records returns one whole batch even when it is larger, the next ones
+    only what is left (a batch larger than that: none, and no error)."""
+    node.create_topic("budget", partitions=3)
+    for p in range(3):
+        node.produce("budget", build_batch([(b"k", b"x" * 500)]), partition=p)
+
+    def fetch_all(max_bytes: int) -> list[int]:
+        response = node.call(FetchRequest(
+            replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=max_bytes, isolation_level=0, session_id=0,
+            session_epoch=-1, forgotten_topics_data=[], rack_id="", topics=[FetchTopic(topic="budget", partitions=[
+                FetchPartition(partition=p, fetch_offset=0, current_leader_epoch=-1, log_start_offset=-1,
+                               partition_max_bytes=1 << 20) for p in range(3)])]), api_version=12)
+        parts = sorted(response.responses[0].partitions, key=lambda d: d.partition_index)
+        assert [(d.error_code, d.high_watermark) for d in parts] == [(Errors.NONE, 1)] * 3
+        return [len(d.records or b"") for d in parts]
+
+    whole = fetch_all(1 << 20)
+    batch = whole[0]
+    assert whole == [batch] * 3 and batch > 500
+    assert fetch_all(2 * batch + batch // 2) == [batch, batch, 0]
+    assert fetch_all(10) == [batch, 0, 0]
+
+
+def test_acks_other_than_0_1_and_all_are_invalid_required_acks_for_the_partitions_that_exist(node):
+    """Kafka's order: KafkaApis answers the unknown topics and partitions first
+    (UNKNOWN_TOPIC_OR_PARTITION), then ReplicaManager.appendRecords refuses every other partition
+    with INVALID_REQUIRED_ACKS and appends nothing."""
+    node.create_topic("bad-acks")
+    record = build_batch([(b"k", b"v")])
+    response = node.call(ProduceRequest(acks=2, timeout_ms=5000, topic_data=[
+        TopicProduceData(name="bad-acks", partition_data=[PartitionProduceData(index=0, records=record),
+                                                          PartitionProduceData(index=7, records=record)]),
+        TopicProduceData(name="bad-acks-unknown", partition_data=[PartitionProduceData(index=0, records=record)])]),
+        api_version=12)
+    assert {(t.name, p.index): p.error_code for t in response.responses for p in t.partition_responses} == {
+        ("bad-acks", 0): Errors.INVALID_REQUIRED_ACKS, ("bad-acks", 7): Errors.UNKNOWN_TOPIC_OR_PARTITION,
+        ("bad-acks-unknown", 0): Errors.UNKNOWN_TOPIC_OR_PARTITION}
+    assert node.list_offset("bad-acks", -1).offset == 0
+
+
 def test_fetch_outside_the_log_is_offset_out_of_range(node):
     node.create_topic("range")
     node.produce("range", build_batch([(b"k", b"v")]))
