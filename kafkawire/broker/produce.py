@@ -165,12 +165,18 @@ class ProduceApi:
         except ProduceRefused as exc:
             if exc.code not in UNCOUNTED_FAILURES:
                 stats.mark(topic.name, FAILED_PRODUCE)
-            return _refused(p.index, exc.code, str(exc))
+            log.debug("Error processing append operation on partition %s: %s", name, exc)
+            # ReplicaManager.appendToLocalLog: no message in the answer; the log start offset unless
+            # KafkaApis refused the records or the exception is one it answers without it
+            start = -1 if exc.in_request or exc.code in UNCOUNTED_FAILURES else partition.log.log_start_offset
+            return PartitionProduceResponse(index=p.index, error_code=exc.code, base_offset=-1,
+                                            log_append_time_ms=-1, log_start_offset=start)
         except ValueError as exc:        # larger than a segment (Log.append): RecordBatchTooLargeException
-            return _refused(p.index, Errors.RECORD_LIST_TOO_LARGE, str(exc))
-        except OSError as exc:           # KafkaStorageException: the log directory goes offline
-            return _refused(p.index, Errors.KAFKA_STORAGE_ERROR,
-                            storage_failure(self.broker, partition, append_step(exc), exc))
+            log.debug("Error processing append operation on partition %s: %s", name, exc)
+            return _refused(p.index, Errors.RECORD_LIST_TOO_LARGE, None)
+        except OSError as exc:           # KafkaStorageException: the log directory goes offline (logged there)
+            storage_failure(self.broker, partition, append_step(exc), exc)
+            return _refused(p.index, Errors.KAFKA_STORAGE_ERROR, None)
         stats.mark(topic.name, BYTES_IN, len(p.records))     # as sent, before any recompression
         stats.mark(topic.name, MESSAGES_IN, validated.records)
         return PartitionProduceResponse(index=p.index, error_code=Errors.NONE, base_offset=base_offset,

@@ -56,11 +56,14 @@ NO_PRODUCER_ID = -1
 
 
 class ProduceRefused(Exception):
-    """The partition's records are refused: ``code`` is the error Kafka answers, the message its text."""
+    """The partition's records are refused: ``code`` is the error Kafka answers, the message its
+    exception's text (logged; Kafka's answer carries none); ``in_request``: refused before the
+    log is asked, as KafkaApis' ProduceRequest.validateRecords refuses (no log start offset)."""
 
-    def __init__(self, code: int, message: str):
+    def __init__(self, code: int, message: str, *, in_request: bool = False):
         super().__init__(message)
         self.code = code
+        self.in_request = in_request
 
 
 @dataclass(frozen=True)
@@ -88,8 +91,11 @@ def validate_produce(records: bytes | None, *, topic_partition: str, max_message
     the topic's ``compression.<codec>.level``; Kafka's default level when absent)."""
     if rules is None:
         rules = RecordRules(now_ms=now_ms, create_time=not log_append_time)
-    batch = _the_one_batch(records or b"", version)
+    records = records or b""
+    batch = _the_one_batch(records, version)
     size = batch.size_in_bytes
+    if len(records) > size:     # a batch cut short after it: no batch to Kafka's iterator, and its log trims it
+        records = records[:size]
     if size > max_message_bytes:
         raise ProduceRefused(Errors.MESSAGE_TOO_LARGE,
                              f"The record batch size in the append to {topic_partition} is {size} bytes which "
@@ -128,18 +134,16 @@ def _the_one_batch(records: bytes, version: int) -> RecordBatch:
             if len(batches) > 1:
                 break
     except CorruptRecordError as exc:
-        raise ProduceRefused(Errors.CORRUPT_MESSAGE, f"Record batch is corrupt: {exc}") from None
-    if not batches:
-        if iterator.tail is not None:
-            raise ProduceRefused(Errors.CORRUPT_MESSAGE, "Record batch is truncated: the records end inside it")
+        raise ProduceRefused(Errors.CORRUPT_MESSAGE, f"Record batch is corrupt: {exc}", in_request=True) from None
+    if not batches:         # a batch cut short is no batch to Kafka's iterator either
         raise ProduceRefused(Errors.INVALID_RECORD, f"Produce requests with version {version} must have at least "
-                                                    "one record batch per partition")
+                                                    "one record batch per partition", in_request=True)
     if getattr(batches[0], "magic", 2) != 2 or not isinstance(batches[0], RecordBatch):
         raise ProduceRefused(Errors.INVALID_RECORD, f"Produce requests with version {version} are only allowed to "
-                                                    "contain record batches with magic version 2")
-    if len(batches) > 1 or iterator.tail is not None:
+                                                    "contain record batches with magic version 2", in_request=True)
+    if len(batches) > 1:
         raise ProduceRefused(Errors.INVALID_RECORD, f"Produce requests with version {version} are only allowed to "
-                                                    "contain exactly one record batch per partition")
+                                                    "contain exactly one record batch per partition", in_request=True)
     return batches[0]
 
 

@@ -33,7 +33,7 @@ from kafkawire.net.config import PROMETHEUS_REPORTER
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
 from kafkawire.records import iter_batches
-from kafkawire.records.builder import build_batch
+from kafkawire.records.builder import build_batch, build_control_batch
 from kafkawire.storage.state_files import read_offset_checkpoint
 from kafkawire.tools import cli
 
@@ -218,9 +218,36 @@ def test_a_batch_over_the_topics_max_message_bytes_is_message_too_large(node):
     node.create_topic("small", max_message_bytes=200)
     big = build_batch([(b"k", b"x" * 300)])
     response = node.produce("small", big, acks=-1)
-    assert response.error_code == Errors.MESSAGE_TOO_LARGE
-    assert f"is {len(big)} bytes which exceeds the maximum configured value of 200" in response.error_message
+    # Kafka's answer carries no message nor log start offset for a RecordTooLargeException
+    assert (response.error_code, response.error_message, response.log_start_offset) == \
+        (Errors.MESSAGE_TOO_LARGE, None, -1)
     assert node.produce("small", build_batch([(b"k", b"x")]), acks=-1).error_code == Errors.NONE
+
+
+def test_refused_records_are_answered_as_kafkas_replica_manager_answers_them(node):
+    """Kafka 4.3.1's answers (tests/interop/test_produce_refusals_vs_kafka.py asks a live one): no
+    error message but for record errors; the partition's log start offset for what the log refused,
+    -1 for a CRC, a size, or records KafkaApis refused before the log; a transactional batch (any
+    producer id) without a transactional id refuses the whole request."""
+    node.create_topic("refused")
+    good = build_batch([(b"k", b"v")])
+    assert node.produce("refused", good).error_code == Errors.NONE
+
+    def answer(records):
+        r = node.produce("refused", records)
+        return r.error_code, r.error_message, r.log_start_offset
+    flipped = bytearray(good)
+    flipped[-1] ^= 0x01
+    assert answer(build_batch([(b"k", b"v")], base_offset=7)) == (Errors.INVALID_RECORD, None, 0)
+    assert answer(build_batch([(b"k", b"v")], producer_id=5, producer_epoch=0, base_sequence=-1)) == \
+        (Errors.INVALID_RECORD, None, 0)
+    assert answer(bytes(flipped)) == (Errors.CORRUPT_MESSAGE, None, -1)
+    assert answer(good + good) == (Errors.INVALID_RECORD, None, -1)
+    assert answer(good[:-3]) == (Errors.INVALID_RECORD, None, -1)
+    for transactional in (build_batch([(b"k", b"v")], producer_id=5, producer_epoch=0, base_sequence=0,
+                                      is_transactional=True), build_control_batch(0, b"\x00" * 6)):
+        assert answer(transactional) == (Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None, -1)
+    assert node.list_offset("refused", -1).offset == 1
 
 
 def test_a_batch_with_a_bad_crc_sent_raw_is_corrupt_message_and_not_stored(node):
