@@ -47,7 +47,7 @@ from .log_config import ProduceSettings, produce_settings
 from .metrics import BYTES_IN, FAILED_PRODUCE, MESSAGES_IN, TOTAL_PRODUCE
 from .record_checks import RecordErrors, RecordRules
 from .txn_verification import transaction_checks
-from .validation import ProduceRefused, validate_produce
+from .validation import ProduceRefused, request_refusal, validate_produce
 from .log_dir_failure import append_step, is_offline_replica, storage_failure
 
 __all__ = ["ProduceApi", "isr_and_min_isr", "record_rules"]
@@ -84,8 +84,9 @@ class ProduceApi:
                                  None)
                 elif p.index not in topic.partitions:
                     r = _refused(p.index, Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
-                elif acks not in (-1, 0, 1):     # appendRecords: after KafkaApis' unknown partitions
-                    r = _refused(p.index, Errors.INVALID_REQUIRED_ACKS, None)
+                elif acks not in (-1, 0, 1):     # appendRecords: after KafkaApis' unknown partitions and records
+                    early = request_refusal(p.records, v)
+                    r = _refused(p.index, Errors.INVALID_REQUIRED_ACKS if early is None else early.code, None)
                 else:
                     r = self._produce_partition(image, topic, p, acks, v, now_ms, txn.guard(topic.name, p.index))
                     appended = appended or r.error_code == Errors.NONE

@@ -124,6 +124,16 @@ def validate_produce(records: bytes | None, *, topic_partition: str, max_message
     return ValidatedAppend(_with_log_append_time(records, now_ms), batch.records_count, now_ms, batch)
 
 
+def request_refusal(records, version: int) -> ProduceRefused | None:
+    """What KafkaApis' ProduceRequest.validateRecords refuses (no batch, more than one, not magic
+    2, a corrupt batch size or magic), before the log or the acks are looked at; None if nothing."""
+    try:
+        _the_one_batch(records or b"", version)
+    except ProduceRefused as exc:
+        return exc
+    return None
+
+
 def _the_one_batch(records: bytes, version: int) -> RecordBatch:
     """ProduceRequest.validateRecords: exactly one batch, of magic 2."""
     try:

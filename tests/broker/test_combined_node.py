@@ -317,19 +317,21 @@ def test_a_fetchs_max_bytes_bounds_the_whole_answer_after_the_first_whole_batch(
 
 
 def test_acks_other_than_0_1_and_all_are_invalid_required_acks_for_the_partitions_that_exist(node):
-    """Kafka's order: KafkaApis answers the unknown topics and partitions first
-    (UNKNOWN_TOPIC_OR_PARTITION), then ReplicaManager.appendRecords refuses every other partition
-    with INVALID_REQUIRED_ACKS and appends nothing."""
-    node.create_topic("bad-acks")
+    """Kafka's order: KafkaApis answers the unknown topics and partitions and the records
+    ProduceRequest.validateRecords refuses first (here no batch: INVALID_RECORD), then
+    ReplicaManager.appendRecords refuses every other partition with INVALID_REQUIRED_ACKS and
+    appends nothing."""
+    node.create_topic("bad-acks", partitions=2)
     record = build_batch([(b"k", b"v")])
     response = node.call(ProduceRequest(acks=2, timeout_ms=5000, topic_data=[
         TopicProduceData(name="bad-acks", partition_data=[PartitionProduceData(index=0, records=record),
+                                                          PartitionProduceData(index=1, records=b""),
                                                           PartitionProduceData(index=7, records=record)]),
         TopicProduceData(name="bad-acks-unknown", partition_data=[PartitionProduceData(index=0, records=record)])]),
         api_version=12)
     assert {(t.name, p.index): p.error_code for t in response.responses for p in t.partition_responses} == {
-        ("bad-acks", 0): Errors.INVALID_REQUIRED_ACKS, ("bad-acks", 7): Errors.UNKNOWN_TOPIC_OR_PARTITION,
-        ("bad-acks-unknown", 0): Errors.UNKNOWN_TOPIC_OR_PARTITION}
+        ("bad-acks", 0): Errors.INVALID_REQUIRED_ACKS, ("bad-acks", 1): Errors.INVALID_RECORD,
+        ("bad-acks", 7): Errors.UNKNOWN_TOPIC_OR_PARTITION, ("bad-acks-unknown", 0): Errors.UNKNOWN_TOPIC_OR_PARTITION}
     assert node.list_offset("bad-acks", -1).offset == 0
 
 
