@@ -39,7 +39,7 @@ from kafkawire import _native
 from kafkawire.metadata.java_text import java_utf8
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.records import CorruptRecordError, RecordBatch, iter_batches
-from kafkawire.records.batch import LOG_APPEND_TIME
+from kafkawire.records.batch import LOG_APPEND_TIME, NONE
 
 from .recompression import RecompressionRefused, recompressed, target_codec
 from .record_checks import RecordRules, raise_record_errors, record_errors
@@ -108,6 +108,7 @@ def validate_produce(records: bytes | None, *, topic_partition: str, max_message
                              f"The baseOffset of the record batch in the append to {topic_partition} should be 0, "
                              f"but it is {batch.base_offset}")
     _check_batch(batch, topic_partition)
+    _decompress(batch, topic_partition)
     decoded = _check_records(batch, topic_partition, rules)
     codec = target_codec(compression_type, batch.compression_type)
     if codec != batch.compression_type:
@@ -179,6 +180,18 @@ def _check_batch(batch: RecordBatch, topic_partition: str) -> None:
                              f"of records {count} in topic partition {topic_partition}.")
 
 
+def _decompress(batch: RecordBatch, topic_partition: str) -> None:
+    """A compressed batch's records decompressed (kept by the batch for the checks): one that
+    does not decompress is LogValidator's KafkaException, which Kafka answers UNKNOWN_SERVER_ERROR."""
+    if batch.compression_type == NONE:
+        return
+    try:
+        batch.decompressed_records()
+    except CorruptRecordError as exc:
+        raise ProduceRefused(Errors.UNKNOWN_SERVER_ERROR, f"Failed to decompress the records of {topic_partition}: "
+                                                          f"{exc}") from None
+
+
 def _check_records(batch: RecordBatch, topic_partition: str, rules: RecordRules) -> list | None:
     """Every record decodes, its offset delta is the next one and it keeps the record rules
     (LogValidator.validateRecord): in C when the extension runs (the Spark reader's record
@@ -204,8 +217,8 @@ def _records_in_order(batch: RecordBatch, topic_partition: str) -> list:
                                                             f"partition {topic_partition}.")
             records.append(record)
     except CorruptRecordError as exc:
-        raise ProduceRefused(Errors.CORRUPT_MESSAGE, f"Record is corrupt in topic partition {topic_partition}: "
-                                                     f"{exc}") from None
+        raise ProduceRefused(Errors.INVALID_RECORD, f"Record is corrupt in topic partition {topic_partition}: "
+                                                    f"{exc}") from None
     return records
 
 
@@ -213,13 +226,13 @@ def _check_records_native(batch: RecordBatch, topic_partition: str, rules: Recor
     try:
         data, start, end, count, compressed = batch.records_range()
     except CorruptRecordError as exc:
-        raise ProduceRefused(Errors.CORRUPT_MESSAGE, f"Record is corrupt in topic partition {topic_partition}: "
-                                                     f"{exc}") from None
+        raise ProduceRefused(Errors.INVALID_RECORD, f"Record is corrupt in topic partition {topic_partition}: "
+                                                    f"{exc}") from None
     columns = _native.records.Columns(java_utf8, rules.compacted, False, False, True)
     error = columns.add(data, start, end, count, batch.base_offset, batch.base_timestamp, None)
     if error is not None:
-        raise ProduceRefused(Errors.CORRUPT_MESSAGE, f"Record is corrupt in topic partition {topic_partition}: "
-                                                     f"{batch.fail_at(compressed)(*error)}")
+        raise ProduceRefused(Errors.INVALID_RECORD, f"Record is corrupt in topic partition {topic_partition}: "
+                                                    f"{batch.fail_at(compressed)(*error)}")
     finished = columns.finish()
     offsets = bytes(finished["offset"])
     if offsets != array("q", range(batch.base_offset, batch.base_offset + count)).tobytes():

@@ -12,12 +12,14 @@ import asyncio
 import contextlib
 import os
 import shutil
+import struct
 import subprocess
 import threading
 import time
 import urllib.request
 
 import pytest
+from crc32c import crc32c
 
 from kafkawire.messages.api_versions_request import ApiVersionsRequest
 from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
@@ -242,6 +244,14 @@ def test_refused_records_are_answered_as_kafkas_replica_manager_answers_them(nod
     assert answer(build_batch([(b"k", b"v")], producer_id=5, producer_epoch=0, base_sequence=-1)) == \
         (Errors.INVALID_RECORD, None, 0)
     assert answer(bytes(flipped)) == (Errors.CORRUPT_MESSAGE, None, -1)
+    garbled = bytearray(good)                                   # a key length past the record, CRC made right
+    garbled[65] = 0x7E
+    struct.pack_into(">I", garbled, 17, crc32c(bytes(garbled[21:])))
+    assert answer(bytes(garbled)) == (Errors.INVALID_RECORD, None, 0)
+    gzipped = bytearray(build_batch([(b"k", b"v" * 50)], compression_type=1))
+    gzipped[61:] = b"\x00" * (len(gzipped) - 61)                 # not gzip, CRC made right
+    struct.pack_into(">I", gzipped, 17, crc32c(bytes(gzipped[21:])))
+    assert answer(bytes(gzipped)) == (Errors.UNKNOWN_SERVER_ERROR, None, 0)
     assert answer(good + good) == (Errors.INVALID_RECORD, None, -1)
     assert answer(good[:-3]) == (Errors.INVALID_RECORD, None, -1)
     for transactional in (build_batch([(b"k", b"v")], producer_id=5, producer_epoch=0, base_sequence=0,

@@ -78,16 +78,20 @@ def garbled_gzip() -> bytes:
     return bytes(data)
 
 
+def garbled_record() -> bytes:
+    """An uncompressed batch whose record's key length runs past the record (its CRC made right)."""
+    data = bytearray(build_batch([(b"k", b"v", [], NOW)]))
+    data[65] = 0x7E                 # the key length varint: 63
+    struct.pack_into(">I", data, 17, crc32c(bytes(data[21:])))
+    return bytes(data)
+
+
 PRODUCE_CASES.update({
+    "a record whose key runs past it": (1, [("refusals", 0, garbled_record())]),
     "acks 2 and no batch": (2, [("refusals", 0, b"")]),
     "a gzip batch that does not decompress": (1, [("refusals", 0, garbled_gzip())]),
     "a producer's LogAppendTime": (1, [("refusals", 0, build_batch([(b"k", b"v", [], NOW)], timestamp_type=1))]),
 })
-# Differences found and not fixed yet (strict: a fix makes the case pass, and the mark must go)
-NOT_YET_KAFKAS = {
-    "a gzip batch that does not decompress": "Kafka answers UNKNOWN_SERVER_ERROR with the log start offset "
-                                             "(LogValidator's KafkaException), kafkawire CORRUPT_MESSAGE without it",
-}
 # name: [(topic, partition, fetch offset, current leader epoch)]
 FETCH_CASES = {
     "past the log end": [("refusals", 0, 100, -1)],
@@ -156,9 +160,7 @@ def addresses(kafka_libs, tmp_path_factory, kafkawire_broker):
         node.kill()
 
 
-@pytest.mark.parametrize("case", [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=NOT_YET_KAFKAS[name])) if name in NOT_YET_KAFKAS
-    else name for name in PRODUCE_CASES])
+@pytest.mark.parametrize("case", PRODUCE_CASES)
 def test_a_bad_produce_is_answered_as_kafkas_broker_answers_it(addresses, case):
     acks, parts = PRODUCE_CASES[case]
     kafkas, ours = (produce(address, acks, parts) for address in addresses)
