@@ -1,4 +1,4 @@
-"""Bad Produce and Fetch input judged by a real Apache Kafka 4.3.1 broker (issue 29: "bad input
+"""Bad Produce, Fetch and ListOffsets input judged by a real Apache Kafka 4.3.1 broker (issue 29: "bad input
 ... gets Kafka's errors"): the same raw requests go to a Kafka 4.3.1 combined node and to the
 session's kafkawire node, each holding the same topics and records, and must be answered alike,
 field for field: the error code, its message, the record errors, the offsets and watermarks
@@ -16,6 +16,7 @@ from crc32c import crc32c
 
 from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
 from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic
+from kafkawire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.records.builder import build_batch, build_control_batch
@@ -99,6 +100,14 @@ FETCH_CASES = {
     "a newer leader epoch": [("refusals", 0, 0, 5)],
     "a negative offset": [("refusals", 0, -5, -1)],
 }
+# name: (version, [(topic, partition, timestamp, current leader epoch)])
+LIST_OFFSETS_CASES = {
+    "an unknown partition and topic": (8, [("refusals", 9, -1, -1), ("refusals-unknown", 0, -1, -1)]),
+    "a newer leader epoch": (8, [("refusals", 0, -1, 5)]),
+    "an older leader epoch": (8, [("refusals", 0, -1, 0)]),
+    "an unknown special timestamp": (8, [("refusals", 0, -6, -1)]),
+    "the earliest local timestamp before v8": (7, [("refusals", 0, -4, -1)]),
+}
 BROKER_TIME = re.compile(r"-?[0-9]{13,}")     # a time of the broker's clock, or a bound from it
 
 
@@ -145,6 +154,17 @@ def fetch(address: str, parts: list) -> list[tuple]:
                   for t in answer.responses for p in t.partitions) + [("top level", answer.error_code)]
 
 
+def list_offsets(address: str, version: int, parts: list) -> list[tuple]:
+    by_topic: dict[str, list] = {}
+    for topic, partition, timestamp, epoch in parts:
+        by_topic.setdefault(topic, []).append(ListOffsetsPartition(
+            partition_index=partition, timestamp=timestamp, current_leader_epoch=epoch))
+    answer = call(address, ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[
+        ListOffsetsTopic(name=t, partitions=p) for t, p in by_topic.items()]), version)
+    return sorted((t.name, p.partition_index, p.error_code, p.timestamp, p.offset, p.leader_epoch)
+                  for t in answer.topics for p in t.partitions)
+
+
 @pytest.fixture(scope="module")
 def addresses(kafka_libs, tmp_path_factory, kafkawire_broker):
     """(Kafka's broker address, kafkawire's), both prepared alike."""
@@ -170,4 +190,11 @@ def test_a_bad_produce_is_answered_as_kafkas_broker_answers_it(addresses, case):
 @pytest.mark.parametrize("case", FETCH_CASES)
 def test_a_bad_fetch_is_answered_as_kafkas_broker_answers_it(addresses, case):
     kafkas, ours = (fetch(address, FETCH_CASES[case]) for address in addresses)
+    assert ours == kafkas
+
+
+@pytest.mark.parametrize("case", LIST_OFFSETS_CASES)
+def test_a_bad_list_offsets_is_answered_as_kafkas_broker_answers_it(addresses, case):
+    version, parts = LIST_OFFSETS_CASES[case]
+    kafkas, ours = (list_offsets(address, version, parts) for address in addresses)
     assert ours == kafkas
