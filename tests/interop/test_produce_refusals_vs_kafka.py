@@ -115,7 +115,8 @@ def prepare(address: str) -> None:
     """TOPICS created and one record in refusals-0 (once the broker leads it)."""
     answer = call(address, CreateTopicsRequest(timeout_ms=30_000, topics=[CreatableTopic(
         name=name, num_partitions=1, replication_factor=1, assignments=[],
-        configs=[CreatableTopicConfig(name=k, value=v) for k, v in configs.items()]) for name, configs in TOPICS.items()]))
+        configs=[CreatableTopicConfig(name=k, value=v) for k, v in configs.items()])
+        for name, configs in TOPICS.items()]))
     assert {(t.name, t.error_code) for t in answer.topics} == {(name, Errors.NONE) for name in TOPICS}, answer
     deadline = time.monotonic() + WAIT_S
     while (first := produce(address, 1, [("refusals", 0, GOOD)])[0])[2] == Errors.NOT_LEADER_OR_FOLLOWER:
@@ -135,7 +136,8 @@ def produce(address: str, acks: int, parts: list) -> list[tuple]:
     answer = call(address, ProduceRequest(acks=acks, timeout_ms=5000, topic_data=[
         TopicProduceData(name=t, partition_data=p) for t, p in by_topic.items()]), PRODUCE_VERSION)
     return sorted((t.name, p.index, p.error_code, p.base_offset, p.log_append_time_ms, p.log_start_offset,
-                   masked(p.error_message), [(e.batch_index, masked(e.batch_index_error_message)) for e in p.record_errors])
+                   masked(p.error_message),
+                   [(e.batch_index, masked(e.batch_index_error_message)) for e in p.record_errors])
                   for t in answer.responses for p in t.partition_responses)
 
 
