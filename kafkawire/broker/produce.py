@@ -20,7 +20,8 @@ partition's committed ISR and Kafka's effective min ISR (at most the replication
 answer waits (kafkawire.broker.delayed_produce, Kafka's DelayedProduce) until the high watermark
 reaches the end of each appended batch, at most the request's ``timeout_ms`` (then
 REQUEST_TIMED_OUT); with one replica that is at once. Any other value is INVALID_REQUIRED_ACKS
-for every partition. With acks=0 there is
+for every partition not refused before it (KafkaApis answers the unknown topics and partitions,
+then ReplicaManager.appendRecords refuses the rest). With acks=0 there is
 no response, and a failed partition closes the connection (KafkaApis: the client learns of the
 failure by the closed connection and refreshes its metadata).
 
@@ -46,7 +47,7 @@ from .log_config import ProduceSettings, produce_settings
 from .metrics import BYTES_IN, FAILED_PRODUCE, MESSAGES_IN, TOTAL_PRODUCE
 from .record_checks import RecordErrors, RecordRules
 from .txn_verification import transaction_checks
-from .validation import ProduceRefused, validate_produce
+from .validation import ProduceRefused, request_refusal, validate_produce
 from .log_dir_failure import append_step, is_offline_replica, storage_failure
 
 __all__ = ["ProduceApi", "isr_and_min_isr", "record_rules"]
@@ -76,13 +77,16 @@ class ProduceApi:
             partitions = []
             for p in t.partition_data:
                 refusal = txn.refusal(getattr(topic, "name", None), p.index)
-                if acks not in (-1, 0, 1):
-                    r = _refused(p.index, Errors.INVALID_REQUIRED_ACKS, None)
-                elif refusal is not None:
+                if refusal is not None:
                     r = _refused(p.index, *refusal)
                 elif topic is None:
                     r = _refused(p.index, Errors.UNKNOWN_TOPIC_ID if v >= 13 else Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                  None)
+                elif p.index not in topic.partitions:
+                    r = _refused(p.index, Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
+                elif acks not in (-1, 0, 1):     # appendRecords: after KafkaApis' unknown partitions and records
+                    early = request_refusal(p.records, v)
+                    r = _refused(p.index, Errors.INVALID_REQUIRED_ACKS if early is None else early.code, None)
                 else:
                     r = self._produce_partition(image, topic, p, acks, v, now_ms, txn.guard(topic.name, p.index))
                     appended = appended or r.error_code == Errors.NONE
@@ -125,9 +129,7 @@ class ProduceApi:
 
     def _produce_partition(self, image, topic, p, acks: int, version: int, now_ms: int,
                            guard=VERIFICATION_OFF) -> PartitionProduceResponse:
-        registration = topic.partitions.get(p.index)
-        if registration is None:
-            return _refused(p.index, Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
+        registration = topic.partitions[p.index]      # produce() answered an unknown partition
         partition = self.broker.partitions.get((topic.name, p.index))
         if is_offline_replica(self.broker, (topic.name, p.index), topic):
             return _refused(p.index, Errors.KAFKA_STORAGE_ERROR, None)
@@ -164,12 +166,18 @@ class ProduceApi:
         except ProduceRefused as exc:
             if exc.code not in UNCOUNTED_FAILURES:
                 stats.mark(topic.name, FAILED_PRODUCE)
-            return _refused(p.index, exc.code, str(exc))
+            log.debug("Error processing append operation on partition %s: %s", name, exc)
+            # ReplicaManager.appendToLocalLog: no message in the answer; the log start offset unless
+            # KafkaApis refused the records or the exception is one it answers without it
+            start = -1 if exc.in_request or exc.code in UNCOUNTED_FAILURES else partition.log.log_start_offset
+            return PartitionProduceResponse(index=p.index, error_code=exc.code, base_offset=-1,
+                                            log_append_time_ms=-1, log_start_offset=start)
         except ValueError as exc:        # larger than a segment (Log.append): RecordBatchTooLargeException
-            return _refused(p.index, Errors.RECORD_LIST_TOO_LARGE, str(exc))
-        except OSError as exc:           # KafkaStorageException: the log directory goes offline
-            return _refused(p.index, Errors.KAFKA_STORAGE_ERROR,
-                            storage_failure(self.broker, partition, append_step(exc), exc))
+            log.debug("Error processing append operation on partition %s: %s", name, exc)
+            return _refused(p.index, Errors.RECORD_LIST_TOO_LARGE, None)
+        except OSError as exc:           # KafkaStorageException: the log directory goes offline (logged there)
+            storage_failure(self.broker, partition, append_step(exc), exc)
+            return _refused(p.index, Errors.KAFKA_STORAGE_ERROR, None)
         stats.mark(topic.name, BYTES_IN, len(p.records))     # as sent, before any recompression
         stats.mark(topic.name, MESSAGES_IN, validated.records)
         return PartitionProduceResponse(index=p.index, error_code=Errors.NONE, base_offset=base_offset,

@@ -66,13 +66,13 @@ class TxnChecks:
 
 
 def _transactional_header(records):
-    """(producer id, epoch, base sequence) of a transactional v2 first batch, else None."""
+    """(producer id, epoch, base sequence) of a transactional v2 first batch (its producer id
+    may be -1), else None."""
     if records is None or len(records) < 61 or records[16] != 2:
         return None
     if not int.from_bytes(records[21:23], "big") & _TRANSACTIONAL:
         return None
-    producer_id, epoch, sequence = _HEADER.unpack_from(records, 43)
-    return (producer_id, epoch, sequence) if producer_id >= 0 else None
+    return _HEADER.unpack_from(records, 43)
 
 
 async def transaction_checks(broker, request, version: int, topic_name, now_ms: int) -> TxnChecks:
@@ -80,17 +80,20 @@ async def transaction_checks(broker, request, version: int, topic_name, now_ms: 
     ``now_ms`` dates the verifications (they expire as producers do)."""
     checks = TxnChecks()
     batches = {}
+    transactional = False       # KafkaApis' RequestUtils.hasTransactionalRecords: any producer id
     for t in request.topic_data:
         name = topic_name(t)
         for p in t.partition_data:
             header = _transactional_header(p.records)
-            if header is not None:
+            transactional = transactional or header is not None
+            if header is not None and header[0] >= 0:
                 batches[(name, p.index)] = header
-    if not batches:
+    if not transactional:
         return checks
-    if request.transactional_id is None:
-        code = Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        checks.everything = (code, Errors.for_code(code).message)
+    if request.transactional_id is None:      # the error's own text: ApiError.fromThrowable sends none
+        checks.everything = (Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None)
+        return checks
+    if not batches:
         return checks
     producers = {(pid, epoch) for pid, epoch, _ in batches.values()}
     if len(producers) > 1:

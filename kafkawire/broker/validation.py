@@ -39,7 +39,7 @@ from kafkawire import _native
 from kafkawire.metadata.java_text import java_utf8
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.records import CorruptRecordError, RecordBatch, iter_batches
-from kafkawire.records.batch import LOG_APPEND_TIME
+from kafkawire.records.batch import LOG_APPEND_TIME, NONE
 
 from .recompression import RecompressionRefused, recompressed, target_codec
 from .record_checks import RecordRules, raise_record_errors, record_errors
@@ -56,11 +56,14 @@ NO_PRODUCER_ID = -1
 
 
 class ProduceRefused(Exception):
-    """The partition's records are refused: ``code`` is the error Kafka answers, the message its text."""
+    """The partition's records are refused: ``code`` is the error Kafka answers, the message its
+    exception's text (logged; Kafka's answer carries none); ``in_request``: refused before the
+    log is asked, as KafkaApis' ProduceRequest.validateRecords refuses (no log start offset)."""
 
-    def __init__(self, code: int, message: str):
+    def __init__(self, code: int, message: str, *, in_request: bool = False):
         super().__init__(message)
         self.code = code
+        self.in_request = in_request
 
 
 @dataclass(frozen=True)
@@ -88,8 +91,11 @@ def validate_produce(records: bytes | None, *, topic_partition: str, max_message
     the topic's ``compression.<codec>.level``; Kafka's default level when absent)."""
     if rules is None:
         rules = RecordRules(now_ms=now_ms, create_time=not log_append_time)
-    batch = _the_one_batch(records or b"", version)
+    records = records or b""
+    batch = _the_one_batch(records, version)
     size = batch.size_in_bytes
+    if len(records) > size:     # a batch cut short after it: no batch to Kafka's iterator, and its log trims it
+        records = records[:size]
     if size > max_message_bytes:
         raise ProduceRefused(Errors.MESSAGE_TOO_LARGE,
                              f"The record batch size in the append to {topic_partition} is {size} bytes which "
@@ -102,6 +108,7 @@ def validate_produce(records: bytes | None, *, topic_partition: str, max_message
                              f"The baseOffset of the record batch in the append to {topic_partition} should be 0, "
                              f"but it is {batch.base_offset}")
     _check_batch(batch, topic_partition)
+    _decompress(batch, topic_partition)
     decoded = _check_records(batch, topic_partition, rules)
     codec = target_codec(compression_type, batch.compression_type)
     if codec != batch.compression_type:
@@ -118,6 +125,16 @@ def validate_produce(records: bytes | None, *, topic_partition: str, max_message
     return ValidatedAppend(_with_log_append_time(records, now_ms), batch.records_count, now_ms, batch)
 
 
+def request_refusal(records, version: int) -> ProduceRefused | None:
+    """What KafkaApis' ProduceRequest.validateRecords refuses (no batch, more than one, not magic
+    2, a corrupt batch size or magic), before the log or the acks are looked at; None if nothing."""
+    try:
+        _the_one_batch(records or b"", version)
+    except ProduceRefused as exc:
+        return exc
+    return None
+
+
 def _the_one_batch(records: bytes, version: int) -> RecordBatch:
     """ProduceRequest.validateRecords: exactly one batch, of magic 2."""
     try:
@@ -128,18 +145,16 @@ def _the_one_batch(records: bytes, version: int) -> RecordBatch:
             if len(batches) > 1:
                 break
     except CorruptRecordError as exc:
-        raise ProduceRefused(Errors.CORRUPT_MESSAGE, f"Record batch is corrupt: {exc}") from None
-    if not batches:
-        if iterator.tail is not None:
-            raise ProduceRefused(Errors.CORRUPT_MESSAGE, "Record batch is truncated: the records end inside it")
+        raise ProduceRefused(Errors.CORRUPT_MESSAGE, f"Record batch is corrupt: {exc}", in_request=True) from None
+    if not batches:         # a batch cut short is no batch to Kafka's iterator either
         raise ProduceRefused(Errors.INVALID_RECORD, f"Produce requests with version {version} must have at least "
-                                                    "one record batch per partition")
+                                                    "one record batch per partition", in_request=True)
     if getattr(batches[0], "magic", 2) != 2 or not isinstance(batches[0], RecordBatch):
         raise ProduceRefused(Errors.INVALID_RECORD, f"Produce requests with version {version} are only allowed to "
-                                                    "contain record batches with magic version 2")
-    if len(batches) > 1 or iterator.tail is not None:
+                                                    "contain record batches with magic version 2", in_request=True)
+    if len(batches) > 1:
         raise ProduceRefused(Errors.INVALID_RECORD, f"Produce requests with version {version} are only allowed to "
-                                                    "contain exactly one record batch per partition")
+                                                    "contain exactly one record batch per partition", in_request=True)
     return batches[0]
 
 
@@ -163,6 +178,18 @@ def _check_batch(batch: RecordBatch, topic_partition: str) -> None:
         raise ProduceRefused(Errors.INVALID_RECORD,
                              f"Inconsistent batch offset range [{batch.base_offset}, {batch.last_offset}] and count "
                              f"of records {count} in topic partition {topic_partition}.")
+
+
+def _decompress(batch: RecordBatch, topic_partition: str) -> None:
+    """A compressed batch's records decompressed (kept by the batch for the checks): one that
+    does not decompress is LogValidator's KafkaException, which Kafka answers UNKNOWN_SERVER_ERROR."""
+    if batch.compression_type == NONE:
+        return
+    try:
+        batch.decompressed_records()
+    except CorruptRecordError as exc:
+        raise ProduceRefused(Errors.UNKNOWN_SERVER_ERROR, f"Failed to decompress the records of {topic_partition}: "
+                                                          f"{exc}") from None
 
 
 def _check_records(batch: RecordBatch, topic_partition: str, rules: RecordRules) -> list | None:
@@ -190,8 +217,8 @@ def _records_in_order(batch: RecordBatch, topic_partition: str) -> list:
                                                             f"partition {topic_partition}.")
             records.append(record)
     except CorruptRecordError as exc:
-        raise ProduceRefused(Errors.CORRUPT_MESSAGE, f"Record is corrupt in topic partition {topic_partition}: "
-                                                     f"{exc}") from None
+        raise ProduceRefused(Errors.INVALID_RECORD, f"Record is corrupt in topic partition {topic_partition}: "
+                                                    f"{exc}") from None
     return records
 
 
@@ -199,13 +226,13 @@ def _check_records_native(batch: RecordBatch, topic_partition: str, rules: Recor
     try:
         data, start, end, count, compressed = batch.records_range()
     except CorruptRecordError as exc:
-        raise ProduceRefused(Errors.CORRUPT_MESSAGE, f"Record is corrupt in topic partition {topic_partition}: "
-                                                     f"{exc}") from None
+        raise ProduceRefused(Errors.INVALID_RECORD, f"Record is corrupt in topic partition {topic_partition}: "
+                                                    f"{exc}") from None
     columns = _native.records.Columns(java_utf8, rules.compacted, False, False, True)
     error = columns.add(data, start, end, count, batch.base_offset, batch.base_timestamp, None)
     if error is not None:
-        raise ProduceRefused(Errors.CORRUPT_MESSAGE, f"Record is corrupt in topic partition {topic_partition}: "
-                                                     f"{batch.fail_at(compressed)(*error)}")
+        raise ProduceRefused(Errors.INVALID_RECORD, f"Record is corrupt in topic partition {topic_partition}: "
+                                                    f"{batch.fail_at(compressed)(*error)}")
     finished = columns.finish()
     offsets = bytes(finished["offset"])
     if offsets != array("q", range(batch.base_offset, batch.base_offset + count)).tobytes():

@@ -88,6 +88,8 @@ def cluster(tmp_path_factory):
         "controller.quorum.election.timeout.ms": "200",     # one voter: no need to wait for others
         "offsets.topic.replication.factor": "1", "offsets.topic.num.partitions": "1",
         "group.initial.rebalance.delay.ms": "0",
+        # what an auto-created topic gets (test_a_topic_a_metadata_request_creates_...): not Kafka's 1 and 1
+        "num.partitions": "2", "default.replication.factor": "2",
     })
     metrics_ports = dict(zip(BROKERS, free_ports(len(BROKERS))))
     for broker in BROKERS:
@@ -195,6 +197,16 @@ def test_each_broker_only_node_serves_its_raft_and_broker_metrics(cluster):
     assert total("kafka_network_requestmetrics_totaltimems_count", (("request", "Fetch"),)) > 0
     assert total("kafka_network_requestmetrics_errors_total", (("error", "NONE"), ("request", "Produce"))) >= 2
     assert all(("kafka_log_logflushstats_logflushrateandtimems_count", ()) in m for m in scraped.values())
+
+
+def test_a_topic_a_metadata_request_creates_has_num_partitions_and_default_replication_factor(cluster):
+    """auto.create.topics.enable (Kafka's default): a Metadata request naming an unknown topic makes
+    the broker ask the controller for it with its num.partitions and default.replication.factor
+    (2 and 2 in this module's settings), as Kafka's AutoTopicCreationManager does."""
+    cluster.call(BROKERS[0], MetadataRequest(topics=[MetadataRequestTopic(name="auto-wide")],
+                                             allow_auto_topic_creation=True), api_version=12)
+    cluster.quorum.wait_until(lambda: len(cluster.partitions("auto-wide")) == 2, WAIT_S, "auto-wide to be created")
+    assert [sorted(p.replica_nodes) for p in cluster.partitions("auto-wide")] == [BROKERS, BROKERS]
 
 
 def test_a_restarted_broker_only_node_keeps_its_data_and_metadata(cluster):

@@ -12,12 +12,14 @@ import asyncio
 import contextlib
 import os
 import shutil
+import struct
 import subprocess
 import threading
 import time
 import urllib.request
 
 import pytest
+from crc32c import crc32c
 
 from kafkawire.messages.api_versions_request import ApiVersionsRequest
 from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
@@ -33,7 +35,7 @@ from kafkawire.net.config import PROMETHEUS_REPORTER
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
 from kafkawire.records import iter_batches
-from kafkawire.records.builder import build_batch
+from kafkawire.records.builder import build_batch, build_control_batch
 from kafkawire.storage.state_files import read_offset_checkpoint
 from kafkawire.tools import cli
 
@@ -218,9 +220,44 @@ def test_a_batch_over_the_topics_max_message_bytes_is_message_too_large(node):
     node.create_topic("small", max_message_bytes=200)
     big = build_batch([(b"k", b"x" * 300)])
     response = node.produce("small", big, acks=-1)
-    assert response.error_code == Errors.MESSAGE_TOO_LARGE
-    assert f"is {len(big)} bytes which exceeds the maximum configured value of 200" in response.error_message
+    # Kafka's answer carries no message nor log start offset for a RecordTooLargeException
+    assert (response.error_code, response.error_message, response.log_start_offset) == \
+        (Errors.MESSAGE_TOO_LARGE, None, -1)
     assert node.produce("small", build_batch([(b"k", b"x")]), acks=-1).error_code == Errors.NONE
+
+
+def test_refused_records_are_answered_as_kafkas_replica_manager_answers_them(node):
+    """Kafka 4.3.1's answers (tests/interop/test_produce_refusals_vs_kafka.py asks a live one): no
+    error message but for record errors; the partition's log start offset for what the log refused,
+    -1 for a CRC, a size, or records KafkaApis refused before the log; a transactional batch (any
+    producer id) without a transactional id refuses the whole request."""
+    node.create_topic("refused")
+    good = build_batch([(b"k", b"v")])
+    assert node.produce("refused", good).error_code == Errors.NONE
+
+    def answer(records):
+        r = node.produce("refused", records)
+        return r.error_code, r.error_message, r.log_start_offset
+    flipped = bytearray(good)
+    flipped[-1] ^= 0x01
+    assert answer(build_batch([(b"k", b"v")], base_offset=7)) == (Errors.INVALID_RECORD, None, 0)
+    assert answer(build_batch([(b"k", b"v")], producer_id=5, producer_epoch=0, base_sequence=-1)) == \
+        (Errors.INVALID_RECORD, None, 0)
+    assert answer(bytes(flipped)) == (Errors.CORRUPT_MESSAGE, None, -1)
+    garbled = bytearray(good)                                   # a key length past the record, CRC made right
+    garbled[65] = 0x7E
+    struct.pack_into(">I", garbled, 17, crc32c(bytes(garbled[21:])))
+    assert answer(bytes(garbled)) == (Errors.INVALID_RECORD, None, 0)
+    gzipped = bytearray(build_batch([(b"k", b"v" * 50)], compression_type=1))
+    gzipped[61:] = b"\x00" * (len(gzipped) - 61)                 # not gzip, CRC made right
+    struct.pack_into(">I", gzipped, 17, crc32c(bytes(gzipped[21:])))
+    assert answer(bytes(gzipped)) == (Errors.UNKNOWN_SERVER_ERROR, None, 0)
+    assert answer(good + good) == (Errors.INVALID_RECORD, None, -1)
+    assert answer(good[:-3]) == (Errors.INVALID_RECORD, None, -1)
+    for transactional in (build_batch([(b"k", b"v")], producer_id=5, producer_epoch=0, base_sequence=0,
+                                      is_transactional=True), build_control_batch(0, b"\x00" * 6)):
+        assert answer(transactional) == (Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None, -1)
+    assert node.list_offset("refused", -1).offset == 1
 
 
 def test_a_batch_with_a_bad_crc_sent_raw_is_corrupt_message_and_not_stored(node):
@@ -262,6 +299,50 @@ def test_fetch_returns_at_least_one_whole_batch_beyond_partition_max_bytes(node)
     node.produce("one-batch", build_batch([(b"k", b"y" * 500)]))
     data = node.fetch("one-batch", 0, partition_max_bytes=10)
     assert [b.base_offset for b in iter_batches(data.records)] == [0]
+
+
+def test_a_fetchs_max_bytes_bounds_the_whole_answer_after_the_first_whole_batch(node):
+    """KIP-74: the request's max_bytes bounds the answer over all its partitions, in their order;
+    the first partition with records returns one whole batch even when it is larger, the next ones
+    only what is left (a batch larger than that: none, and no error)."""
+    node.create_topic("budget", partitions=3)
+    for p in range(3):
+        node.produce("budget", build_batch([(b"k", b"x" * 500)]), partition=p)
+
+    def fetch_all(max_bytes: int) -> list[int]:
+        response = node.call(FetchRequest(
+            replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=max_bytes, isolation_level=0, session_id=0,
+            session_epoch=-1, forgotten_topics_data=[], rack_id="", topics=[FetchTopic(topic="budget", partitions=[
+                FetchPartition(partition=p, fetch_offset=0, current_leader_epoch=-1, log_start_offset=-1,
+                               partition_max_bytes=1 << 20) for p in range(3)])]), api_version=12)
+        parts = sorted(response.responses[0].partitions, key=lambda d: d.partition_index)
+        assert [(d.error_code, d.high_watermark) for d in parts] == [(Errors.NONE, 1)] * 3
+        return [len(d.records or b"") for d in parts]
+
+    whole = fetch_all(1 << 20)
+    batch = whole[0]
+    assert whole == [batch] * 3 and batch > 500
+    assert fetch_all(2 * batch + batch // 2) == [batch, batch, 0]
+    assert fetch_all(10) == [batch, 0, 0]
+
+
+def test_acks_other_than_0_1_and_all_are_invalid_required_acks_for_the_partitions_that_exist(node):
+    """Kafka's order: KafkaApis answers the unknown topics and partitions and the records
+    ProduceRequest.validateRecords refuses first (here no batch: INVALID_RECORD), then
+    ReplicaManager.appendRecords refuses every other partition with INVALID_REQUIRED_ACKS and
+    appends nothing."""
+    node.create_topic("bad-acks", partitions=2)
+    record = build_batch([(b"k", b"v")])
+    response = node.call(ProduceRequest(acks=2, timeout_ms=5000, topic_data=[
+        TopicProduceData(name="bad-acks", partition_data=[PartitionProduceData(index=0, records=record),
+                                                          PartitionProduceData(index=1, records=b""),
+                                                          PartitionProduceData(index=7, records=record)]),
+        TopicProduceData(name="bad-acks-unknown", partition_data=[PartitionProduceData(index=0, records=record)])]),
+        api_version=12)
+    assert {(t.name, p.index): p.error_code for t in response.responses for p in t.partition_responses} == {
+        ("bad-acks", 0): Errors.INVALID_REQUIRED_ACKS, ("bad-acks", 1): Errors.INVALID_RECORD,
+        ("bad-acks", 7): Errors.UNKNOWN_TOPIC_OR_PARTITION, ("bad-acks-unknown", 0): Errors.UNKNOWN_TOPIC_OR_PARTITION}
+    assert node.list_offset("bad-acks", -1).offset == 0
 
 
 def test_fetch_outside_the_log_is_offset_out_of_range(node):

@@ -296,3 +296,22 @@ def test_a_range_truncated_under_the_send_fails_the_send_instead_of_sending_a_sh
         assert failed and "truncated" in failed[0] and len(received) == 4 + 100_000
         assert frame[1].fd == -1            # closed all the same
     run_as_the_node_does(go())
+
+
+def test_the_brokers_fetch_max_bytes_caps_a_larger_max_bytes_of_the_request(tmp_path):
+    """ReplicaManager.fetchMessages reads at most min(the request's max_bytes, fetch.max.bytes):
+    a request asking 1 MB of a broker with fetch.max.bytes=150000 gets the whole batches that fit
+    in 150,000 bytes, as a request asking 150,000 does."""
+    async def go():
+        broker, state = make_broker(tmp_path, "fetch.max.bytes=150000\n")
+        state["image"] = single_replica_image()
+        broker.on_metadata()
+        partition = broker.partitions[("t", 0)]
+        fill(partition)
+        in_memory = SimpleNamespace(api_version=16, listener_name="PLAINTEXT", security_protocol="SSL")
+        answer = await broker.fetch_api.fetch(in_memory, fetch_request({0: 0}, committed=False, max_bytes=1 << 20))
+        records = answer.responses[0].partitions[0].records
+        assert records == expected_read(partition, 0, 150_000, True, partition.high_watermark())
+        assert 100_000 < len(records) <= 150_000
+        await close(broker)
+    asyncio.run(go())

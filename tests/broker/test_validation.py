@@ -57,6 +57,14 @@ def legacy_message(key: bytes, value: bytes) -> bytes:
     return struct.pack(">qi", 0, len(message)) + message
 
 
+def test_a_batch_cut_short_after_the_batch_is_dropped_as_kafkas_log_trims_it():
+    """Kafka's iterator stops at a batch the buffer ends inside, so ProduceRequest.validateRecords
+    sees one batch, and the log appends only the bytes of the valid ones (trimInvalidBytes)."""
+    data = build_batch(RECORDS)
+    validated = check(data + data[:-3])
+    assert (validated.data, validated.records) == (data, 5)
+
+
 def test_a_legacy_message_set_is_invalid_record():
     error = refused(legacy_message(b"k", b"v"))
     assert error.code == Errors.INVALID_RECORD and "magic version 2" in str(error)
@@ -78,8 +86,10 @@ def test_a_batch_whose_crc_does_not_match_is_corrupt_message():
     assert error.code == Errors.CORRUPT_MESSAGE and str(error).startswith("Record is corrupt (stored crc = ")
 
 
-def test_a_truncated_batch_is_corrupt_message():
-    assert refused(build_batch(RECORDS)[:-3]).code == Errors.CORRUPT_MESSAGE
+def test_a_truncated_batch_is_no_batch_as_kafkas_iterator_sees_it():
+    error = refused(build_batch(RECORDS)[:-3])
+    assert (error.code, error.in_request) == (Errors.INVALID_RECORD, True)
+    assert "must have at least one record batch per partition" in str(error)
 
 
 def test_a_client_batch_must_start_at_offset_zero():

@@ -325,6 +325,38 @@ def test_kafka_topics_and_configs_describe_the_topic_and_the_defaults(broker, st
         in brokers
 
 
+def test_kafka_topics_creates_lists_grows_and_deletes_a_topic(broker):
+    """kafka-topics' other commands through the broker (issue 29's judge; --create and --describe
+    run above): a topic created with a config of its own, listed, grown from 2 partitions to 4
+    (--alter; its new partitions' logs opened here), described with its config, deleted, then no
+    longer listed and unknown to Metadata."""
+    servers, topic = broker.bootstrap_servers, "tools-grown"
+
+    def topics(*args) -> str:
+        return kafka_tool(TOPICS, "--bootstrap-server", servers, *args)
+
+    def partition_count() -> int | None:
+        described = call(broker, MetadataRequest(topics=[MetadataRequestTopic(name=topic)],
+                                                 allow_auto_topic_creation=False), 12).topics[0]
+        return None if described.error_code else len(described.partitions)
+
+    topics("--create", "--topic", topic, "--partitions", 2, "--replication-factor", 1,
+           "--config", "retention.ms=3600000")
+    assert topic in topics("--list").split()
+    topics("--alter", "--topic", topic, "--partitions", 4)
+    wait_until(lambda: partition_count() == 4, f"{topic} grown to 4 partitions")
+    wait_until(lambda: all(os.path.isdir(os.path.join(broker.log_dir, f"{topic}-{p}")) for p in range(4)),
+               f"the logs of {topic}'s 4 partitions")
+    header = topics("--describe", "--topic", topic).splitlines()[0]
+    # the configs not of source DEFAULT_CONFIG: the topic's own and the cluster's min.insync.replicas
+    # that formatting wrote (as Kafka's kafka-storage format does)
+    assert header.endswith("\tPartitionCount: 4\tReplicationFactor: 1\t"
+                           "Configs: min.insync.replicas=1,retention.ms=3600000"), header
+    topics("--delete", "--topic", topic)
+    wait_until(lambda: topic not in topics("--list").split(), f"{topic} gone from kafka-topics --list")
+    assert partition_count() is None
+
+
 def test_log_dirs_delete_records_and_get_offsets(broker, state, tmp_path):
     """kafka-log-dirs gives each partition's size as the bytes of its segments on disk;
     kafka-delete-records moves orders-1's start to 4, refuses an offset past orders-0's end
