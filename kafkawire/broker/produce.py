@@ -154,7 +154,7 @@ class ProduceApi:
                 log_append_time=settings.log_append_time, max_message_bytes=settings.max_message_bytes,
                 rules=settings_rules(settings, now_ms), compression_type=settings.compression_type,
                 compression_levels=settings.compression_levels)
-            base_offset, log_append_time = self._append(partition, validated, now_ms, guard)
+            base_offset, log_append_time = partition.append(validated, now_ms=now_ms, guard=guard)
         except RecordErrors as exc:      # ReplicaManager: RecordValidationException, the log start offset kept
             if exc.code not in UNCOUNTED_FAILURES:
                 stats.mark(topic.name, FAILED_PRODUCE)
@@ -163,10 +163,6 @@ class ProduceApi:
                 log_start_offset=partition.log.log_start_offset, error_message=str(exc),
                 record_errors=[BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
                                for i, m in exc.errors])
-        except ProducerStateRefused as exc:
-            stats.mark(topic.name, FAILED_PRODUCE)
-            return PartitionProduceResponse(index=p.index, error_code=exc.code, base_offset=-1, log_append_time_ms=-1,
-                                            log_start_offset=partition.log.log_start_offset)
         except ProduceRefused as exc:
             if exc.code not in UNCOUNTED_FAILURES:
                 stats.mark(topic.name, FAILED_PRODUCE)
@@ -187,21 +183,6 @@ class ProduceApi:
         return PartitionProduceResponse(index=p.index, error_code=Errors.NONE, base_offset=base_offset,
                                         log_append_time_ms=log_append_time,
                                         log_start_offset=partition.log.log_start_offset)
-
-    @staticmethod
-    def _append(partition, validated, now_ms: int, guard) -> tuple[int, int]:
-        """partition.append, its producer state's refusal raised as ProducerStateRefused."""
-        try:
-            return partition.append(validated, now_ms=now_ms, guard=guard)
-        except ProduceRefused as exc:
-            raise ProducerStateRefused(exc.code, str(exc)) from None
-
-
-class ProducerStateRefused(ProduceRefused):
-    """The producer state refused the batch (OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH,
-    INVALID_TXN_STATE, ...): answered as ReplicaManager.appendToLocalLog answers an exception
-    it does not name, without the message (LogAppendResult has none for it: Kafka 4.3.1 answers
-    null, tests/broker/test_torn_tail_producer.py) and with the partition's log start offset."""
 
 
 # ReplicaManager.appendToLocalLog does not count these as failed produce requests (a failure of
