@@ -298,23 +298,32 @@ class FrameReader:
             data = self._fill_body(data, frames)
             taken *= len(frames)
         buf = self._buffer
-        if data:
+        # Bytes that cannot change (the stream's reads) are split where they are: the body of a
+        # frame they start is kept as a slice of them, and only what follows the frames is buffered.
+        direct = not buf and (type(data) is bytes or (type(data) is memoryview and data.readonly
+                                                      and data.format == "B" and data.ndim == 1))
+        if not direct and data:
             buf += data
         pos, error = 0, None
-        with memoryview(buf) as view:
-            while len(buf) - pos >= 4 and (max_frames is None or len(frames) < max_frames):
-                (size,) = _INT32.unpack_from(buf, pos)
+        with memoryview(data if direct else buf) as view:
+            length = len(view)
+            while length - pos >= 4 and (max_frames is None or len(frames) < max_frames):
+                (size,) = _INT32.unpack_from(view, pos)
                 if size < 0 or size > self.max_frame:
                     error = self._size_error(size, taken + pos)
                     break
                 end = pos + 4 + size
-                if end > len(buf):          # the rest comes in later chunks
-                    self._body, self._body_size, self._body_missing = [bytes(view[pos + 4:])], size, end - len(buf)
-                    pos = len(buf)
+                if end > length:            # the rest comes in later chunks
+                    body = view[pos + 4:] if direct else bytes(view[pos + 4:])
+                    self._body, self._body_size, self._body_missing = [body], size, end - length
+                    pos = length
                     break
                 frames.append(bytes(view[pos + 4:end]))
                 pos = end
-        del buf[:pos]
+            if direct and pos < length:
+                buf += view[pos:]
+        if not direct:
+            del buf[:pos]
         return frames, error
 
     def _size_error(self, size: int, offset: int) -> DecodeError:
