@@ -445,6 +445,35 @@ PyObject *kw_repeat_binary(PyObject *module, PyObject *const *args, Py_ssize_t n
     return result;
 }
 
+/* int64_bounds(column) -> (min, max) of a column of native int64s (Columns' timestamps), None
+ * when it is empty: a produced batch's timestamp check, where Python's min and max would make an
+ * int of every record's timestamp. */
+PyObject *kw_int64_bounds(PyObject *module, PyObject *column) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(column, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = view.len / 8;
+    if (view.len % 8 != 0)
+        PyErr_SetString(PyExc_ValueError, "an int64 column's length is a multiple of 8");
+    else if (n == 0)
+        result = Py_NewRef(Py_None);
+    else {
+        const char *p = view.buf;
+        int64_t low, high, v;
+        memcpy(&low, p, 8);
+        high = low;
+        for (Py_ssize_t i = 1; i < n; i++) {
+            memcpy(&v, p + 8 * i, 8);
+            low = v < low ? v : low;
+            high = v > high ? v : high;
+        }
+        result = Py_BuildValue("(LL)", (long long)low, (long long)high);
+    }
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef columns_methods[] = {
     {"add", (PyCFunction)(void (*)(void))columns_add, METH_FASTCALL,
      "add(data, start, end, count, base_offset, base_timestamp, log_append_time) -> None | (reason, position)"},

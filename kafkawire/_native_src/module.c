@@ -62,6 +62,7 @@ static PyMethodDef methods[] = {
     {"reassemble_direction", (PyCFunction)(void (*)(void))kw_reassemble_direction, METH_FASTCALL,
      "reassemble_direction(segments, run_cls, segment_cls) -> None | (runs, gaps, retransmitted, saw_syn, syn_ack): "
      "one TCP direction's runs, as kafkawire/capture/streams.py makes them (reassemble.c)"},
+    {"int64_bounds", kw_int64_bounds, METH_O, "int64_bounds(column) -> (min, max) of native int64s, None if empty."},
     {"crc32c", kw_crc32c_py, METH_O, "crc32c(data) -> the CRC-32C of the bytes (as the batch header stores it)."},
     {"dump_records", (PyCFunction)(void (*)(void))kw_dump_records, METH_FASTCALL,
      "dump_records(data, start, end, count, base_offset, base_timestamp, log_append_time, previous_offset, "

@@ -114,6 +114,8 @@ int kw_decode_init(PyObject *module);
 PyObject *kw_set_pure_append(PyObject *module, PyObject *func);
 int kw_encode_init(PyObject *module);
 int kw_columns_init(PyObject *module);
+/* int64_bounds(column) -> (min, max) of native int64s, None if empty (columns.c) */
+PyObject *kw_int64_bounds(PyObject *module, PyObject *column);
 /* repeat_binary(value, n) -> (offsets, data): an Arrow binary column of n copies (columns.c) */
 PyObject *kw_repeat_binary(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 

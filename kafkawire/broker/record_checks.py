@@ -25,6 +25,7 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass
 
+from kafkawire import _native
 from kafkawire.protocol.error_codes import Errors
 
 __all__ = ["RecordRules", "RecordErrors", "record_errors", "raise_record_errors"]
@@ -60,16 +61,14 @@ class RecordRules:
     after_max_ms: int = 3600000
     compacted: bool = False
 
-    def all_pass(self, log_append_batch: bool, timestamps: bytes, keys_missing: int) -> bool:
+    def all_pass(self, log_append_batch: bool, timestamps, keys_missing: int) -> bool:
         """True when no record can fail: from the C parser's timestamp column (int64, with
-        saturation at the int64 ends) and its count of null keys. False means "ask the oracle"."""
+        saturation at the int64 ends; any buffer) and its count of null keys. False means "ask the oracle"."""
         if log_append_batch or (self.compacted and keys_missing):
             return False
-        if not self.create_time or not timestamps:
+        if not self.create_time or not memoryview(timestamps).nbytes:
             return True
-        column = array("q")
-        column.frombytes(timestamps)
-        low, high = min(column), max(column)
+        low, high = _int64_bounds(timestamps)
         if low == LONG_MIN or high == LONG_MAX:      # saturated: Java's sum wrapped
             return False
         now = self.now_ms
@@ -93,6 +92,16 @@ class RecordRules:
             return Errors.INVALID_TIMESTAMP, (f"Invalid timestamp type in message {_java_record_text(record)}. "
                                               "Producer should not set timestamp type to LogAppendTime.")
         return None
+
+
+def _int64_bounds(column) -> tuple[int, int]:
+    """(min, max) of a non-empty column of native int64s: in C when the extension has it (min and
+    max here would make an int of each value: a tenth of a produce request's CPU)."""
+    if _native.records is not None and hasattr(_native.records, "int64_bounds"):
+        return _native.records.int64_bounds(column)
+    values = array("q")
+    values.frombytes(column)
+    return min(values), max(values)
 
 
 def _java_record_text(record) -> str:

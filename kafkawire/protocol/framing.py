@@ -146,6 +146,17 @@ def decode_request(payload: bytes) -> Request:
     # Kafka's broker reads what the schema asks for and ignores the rest of a request; librdkafka
     # relies on it, sending ApiVersions v0 with an int32 0 after the (empty) body. So trailing
     # bytes are kept aside here, not refused; Message.decode itself stays strict.
+    decoder = request_cls._DECODERS.get(api_version)
+    if type(payload) is bytes and decoder is not None:
+        # The body decoded where it is in the payload: Message.decode would first copy it out
+        # (a produce request's records are most of it). A failure is decoded again that way,
+        # for the error Message.decode gives, its offsets counted from the body's start.
+        try:
+            body, end = decoder(payload, pos)
+        except Exception:
+            pass
+        else:
+            return Request(header, body, api_key, api_version, correlation_id, payload[end:])
     body, end = request_cls.decode(memoryview(payload)[pos:], api_version, partial=True)
     return Request(header, body, api_key, api_version, correlation_id, bytes(payload[pos + end:]))
 
@@ -253,32 +264,102 @@ class FrameReader:
     """Splits a byte stream into size-prefixed frames, refusing sizes above max_frame.
 
     The size is checked before any buffering of the frame, so a hostile size costs nothing.
+    A frame longer than what has arrived keeps its body as the chunks that come, joined once
+    when it is whole: one copy of each byte, where a growing buffer would be copied again at
+    every chunk (a 1 MB produce request arrives in sixteen 64 KiB reads).
     """
 
     def __init__(self, max_frame: int = DEFAULT_MAX_FRAME, limit_name: str = "socket.request.max.bytes"):
         self.max_frame = max_frame
         self.limit_name = limit_name        # the setting max_frame comes from, for the error
-        self._buffer = bytearray()
+        self._buffer = bytearray()          # what is not yet in a frame whose size was checked
+        self._body: list = []               # the chunks of the frame being read, its size checked
+        self._body_size = -1                # that frame's size; -1: none is being read
+        self._body_missing = 0
 
     def feed(self, data: bytes, max_frames: int | None = None) -> list[bytes]:
         """The whole frames buffered so far, at most ``max_frames`` of them (the rest stay
         buffered, their sizes unchecked, for a later call that may have another max_frame)."""
-        self._buffer += data
-        frames: list[bytes] = []
-        buf = self._buffer
-        pos = 0
-        while len(buf) - pos >= 4 and (max_frames is None or len(frames) < max_frames):
-            (size,) = _INT32.unpack_from(buf, pos)
-            if size < 0 or size > self.max_frame:
-                raise DecodeError("frame", None, "size", pos,
-                                  f"frame size {size} is outside 0..{self.max_frame} ({self.limit_name})")
-            if len(buf) - pos - 4 < size:
-                break
-            frames.append(bytes(buf[pos + 4: pos + 4 + size]))
-            pos += 4 + size
-        del buf[:pos]
+        frames, error = self.take_frames(data, max_frames)
+        if error is not None:
+            raise error
         return frames
+
+    def take_frames(self, data: bytes | memoryview,
+                    max_frames: int | None = None) -> tuple[list[bytes], DecodeError | None]:
+        """feed's frames and, instead of raising it, the DecodeError of a bad size that follows
+        them: the frames before it are taken, the bad size and what follows stay buffered."""
+        frames: list[bytes] = []
+        taken = 0       # the bytes of a frame made whole here before the buffer (the error's offset counts them)
+        if self._body_size > self.max_frame:        # checked again under a new max_frame (a SASL re-authentication)
+            return frames, self._size_error(self._body_size, 0)
+        if self._body_size >= 0:
+            taken = 4 + self._body_size
+            data = self._fill_body(data, frames)
+            taken *= len(frames)
+        buf = self._buffer
+        # Bytes that cannot change (the stream's reads) are split where they are: the body of a
+        # frame they start is kept as a slice of them, and only what follows the frames is buffered.
+        direct = not buf and (type(data) is bytes or (type(data) is memoryview and data.readonly
+                                                      and data.format == "B" and data.ndim == 1))
+        if not direct and data:
+            buf += data
+        pos, error = 0, None
+        with memoryview(data if direct else buf) as view:
+            length = len(view)
+            while length - pos >= 4 and (max_frames is None or len(frames) < max_frames):
+                (size,) = _INT32.unpack_from(view, pos)
+                if size < 0 or size > self.max_frame:
+                    error = self._size_error(size, taken + pos)
+                    break
+                end = pos + 4 + size
+                if end > length:            # the rest comes in later chunks
+                    body = view[pos + 4:] if direct else bytes(view[pos + 4:])
+                    self._body, self._body_size, self._body_missing = [body], size, end - length
+                    pos = length
+                    break
+                frames.append(bytes(view[pos + 4:end]))
+                pos = end
+            if direct and pos < length:
+                buf += view[pos:]
+        if not direct:
+            del buf[:pos]
+        return frames, error
+
+    def _size_error(self, size: int, offset: int) -> DecodeError:
+        return DecodeError("frame", None, "size", offset,
+                           f"frame size {size} is outside 0..{self.max_frame} ({self.limit_name})")
+
+    def discard(self) -> None:
+        """Drop what is buffered (the reader of a connection closing at a bad size)."""
+        self._buffer.clear()
+        self._body, self._body_size, self._body_missing = [], -1, 0
+
+    def _fill_body(self, data: bytes | memoryview, frames: list) -> bytes | memoryview:
+        """Add ``data`` to the frame being read; what is left of it once that frame is whole."""
+        missing = self._body_missing
+        if len(data) < missing:
+            self._body.append(data if type(data) is bytes else bytes(data))     # the caller may reuse its buffer
+            self._body_missing = missing - len(data)
+            return b""
+        view = memoryview(data)
+        self._body.append(view[:missing])
+        frames.append(b"".join(self._body))
+        self._body, self._body_size, self._body_missing = [], -1, 0
+        return view[missing:]
 
     @property
     def pending(self) -> int:
+        """The bytes taken and not yet in a whole frame."""
+        if self._body_size >= 0:
+            return 4 + self._body_size - self._body_missing + len(self._buffer)
         return len(self._buffer)
+
+    def partial_frame_bytes(self) -> int:
+        """What the frame being read will take in memory once whole: its declared size (checked
+        when fed) plus the size field, or the bytes of a size field not yet whole."""
+        if self._body_size >= 0:
+            return self._body_size + 4
+        if len(self._buffer) < 4:
+            return len(self._buffer)
+        return int.from_bytes(self._buffer[:4], "big", signed=True) + 4

@@ -281,10 +281,11 @@ class Log:
         ``leader_epoch`` (if given) is written into each v2 batch's partition leader
         epoch field (outside the CRC), as a leader does. ``crc_verified``: the caller
         checked every batch's CRC already (a leader's produce path), so it is not checked
-        again. ``records`` (bytes-like) is copied once, into the buffer that gets the
-        offsets and the epoch and is written.
+        again. ``records`` (bytes-like) is written from where it is: one long batch that gets
+        an offset or the epoch has its header stamped apart (a large produce request's records
+        are not copied); else they are copied once, into the buffer that gets them.
         """
-        data = bytearray(records)
+        data = records
         if not data:
             raise ValueError("nothing to append")
         if len(data) > self.segment_bytes:
@@ -295,6 +296,7 @@ class Log:
         first_offset = last_offset = None
         max_ts, offset_of_max_ts = -1, None
         batches = []        # (position, last offset, largest timestamp): the segment indexes each
+        stamps = []         # (position, base offset to write or None): the headers to stamp
         it = iter_batches(data, verify_crc=not crc_verified)
         for batch in it:
             pos = batch.position
@@ -302,15 +304,14 @@ class Log:
                 if getattr(batch, "magic", 2) != 2 or not hasattr(batch, "last_offset_delta"):
                     raise ValueError("only v2 batches can have offsets or leader epoch assigned")
             if assign_offsets:
-                _INT64.pack_into(data, pos, next_offset)
                 base, last = next_offset, next_offset + batch.last_offset_delta
             else:
                 base, last = batch.base_offset, batch.last_offset
                 if base < next_offset:
                     raise ValueError(f"batch base offset {base} is below the expected offset "
                                      f"{next_offset} (log end offset {leo}); offsets must increase")
-            if leader_epoch is not None:
-                _INT32.pack_into(data, pos + 12, leader_epoch)
+            if assign_offsets or leader_epoch is not None:
+                stamps.append((pos, base if assign_offsets else None))
             if first_offset is None:
                 first_offset = base
             batch_max_ts = _max_ts(batch)
@@ -321,6 +322,7 @@ class Log:
             batches.append((pos, last, batch_max_ts))
         if it.tail is not None:
             raise ValueError(f"append data ends inside a batch at byte {it.tail.position}")
+        data, head = _stamped(data, stamps, leader_epoch)
         active = self.active_segment
         if (active.size > 0 and active.size > self.segment_bytes - len(data)) \
                 or self._reached_roll_ms(active, max_ts) \
@@ -330,7 +332,8 @@ class Log:
                 active = self.roll(first_offset)
             except OSError as exc:
                 raise _raised_as(SegmentRollError, exc) from exc
-        active.append(data, last_offset, max_ts, offset_of_max_ts, batches=batches, write=not self.deferred_writes)
+        active.append(data, last_offset, max_ts, offset_of_max_ts, batches=batches, write=not self.deferred_writes,
+                      head=head)
         self._dirty.add(active.base_offset)
         if last_offset + 1 - self.flushed_offset >= self.flush_messages:
             try:
@@ -577,3 +580,25 @@ class Log:
     def __exit__(self, *exc):
         self.close()
 
+
+_STAMPED_HEAD = 16      # a v2 batch's base offset, length and partition leader epoch
+# A batch this long is written in two parts, its stamped head and the rest, rather than copied
+# whole to be stamped: a second write costs less than the copy from here (a shorter one would
+# cost a write more than its copy; io.BufferedRandom takes one write of 8 KiB in its buffer).
+_STAMP_APART_MIN = 1 << 16
+
+
+def _stamped(data, stamps: list, leader_epoch: int | None) -> tuple:
+    """``(data, head)`` to write for Log.append: the headers at ``stamps`` ((position, base offset
+    or None)) given their offset and ``leader_epoch``. One long batch: ``data`` as it is and its
+    first bytes stamped in ``head``; else a copy of ``data`` stamped, ``head`` None."""
+    if not stamps:
+        return data, None
+    one = len(stamps) == 1 and len(data) >= _STAMP_APART_MIN
+    buf = bytearray(memoryview(data)[:_STAMPED_HEAD] if one else data)
+    for pos, base in stamps:
+        if base is not None:
+            _INT64.pack_into(buf, pos, base)
+        if leader_epoch is not None:
+            _INT32.pack_into(buf, pos + 12, leader_epoch)
+    return (data, buf) if one else (buf, None)

@@ -240,7 +240,7 @@ class LogSegment:
 
     def append(self, records: bytes, largest_offset: int | None = None,
                largest_timestamp: int | None = None,
-               offset_of_max_timestamp: int | None = None, batches=None, write: bool = True) -> int:
+               offset_of_max_timestamp: int | None = None, batches=None, write: bool = True, head=None) -> int:
         """Append the bytes of one or more whole batches; returns the position written at.
 
         ``largest_offset`` / ``largest_timestamp`` / ``offset_of_max_timestamp`` are
@@ -248,6 +248,8 @@ class LogSegment:
         ``records``, last offset, largest timestamp), for several: each is then indexed on its
         own as LogSegment.append does (without it the chunk is indexed as one batch). ``write``
         False: the bytes are written later, by ``write_unwritten`` (the module docstring).
+        ``head``: bytes written in place of the first ones of ``records`` (a batch header given its
+        offset and epoch, so that the records need no stamped copy); the offsets are then given.
         """
         if not records:
             return self._size
@@ -269,10 +271,15 @@ class LogSegment:
         if write:
             self.write_unwritten()
             self._log.seek(position)
-            self._log.write(records)
+            if head is None:
+                self._log.write(records)
+            else:
+                self._log.write(head)
+                self._log.write(memoryview(records)[len(head):])
             self._log.flush()
         else:
-            self._unwritten.append((position, bytes(records)))
+            self._unwritten.append((position, bytes(records) if head is None
+                                    else b"".join((head, memoryview(records)[len(head):]))))
         self._size += len(records)
         if batches is not None and len(batches) > 1:
             self._index_each(batches, position, len(records))

@@ -144,6 +144,15 @@ def test_records_whose_offset_deltas_skip_are_invalid_record():
     assert error.code == Errors.INVALID_RECORD and "offset delta" in str(error)
 
 
+def test_offset_deltas_are_checked_in_batches_of_every_size_one_after_another():
+    """The C path compares a batch's offsets with a kept run of 0, 1, 2...: grown for a larger
+    batch, a prefix for a smaller; a batch past the run's longest is compared with its own."""
+    from kafkawire.broker import validation
+    for n in (1, 300, 2, 2000, 3, validation._KEPT_RUN_MAX + 1, 7):
+        assert check(build_batch([(None, b"v", [], NOW)] * n), max_message_bytes=1 << 24).records == n
+    test_records_whose_offset_deltas_skip_are_invalid_record()
+
+
 # -- the append after the checks (LeaderPartition.append, Log.append) --
 
 def test_the_produce_path_computes_each_batchs_crc_once(tmp_path, monkeypatch):

@@ -1,6 +1,7 @@
 """The semantics the anchors get wrong (see ../shared/notes/anchors-codegen.md), pinned down."""
 from __future__ import annotations
 
+import struct
 import uuid
 
 import pytest
@@ -157,6 +158,44 @@ def test_frame_reader_splits_and_bounds_frames():
     assert reader.feed(b"\x00\x01c") == [b"c"]
     with pytest.raises(DecodeError, match="outside 0..16"):
         reader.feed(b"\x00\x00\x10\x00")
+
+
+def test_frame_reader_keeps_a_long_frame_in_the_chunks_that_bring_it():
+    reader = framing.FrameReader(max_frame=1 << 20)
+    body = bytes(range(256)) * 1000
+    stream = struct.pack(">i", len(body)) + body + b"\x00\x00\x00\x01z"
+    taken, pending = [], []
+    held_back = 10      # the end of the long frame, with the short one after it
+    for start in range(0, len(stream) - held_back, 4096):
+        chunk = bytearray(stream[start:min(start + 4096, len(stream) - held_back)])
+        taken += reader.feed(chunk)
+        chunk[:] = b"\xff" * len(chunk)                   # a caller's reused buffer changes nothing
+        pending.append(reader.pending)
+        assert reader.partial_frame_bytes() == (len(body) + 4 if reader.pending else 0)
+    assert taken == [] and pending[-1] == len(stream) - held_back
+    assert reader.feed(stream[-held_back:]) == [body, b"z"]
+    assert reader.pending == 0 and reader.partial_frame_bytes() == 0
+
+
+def test_frame_reader_gives_the_frames_before_a_bad_size_with_its_offset_in_the_stream_read():
+    reader = framing.FrameReader(max_frame=100)
+    assert reader.feed(b"\x00\x00\x00\x0aabc") == []
+    frames, error = reader.take_frames(b"defghij\x00\x00\x00\x01k\x00\x00\x01\x00")
+    assert frames == [b"abcdefghij", b"k"]
+    assert error.offset == 19 and "frame size 256 is outside 0..100 (socket.request.max.bytes)" in str(error)
+    with pytest.raises(DecodeError, match="at byte 0: frame size 256"):     # still buffered, still refused
+        reader.feed(b"")
+
+
+def test_frame_reader_checks_a_frame_being_read_again_under_a_lower_max_frame():
+    # As a SASL re-authentication lowers it (sasl.server.max.receive.size): the frame read on is refused.
+    reader = framing.FrameReader(max_frame=1000)
+    assert reader.feed(b"\x00\x00\x01\xf4" + b"a" * 100) == [] and reader.pending == 104
+    reader.max_frame, reader.limit_name = 400, "sasl.server.max.receive.size"
+    with pytest.raises(DecodeError, match="at byte 0: frame size 500 is outside 0..400 \\(sasl.server.max.receive.size"):
+        reader.feed(b"b" * 400)
+    reader.discard()
+    assert reader.pending == 0 and reader.feed(b"\x00\x00\x00\x01c") == [b"c"]
 
 
 def test_trailing_request_bytes_are_ignored_as_kafka_does():

@@ -54,6 +54,29 @@ def test_append_with_offsets_set_as_raft_does(tmp_path):
         log.append(batch(6)[:-3])
 
 
+@pytest.mark.parametrize("deferred", [False, True])
+def test_stamped_appends_write_the_same_bytes_one_batch_or_several_and_leave_the_callers_alone(tmp_path, deferred):
+    # One long batch is written from the caller's buffer with its header stamped apart; a short
+    # one or several are copied and stamped: the files hold the same bytes, the input unchanged.
+    batches = [batch(ts=1000 * i, size=40_000 if i != 1 else 200) for i in range(3)]
+    one_by_one, together = Log(tmp_path / "one", deferred_writes=deferred), Log(tmp_path / "all", deferred_writes=deferred)
+    for b in batches:
+        view = memoryview(bytes(b))         # as a produce request's records: a read-only view
+        assert one_by_one.append(view, assign_offsets=True, leader_epoch=5, crc_verified=True) == \
+            (one_by_one.log_end_offset - 2, one_by_one.log_end_offset - 1)
+        assert view == b
+    whole = b"".join(batches)
+    assert together.append(whole, assign_offsets=True, leader_epoch=5) == (0, 5)
+    assert whole == b"".join(batches)
+    for log in (one_by_one, together):
+        log.flush()
+    stored = [bytes(log.read(0, 1 << 20).data) for log in (one_by_one, together)]
+    assert stored[0] == stored[1] and len(stored[0]) == len(whole)
+    got = list(iter_batches(stored[0]))
+    assert [(b.base_offset, b.partition_leader_epoch, b.is_valid) for b in got] == [(0, 5, True), (2, 5, True),
+                                                                                    (4, 5, True)]
+
+
 def test_truncate_across_segments_and_delete_before(tmp_path):
     log = Log(tmp_path, segment_bytes=1000)
     for _ in range(15):
