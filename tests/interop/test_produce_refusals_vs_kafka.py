@@ -15,7 +15,9 @@ import pytest
 from crc32c import crc32c
 
 from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
-from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic
+from kafkawire.messages.delete_records_request import DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic
+from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic, ReplicaState
+from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
 from kafkawire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kafkawire.protocol.error_codes import Errors
@@ -30,7 +32,7 @@ pytest_plugins = ["kafkawire.testing.pytest_plugin"]
 WAIT_S = 60
 PRODUCE_VERSION = 12           # the newest that names topics (v13 names them by id)
 TOPICS = {"refusals": {}, "refusals-compact": {"cleanup.policy": "compact"},
-          "refusals-small": {"max.message.bytes": "300"}}
+          "refusals-small": {"max.message.bytes": "300"}, "refusals-trimmed": {}}
 NOW = int(time.time() * 1000)
 GOOD = build_batch([(b"k", b"v", [], NOW)])
 
@@ -93,12 +95,36 @@ PRODUCE_CASES.update({
     "a gzip batch that does not decompress": (1, [("refusals", 0, garbled_gzip())]),
     "a producer's LogAppendTime": (1, [("refusals", 0, build_batch([(b"k", b"v", [], NOW)], timestamp_type=1))]),
 })
-# name: [(topic, partition, fetch offset, current leader epoch)]
+PRODUCE_CASES.update({f"v{version}: {case}": (acks, parts, version) for version in (3, 8) for case, (acks, parts) in [
+    (case, PRODUCE_CASES[case]) for case in ("acks 2, a known partition, an unknown partition and topic",
+                                             "a CRC that does not match", "a base offset other than 0",
+                                             "records without a key on a compacted topic", "two batches in one partition",
+                                             "a record whose key runs past it")]})
+UNKNOWN_TOPIC_ID = random_uuid()
+# name: ([(topic, partition, fetch offset, current leader epoch)], the request's other fields).
+# refusals-trimmed holds offsets 1 and 2 (its log start 1, its end 3). Both partitions lead at
+# epoch 0, so no epoch is older: Kafka reads any negative one as none (no FENCED_LEADER_EPOCH).
 FETCH_CASES = {
-    "past the log end": [("refusals", 0, 100, -1)],
-    "an unknown partition and topic": [("refusals", 9, 0, -1), ("refusals-unknown", 0, 0, -1)],
-    "a newer leader epoch": [("refusals", 0, 0, 5)],
-    "a negative offset": [("refusals", 0, -5, -1)],
+    "past the log end": ([("refusals", 0, 100, -1)], {}),
+    "an unknown partition and topic": ([("refusals", 9, 0, -1), ("refusals-unknown", 0, 0, -1)], {}),
+    "a newer leader epoch": ([("refusals", 0, 0, 5)], {}),
+    "a negative offset": ([("refusals", 0, -5, -1)], {}),
+    "below the log start": ([("refusals-trimmed", 0, 0, -1)], {}),
+    "one past the log end": ([("refusals-trimmed", 0, 4, -1)], {}),
+    "exactly the log end": ([("refusals-trimmed", 0, 3, -1)], {}),
+    "exactly the log start": ([("refusals-trimmed", 0, 1, -1)], {}),
+    "a partition the topic lacks": ([("refusals-trimmed", 1, 0, -1)], {}),
+    "an unknown topic id (v13)": ([(UNKNOWN_TOPIC_ID, 0, 0, -1)], {"version": 13}),
+    "a negative leader epoch other than -1": ([("refusals-trimmed", 0, 1, -2)], {}),
+    "an unknown (newer) leader epoch": ([("refusals-trimmed", 0, 1, 1)], {}),
+    "the current leader epoch": ([("refusals-trimmed", 0, 1, 0)], {}),
+    "max_bytes 0": ([("refusals-trimmed", 0, 1, -1), ("refusals", 0, 0, -1)], {"max_bytes": 0}),
+    "partition_max_bytes 0": ([("refusals-trimmed", 0, 1, -1), ("refusals", 0, 0, -1)], {"partition_max_bytes": 0}),
+    "read committed": ([("refusals-trimmed", 0, 1, -1)], {"isolation_level": 1}),
+    "a replica id that is no replica (v12)": ([("refusals-trimmed", 0, 1, -1)], {"replica_id": 5}),
+    "a replica state that is no replica (v15)": ([("refusals-trimmed", 0, 1, -1)], {"version": 15, "replica_id": 5}),
+    "a known topic id (v13)": ([("refusals-trimmed", 0, 1, -1)], {"version": 13}),
+    "a consumer at v15": ([("refusals-trimmed", 0, 1, -1)], {"version": 15}),
 }
 # name: (version, [(topic, partition, timestamp, current leader epoch)])
 LIST_OFFSETS_CASES = {
@@ -123,37 +149,56 @@ def prepare(address: str) -> None:
         assert time.monotonic() < deadline, f"refusals-0 has no leader at {address} within {WAIT_S} s"
         time.sleep(0.1)         # the broker has not applied its leadership yet
     assert first[2:4] == (Errors.NONE, 0), first
+    for _ in range(3):
+        assert produce(address, 1, [("refusals-trimmed", 0, GOOD)])[0][2] == Errors.NONE
+    trimmed = call(address, DeleteRecordsRequest(timeout_ms=30_000, topics=[DeleteRecordsTopic(
+        name="refusals-trimmed", partitions=[DeleteRecordsPartition(partition_index=0, offset=1)])]), 2)
+    assert [(p.error_code, p.low_watermark) for t in trimmed.topics for p in t.partitions] == [(Errors.NONE, 1)], trimmed
 
 
 def masked(text):
     return None if text is None else BROKER_TIME.sub("<now>", text)
 
 
-def produce(address: str, acks: int, parts: list) -> list[tuple]:
+def produce(address: str, acks: int, parts: list, version: int = PRODUCE_VERSION) -> list[tuple]:
     by_topic: dict[str, list] = {}
     for topic, partition, records in parts:
         by_topic.setdefault(topic, []).append(PartitionProduceData(index=partition, records=records))
     answer = call(address, ProduceRequest(acks=acks, timeout_ms=5000, topic_data=[
-        TopicProduceData(name=t, partition_data=p) for t, p in by_topic.items()]), PRODUCE_VERSION)
+        TopicProduceData(name=t, partition_data=p) for t, p in by_topic.items()]), version)
     return sorted((t.name, p.index, p.error_code, p.base_offset, p.log_append_time_ms, p.log_start_offset,
                    masked(p.error_message),
                    [(e.batch_index, masked(e.batch_index_error_message)) for e in p.record_errors])
                   for t in answer.responses for p in t.partition_responses)
 
 
-def fetch(address: str, parts: list) -> list[tuple]:
-    by_topic: dict[str, list] = {}
+def fetch(address: str, parts: list, version: int = 12, max_bytes: int = 1 << 20, partition_max_bytes: int = 1 << 20,
+          isolation_level: int = 0, replica_id: int = -1) -> list[tuple]:
+    """parts' topics are names, or ids (uuids): from version 13 a name is sent as the broker's id
+    for it, and answered as the name; a replica id goes in the replica state from version 15."""
+    ids = topic_ids(address, [t for t, *_ in parts if isinstance(t, str)]) if version >= 13 else {}
+    names = {topic_id: name for name, topic_id in ids.items()}
+    by_topic: dict[object, list] = {}
     for topic, partition, offset, epoch in parts:
-        by_topic.setdefault(topic, []).append(FetchPartition(
+        by_topic.setdefault(ids.get(topic, topic), []).append(FetchPartition(
             partition=partition, fetch_offset=offset, current_leader_epoch=epoch, log_start_offset=-1,
-            partition_max_bytes=1 << 20))
-    answer = call(address, FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
-                                        isolation_level=0, session_id=0, session_epoch=-1, rack_id="",
-                                        forgotten_topics_data=[], topics=[FetchTopic(topic=t, partitions=p)
-                                                                          for t, p in by_topic.items()]), 12)
-    return sorted((t.topic, p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset,
+            partition_max_bytes=partition_max_bytes))
+    topics = [FetchTopic(topic_id=t, partitions=p) if version >= 13 else FetchTopic(topic=t, partitions=p)
+              for t, p in by_topic.items()]
+    replica = {"replica_state": ReplicaState(replica_id=replica_id)} if version >= 15 else {"replica_id": replica_id}
+    answer = call(address, FetchRequest(**replica, max_wait_ms=0, min_bytes=0, max_bytes=max_bytes,
+                                        isolation_level=isolation_level, session_id=0, session_epoch=-1, rack_id="",
+                                        forgotten_topics_data=[], topics=topics), version)
+    return sorted((t.topic or names.get(t.topic_id, str(t.topic_id)), p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset,
                    p.log_start_offset, len(p.records or b""), p.aborted_transactions)
                   for t in answer.responses for p in t.partitions) + [("top level", answer.error_code)]
+
+
+def topic_ids(address: str, names: list[str]) -> dict[str, object]:
+    answer = call(address, MetadataRequest(topics=[MetadataRequestTopic(name=n) for n in names],
+                                           allow_auto_topic_creation=False), 12)
+    assert all(t.error_code == Errors.NONE for t in answer.topics), answer
+    return {t.name: t.topic_id for t in answer.topics}
 
 
 def list_offsets(address: str, version: int, parts: list) -> list[tuple]:
@@ -184,14 +229,15 @@ def addresses(kafka_libs, tmp_path_factory, kafkawire_broker):
 
 @pytest.mark.parametrize("case", PRODUCE_CASES)
 def test_a_bad_produce_is_answered_as_kafkas_broker_answers_it(addresses, case):
-    acks, parts = PRODUCE_CASES[case]
-    kafkas, ours = (produce(address, acks, parts) for address in addresses)
+    acks, parts, *version = PRODUCE_CASES[case]
+    kafkas, ours = (produce(address, acks, parts, *version) for address in addresses)
     assert ours == kafkas
 
 
 @pytest.mark.parametrize("case", FETCH_CASES)
 def test_a_bad_fetch_is_answered_as_kafkas_broker_answers_it(addresses, case):
-    kafkas, ours = (fetch(address, FETCH_CASES[case]) for address in addresses)
+    parts, options = FETCH_CASES[case]
+    kafkas, ours = (fetch(address, parts, **options) for address in addresses)
     assert ours == kafkas
 
 
