@@ -1,7 +1,8 @@
 """The Fetch edge cases of tests/interop/test_produce_refusals_vs_kafka.py without Java: a fresh
 kafkawire node, prepared as that test prepares both brokers, must answer each as Kafka 4.3.1's
 broker answered it there (the answers below were Kafka's, right after the preparation:
-refusals-0 holds offset 0, refusals-trimmed offsets 1 and 2)."""
+refusals-0 holds offset 0, refusals-trimmed offsets 1 and 2, refusals-txn a record, an aborted
+transaction's, an open transaction's and the abort marker)."""
 from __future__ import annotations
 
 from kafkawire.protocol.error_codes import Errors
@@ -30,6 +31,11 @@ KAFKAS_ANSWERS = {
     "a replica state that is no replica (v15)": {
         ("refusals-trimmed", 0): (Errors.NOT_LEADER_OR_FOLLOWER, -1, -1, -1, 0, None)},
     "a known topic id (v13)": {("refusals-trimmed", 0): ONE_FROM_THE_START},
+    # up to the open transaction (the last stable offset), the aborted one named by its first offset
+    "read committed, an aborted and an open transaction": {("refusals-txn", 0): (Errors.NONE, 4, 2, 0, 140, [1])},
+    "read uncommitted, an aborted and an open transaction": {("refusals-txn", 0): (Errors.NONE, 4, 2, 0, 288, None)},
+    "read committed from the open transaction": {("refusals-txn", 0): (Errors.NONE, 4, 2, 0, 0, [])},
+    "read committed from the abort marker": {("refusals-txn", 0): (Errors.NONE, 4, 2, 0, 0, [])},
 }
 
 

@@ -14,9 +14,13 @@ import zlib
 import pytest
 from crc32c import crc32c
 
+from kafkawire.messages.add_partitions_to_txn_request import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
 from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
 from kafkawire.messages.delete_records_request import DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic
+from kafkawire.messages.end_txn_request import EndTxnRequest
 from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic, ReplicaState
+from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
+from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
 from kafkawire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
@@ -32,7 +36,7 @@ pytest_plugins = ["kafkawire.testing.pytest_plugin"]
 WAIT_S = 60
 PRODUCE_VERSION = 12           # the newest that names topics (v13 names them by id)
 TOPICS = {"refusals": {}, "refusals-compact": {"cleanup.policy": "compact"},
-          "refusals-small": {"max.message.bytes": "300"}, "refusals-trimmed": {}}
+          "refusals-small": {"max.message.bytes": "300"}, "refusals-trimmed": {}, "refusals-txn": {}}
 NOW = int(time.time() * 1000)
 GOOD = build_batch([(b"k", b"v", [], NOW)])
 
@@ -121,6 +125,10 @@ FETCH_CASES = {
     "max_bytes 0": ([("refusals-trimmed", 0, 1, -1), ("refusals", 0, 0, -1)], {"max_bytes": 0}),
     "partition_max_bytes 0": ([("refusals-trimmed", 0, 1, -1), ("refusals", 0, 0, -1)], {"partition_max_bytes": 0}),
     "read committed": ([("refusals-trimmed", 0, 1, -1)], {"isolation_level": 1}),
+    "read committed, an aborted and an open transaction": ([("refusals-txn", 0, 0, -1)], {"isolation_level": 1}),
+    "read uncommitted, an aborted and an open transaction": ([("refusals-txn", 0, 0, -1)], {}),
+    "read committed from the open transaction": ([("refusals-txn", 0, 2, -1)], {"isolation_level": 1}),
+    "read committed from the abort marker": ([("refusals-txn", 0, 3, -1)], {"isolation_level": 1}),
     "a replica id that is no replica (v12)": ([("refusals-trimmed", 0, 1, -1)], {"replica_id": 5}),
     "a replica state that is no replica (v15)": ([("refusals-trimmed", 0, 1, -1)], {"version": 15, "replica_id": 5}),
     "a known topic id (v13)": ([("refusals-trimmed", 0, 1, -1)], {"version": 13}),
@@ -154,17 +162,56 @@ def prepare(address: str) -> None:
     trimmed = call(address, DeleteRecordsRequest(timeout_ms=30_000, topics=[DeleteRecordsTopic(
         name="refusals-trimmed", partitions=[DeleteRecordsPartition(partition_index=0, offset=1)])]), 2)
     assert [(p.error_code, p.low_watermark) for t in trimmed.topics for p in t.partitions] == [(Errors.NONE, 1)], trimmed
+    prepare_transactions(address)
+
+
+def prepare_transactions(address: str) -> None:
+    """refusals-txn-0: a record (offset 0), an aborted transaction's (1), an open transaction's
+    (2), the abort marker (3); waits for the marker (written after EndTxn is answered)."""
+    assert produce(address, 1, [("refusals-txn", 0, GOOD)])[0][2] == Errors.NONE
+    producers = {}
+    for transactional_id in ("refusals-aborted", "refusals-open"):
+        deadline = time.monotonic() + WAIT_S
+        while (found := call(address, FindCoordinatorRequest(key_type=1, coordinator_keys=[transactional_id]), 4)
+               ).coordinators[0].error_code != Errors.NONE:
+            assert time.monotonic() < deadline, f"no transaction coordinator at {address} within {WAIT_S} s: {found}"
+            time.sleep(0.1)         # __transaction_state is being created
+        while (init := call(address, InitProducerIdRequest(transactional_id=transactional_id,
+                                                           transaction_timeout_ms=600_000), 4)).error_code in (
+                Errors.COORDINATOR_NOT_AVAILABLE, Errors.NOT_COORDINATOR, Errors.COORDINATOR_LOAD_IN_PROGRESS):
+            assert time.monotonic() < deadline, f"no transaction coordinator at {address} within {WAIT_S} s"
+            time.sleep(0.1)         # __transaction_state is being loaded
+        assert init.error_code == Errors.NONE, init
+        producers[transactional_id] = init.producer_id, init.producer_epoch
+        added = call(address, AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id=transactional_id, v3_and_below_producer_id=init.producer_id,
+            v3_and_below_producer_epoch=init.producer_epoch,
+            v3_and_below_topics=[AddPartitionsToTxnTopic(name="refusals-txn", partitions=[0])]), 3)
+        assert [p.partition_error_code for t in added.results_by_topic_v3_and_below
+                for p in t.results_by_partition] == [Errors.NONE], added
+        batch = build_batch([(b"k", b"v", [], NOW)], producer_id=init.producer_id, producer_epoch=init.producer_epoch,
+                            base_sequence=0, is_transactional=True)
+        assert produce(address, 1, [("refusals-txn", 0, batch)], transactional_id=transactional_id)[0][2] == Errors.NONE
+    producer_id, epoch = producers["refusals-aborted"]
+    ended = call(address, EndTxnRequest(transactional_id="refusals-aborted", producer_id=producer_id,
+                                        producer_epoch=epoch, committed=False), 4)
+    assert ended.error_code == Errors.NONE, ended
+    deadline = time.monotonic() + WAIT_S
+    while (answer := fetch(address, [("refusals-txn", 0, 0, -1)]))[0][3] != 4:
+        assert time.monotonic() < deadline, f"no abort marker in refusals-txn-0 at {address} within {WAIT_S} s: {answer}"
+        time.sleep(0.1)
 
 
 def masked(text):
     return None if text is None else BROKER_TIME.sub("<now>", text)
 
 
-def produce(address: str, acks: int, parts: list, version: int = PRODUCE_VERSION) -> list[tuple]:
+def produce(address: str, acks: int, parts: list, version: int = PRODUCE_VERSION,
+            transactional_id: str | None = None) -> list[tuple]:
     by_topic: dict[str, list] = {}
     for topic, partition, records in parts:
         by_topic.setdefault(topic, []).append(PartitionProduceData(index=partition, records=records))
-    answer = call(address, ProduceRequest(acks=acks, timeout_ms=5000, topic_data=[
+    answer = call(address, ProduceRequest(transactional_id=transactional_id, acks=acks, timeout_ms=5000, topic_data=[
         TopicProduceData(name=t, partition_data=p) for t, p in by_topic.items()]), version)
     return sorted((t.name, p.index, p.error_code, p.base_offset, p.log_append_time_ms, p.log_start_offset,
                    masked(p.error_message),
@@ -190,8 +237,13 @@ def fetch(address: str, parts: list, version: int = 12, max_bytes: int = 1 << 20
                                         isolation_level=isolation_level, session_id=0, session_epoch=-1, rack_id="",
                                         forgotten_topics_data=[], topics=topics), version)
     return sorted((t.topic or names.get(t.topic_id, str(t.topic_id)), p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset,
-                   p.log_start_offset, len(p.records or b""), p.aborted_transactions)
+                   p.log_start_offset, len(p.records or b""), aborted(p.aborted_transactions))
                   for t in answer.responses for p in t.partitions) + [("top level", answer.error_code)]
+
+
+def aborted(transactions):
+    """The aborted transactions' first offsets (their producer ids are each broker's own)."""
+    return None if transactions is None else [t.first_offset for t in transactions]
 
 
 def topic_ids(address: str, names: list[str]) -> dict[str, object]:
