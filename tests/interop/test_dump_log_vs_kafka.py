@@ -315,23 +315,29 @@ def kafkawire_broker_written_files(tmp_path_factory) -> list[Path]:
 
 
 def _produce_to_kafka(bootstrap: str) -> None:
-    """Plain, gzip and transactional (one committed, one aborted) batches with kafka-python."""
+    """Plain, gzip and transactional (one committed, one aborted) batches with kafka-python.
+
+    kafka-python's idempotent producer asks for its producer id as soon as its sender thread
+    starts, so the gzip producer is made only once the plain one has had its records acknowledged:
+    made together, either could be given producer id 0, and the brokers' files would differ."""
     from kafka import KafkaProducer
     common = dict(bootstrap_servers=bootstrap, request_timeout_ms=20000, max_block_ms=30000, linger_ms=0)
     plain = KafkaProducer(acks="all", **common)
-    gzip = KafkaProducer(acks="all", compression_type="gzip", batch_size=16384, linger_ms=50,
-                         **{k: v for k, v in common.items() if k != "linger_ms"})
+    gzip = None
     try:
         for i, odd in enumerate(ODD_BYTES):
             plain.send("kw-data", key=odd, value=odd[::-1], headers=[(f"h{i}", odd), ("plain", b"")],
                        timestamp_ms=TS + i).get(timeout=30)
+        gzip = KafkaProducer(acks="all", compression_type="gzip", batch_size=16384, linger_ms=50,
+                             **{k: v for k, v in common.items() if k != "linger_ms"})
         futures = [gzip.send("kw-data", key=b"k%d" % n, value=b"v" * n, timestamp_ms=TS + 100 + n) for n in range(5)]
         gzip.flush(timeout=30)
         for future in futures:
             future.get(timeout=30)
     finally:
         plain.close(timeout=10)
-        gzip.close(timeout=10)
+        if gzip is not None:
+            gzip.close(timeout=10)
     transactional = KafkaProducer(transactional_id="kw-tx", **common)
     try:
         transactional.init_transactions()
