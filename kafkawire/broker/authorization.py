@@ -29,7 +29,7 @@ from kafkawire.messages.metadata_response import MetadataResponseTopic
 from kafkawire.messages.offset_for_leader_epoch_response import EpochEndOffset, OffsetForLeaderTopicResult
 from kafkawire.messages.produce_response import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
 from kafkawire.net.admin_authorization import _decisions, authorizing_describe_configs
-from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, RESOURCE_TOPIC, AuthorizerNotReady, Op
+from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, RESOURCE_TOPIC, Op
 from kafkawire.net.server import NO_RESPONSE, CloseConnection
 from kafkawire.protocol.apis import api_table
 from kafkawire.protocol.error_codes import Errors
@@ -159,10 +159,10 @@ def _audited_decisions(authorizer, ctx):
 
 
 def _by_resource_type(authorizer, ctx, operation: int, resource_type: int) -> bool:
-    try:
-        return authorizer.authorize_by_resource_type(ctx.principal, ctx.peer[0], operation, resource_type)
-    except AuthorizerNotReady:
-        return False
+    """Authorizer.authorizeByResourceType. Before the ACLs are loaded it raises AuthorizerNotReady,
+    as Kafka's default implementation does through authorize(): the connection answers the request
+    UNKNOWN_SERVER_ERROR, as KafkaApis' handleError does."""
+    return authorizer.authorize_by_resource_type(ctx.principal, ctx.peer[0], operation, resource_type)
 
 
 def authorized_operations(may, resource_type: int, name: str) -> int:

@@ -41,6 +41,8 @@ from kafkawire.messages.metadata_response import MetadataResponseTopic
 from kafkawire.protocol.apis import api_table
 from kafkawire.protocol.handler import Throttled
 
+from .authorizer_not_ready import AuthorizerNotReady, log_not_loaded
+
 __all__ = ["AuthorizerSettings", "StandardAuthorizer", "AuthorizerNotReady", "CONTROLLER_API_OPERATIONS",
            "refused_until_loaded", "log_not_loaded",
            "CLUSTER_NAME", "Op", "authorizing_handler", "request_text", "error_response_for",
@@ -99,10 +101,6 @@ CONTROLLER_API_OPERATIONS = {
     81: Op.ALTER,              # RemoveRaftVoter
     82: Op.CLUSTER_ACTION,     # UpdateRaftVoter
 }
-
-
-class AuthorizerNotReady(Exception):
-    """StandardAuthorizerData: a non-super user before the ACLs are loaded."""
 
 
 @dataclass(frozen=True)
@@ -292,11 +290,6 @@ def authorizing_handler(api_key: int, handler, authorizer: StandardAuthorizer, o
         return error_response_for(api_key, ctx, request, int(Errors.CLUSTER_AUTHORIZATION_FAILED), message)
 
     return dataclasses.replace(handler, handle=handle)
-
-
-def log_not_loaded(api_key: int, ctx) -> None:
-    log.info("refusing api key %d from %s at %s: the authorizer has not loaded the metadata yet",
-             api_key, ctx.principal, ctx.peer[0])
 
 
 def refused_until_loaded(api_key: int, handler, error_response):

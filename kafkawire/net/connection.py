@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from kafkawire.messages.api_versions_request import ApiVersionsRequest
 from kafkawire.messages.api_versions_response import ApiVersion, ApiVersionsResponse
+from kafkawire.net.authorizer_not_ready import AuthorizerNotReady, log_not_loaded
 from kafkawire.net.authentication import authenticated_step, connection_principal, sasl_dispatch, sasl_session
 from kafkawire.net.file_send import write_file_frame
 from kafkawire.net.reauthentication import SessionClock
@@ -434,6 +435,8 @@ class Connection:
             return encode_response(response, ctx.api_version, ctx.correlation_id, file_frame=True)
         except (CloseConnection, asyncio.CancelledError):
             raise
+        except AuthorizerNotReady:        # a check before the ACLs are loaded: no traceback, it is no fault
+            log_not_loaded(ctx.api_key, ctx)
         except Exception as exc:
             what = "does not encode" if isinstance(exc, EncodeError) else "raised"
             log.exception("the handler for api key %d v%d (correlation id %d) from %s:%s %s",

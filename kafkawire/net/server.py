@@ -47,7 +47,8 @@ KafkaApis):
   gets its request answered with UNKNOWN_SERVER_ERROR: through the handler's
   ``error_response`` if it has one, else in the response's top-level error code when the
   version has one; otherwise the connection is closed (Kafka closes when getErrorResponse has
-  nothing to say). Logged with the traceback.
+  nothing to say). Logged with the traceback, except for an authorizer that has not loaded the
+  ACLs yet (AuthorizerNotReady): the same answer, as Kafka's, logged as a refusal in one line.
 * A connection with nothing in flight and no bytes either way for connections.max.idle.ms is
   closed (Selector's idle expiry).
 * ``close()`` stops accepting, stops reading, lets in-flight handlers finish and their
