@@ -319,17 +319,21 @@ def _produce_to_kafka(bootstrap: str) -> None:
 
     kafka-python's idempotent producer asks for its producer id as soon as its sender thread
     starts, so the gzip producer is made only once the plain one has had its records acknowledged:
-    made together, either could be given producer id 0, and the brokers' files would differ."""
+    made together, either could be given producer id 0, and the brokers' files would differ.
+    Likewise the gzip and the transactional producers batch only at their flush: with a short
+    linger (50 ms, or 0) their sender thread drained whatever the main thread had appended by
+    then, so on a loaded machine the five (three) records went out in batches split at moments
+    that differed between the two brokers' runs."""
     from kafka import KafkaProducer
     common = dict(bootstrap_servers=bootstrap, request_timeout_ms=20000, max_block_ms=30000, linger_ms=0)
+    batched_at_flush = {**common, "linger_ms": 60_000, "delivery_timeout_ms": 120_000}
     plain = KafkaProducer(acks="all", **common)
     gzip = None
     try:
         for i, odd in enumerate(ODD_BYTES):
             plain.send("kw-data", key=odd, value=odd[::-1], headers=[(f"h{i}", odd), ("plain", b"")],
                        timestamp_ms=TS + i).get(timeout=30)
-        gzip = KafkaProducer(acks="all", compression_type="gzip", batch_size=16384, linger_ms=50,
-                             **{k: v for k, v in common.items() if k != "linger_ms"})
+        gzip = KafkaProducer(acks="all", compression_type="gzip", batch_size=16384, **batched_at_flush)
         futures = [gzip.send("kw-data", key=b"k%d" % n, value=b"v" * n, timestamp_ms=TS + 100 + n) for n in range(5)]
         gzip.flush(timeout=30)
         for future in futures:
@@ -338,7 +342,7 @@ def _produce_to_kafka(bootstrap: str) -> None:
         plain.close(timeout=10)
         if gzip is not None:
             gzip.close(timeout=10)
-    transactional = KafkaProducer(transactional_id="kw-tx", **common)
+    transactional = KafkaProducer(transactional_id="kw-tx", **batched_at_flush)
     try:
         transactional.init_transactions()
         for commit in (True, False):
