@@ -3,7 +3,6 @@ itself over its own listener, serves a broker and CreateTopics, and what it wrot
 metadata log; a restart replays it without a second bootstrap."""
 import asyncio
 import io
-import socket
 import uuid
 
 import pytest
@@ -14,15 +13,17 @@ from kafkawire.metadata.replay import replay_directory
 from kafkawire.net.client import NetworkClient
 from kafkawire.net.config import parse_server_config
 from kafkawire.raft.node.controller_node import ControllerNode
+from kafkawire.raft.node.local_quorum import free_ports
 from kafkawire.tools.storage import format_storage
 
 from .harness import CLUSTER_ID, broker_request, heartbeat
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """One port reserved as free_ports reserves them: a port probed free and closed is handed
+    out again by another process's bind(0) (a test file beside this one under pytest-xdist)."""
+    port, = free_ports(1)
+    return port
 
 
 def config_for(tmp_path, port):

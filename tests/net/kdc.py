@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from kafkawire.raft.node.local_quorum import free_ports
 from tests.conftest import unavailable
 
 REALM = "EXAMPLE.COM"
@@ -39,9 +40,10 @@ def kdc_binaries_missing() -> str | None:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """One port reserved as free_ports reserves them: a port probed free and closed is handed
+    out again by another process's bind(0) (a test file beside this one under pytest-xdist)."""
+    port, = free_ports(1)
+    return port
 
 
 class Kdc:

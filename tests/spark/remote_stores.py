@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from kafkawire.raft.node.local_quorum import free_ports
 from kafkawire.records import CorruptRecordError
 from kafkawire.spark.filters import PushedFilters
 from kafkawire.spark.options import parse_options
@@ -43,9 +44,10 @@ AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """One port reserved as free_ports reserves them: a port probed free and closed is handed
+    out again by another process's bind(0) (a test file beside this one under pytest-xdist)."""
+    port, = free_ports(1)
+    return port
 
 
 class LocalStore:

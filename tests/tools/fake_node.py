@@ -10,6 +10,7 @@ import threading
 from dataclasses import dataclass
 
 from kafkawire.net.server import ApiHandler, KafkaServer
+from kafkawire.raft.node.local_quorum import free_ports
 
 WAIT_S = 10.0        # no start or stop waits longer than this
 
@@ -84,10 +85,11 @@ def answers_metadata(node: FakeNode, node_id: int = 1) -> FakeNode:
 
 
 def closed_port() -> int:
-    """A port on 127.0.0.1 that nothing listens on (connections are refused)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port on 127.0.0.1 that nothing listens on (connections are refused). Reserved as
+    free_ports reserves them: a port probed free and closed is handed out again by another
+    process's bind(0) (a test file beside this one under pytest-xdist), which then answers."""
+    port, = free_ports(1)
+    return port
 
 
 class SilentPeer:
