@@ -67,14 +67,15 @@ def offsets(node, topics=None, group=GROUP):
 
 
 def wait_initialized(node):
-    """The group's described share-partitions once the group coordinator lists any (bounded)."""
-    deadline = time.monotonic() + 10
+    """The group's described share-partitions once the group coordinator lists any (bounded: 60 s,
+    as the node shares a loaded machine)."""
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         described = offsets(node)
         if described:
             return described
         time.sleep(0.02)
-    raise AssertionError("no share-partition initialized in 10 s")
+    raise AssertionError("no share-partition initialized in 60 s")
 
 
 def alter(node, starts: dict, topic=TOPIC, group=GROUP):
