@@ -18,7 +18,6 @@ Then the node is stopped with SIGTERM (a clean shutdown writes producer snapshot
 """
 from __future__ import annotations
 
-import socket
 import subprocess
 from pathlib import Path
 
@@ -27,7 +26,7 @@ import pytest
 from tests.interop import tool_runs
 from tests.interop.broker_judges import wait_until
 from tests.interop.kafka_procs import KafkaNode, KafkaProcessError, run_in_own_jvm
-from tests.peers import kcat, loopback_capture
+from tests.peers import kcat, loopback_capture, until_captured
 
 CLUSTER_ID = "S2Fma2FXcml0dGVuRGF0YQ"
 CODECS = ("uncompressed", "gzip", "snappy", "lz4", "zstd")
@@ -38,7 +37,6 @@ COMPACTED_TOPIC = "compacted"
 JAVA_TOPIC = "java"
 JAVA_RECORDS = 200
 JAVA_GROUP = "java-group"
-MARKER_CLIENT = "capture-marker"
 NODE_PROPERTIES = {
     "metadata.log.max.record.bytes.between.snapshots": "1",
     # a NoOpRecord (so a snapshot) every 5 s rather than every 0.5 s: tens of snapshots, not hundreds
@@ -165,28 +163,6 @@ def _java_clients(bootstrap: str) -> None:
                "--topic", JAVA_TOPIC)
 
 
-def _marker_captured(node: KafkaNode, capture: Path) -> None:
-    """One last ApiVersions exchange, then wait (bounded) until the capture file holds its
-    response: dumpcap hands packets over in blocks, and stopping it at once could lose the last
-    clients' frames."""
-    from kafkawire.capture import read_capture
-    from kafkawire.messages.api_versions_request import ApiVersionsRequest
-    from kafkawire.protocol import framing
-    with socket.create_connection(("127.0.0.1", node.broker_port), timeout=30) as conn:
-        conn.sendall(framing.encode_request(ApiVersionsRequest(client_software_name="marker",
-                                                               client_software_version="1"), 3, 1, MARKER_CLIENT))
-        assert conn.recv(4), "no ApiVersions response"
-
-    def marker_answered():
-        try:
-            frames = read_capture(capture, ports=[node.broker_port]).frames
-        except Exception:       # a block dumpcap is still writing
-            return False
-        streams = {f.stream for f in frames if f.role == "request" and f.client_id == MARKER_CLIENT}
-        return any(f.stream in streams and f.role == "response" for f in frames)
-    wait_until(marker_answered, "the capture to hold the last exchange", 30)
-
-
 def _every_client(node: KafkaNode) -> None:
     _create_and_produce(node.broker_address)
     _compact(node)
@@ -199,7 +175,7 @@ def _clients_captured(node: KafkaNode) -> str | None:
     try:
         with loopback_capture(node.broker_port, node.directory / "clients.pcapng"):
             _every_client(node)
-            _marker_captured(node, node.directory / "clients.pcapng")
+            until_captured(node.broker_port, node.directory / "clients.pcapng")
     except (pytest.skip.Exception, pytest.fail.Exception) as exc:
         _every_client(node)         # the data directory's checks still need the data
         return str(exc)

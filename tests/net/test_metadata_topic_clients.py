@@ -16,7 +16,7 @@ from .metadata_log import CLUSTER_ID, NODE_ID, write_metadata_log
 from .pcap import Recorder, write_pcap
 from .served import ServedLog
 from tests.conftest import REFERENCE, require
-from tests.peers import kcat, loopback_capture
+from tests.peers import kcat, loopback_capture, until_captured
 
 TOPIC = "__cluster_metadata"
 CLIENT_TIMEOUT_S = 20
@@ -299,7 +299,7 @@ def test_tshark_dissects_a_loopback_capture_without_errors(metadata_log, tmp_pat
     with ServedLog(log_dir, max_versions=WIRESHARK_4_0_VERSIONS) as served:
         with loopback_capture(served.port, capture):
             consume_with_kafka_python(served, written)
-            time.sleep(0.5)                         # let the last packets reach the capture file
+            until_captured(served.port, capture)
     problems, fields = tshark_problems(capture, served.port)
     assert problems == ""
     assert {"18", "3", "2", "1"} <= set(fields)

@@ -14,7 +14,7 @@ import pytest
 
 from kafkawire.records import iter_batches
 from kafkawire.raft.node.local_quorum import LocalQuorum
-from tests.peers import kcat, loopback_capture
+from tests.peers import kcat, loopback_capture, until_captured
 
 TOPIC = "__cluster_metadata"
 CLIENT_TIMEOUT_S = 30
@@ -134,7 +134,7 @@ def test_tshark_reads_the_clients_traffic_without_malformed_packets(node, tmp_pa
     with loopback_capture(port, capture):
         subprocess.run([kcat(), "-b", f"127.0.0.1:{port}", "-L"], capture_output=True, timeout=CLIENT_TIMEOUT_S)
         test_kafka_python_admin_describes_the_quorum(node)
-        time.sleep(0.5)
+        until_captured(port, capture)
     base = ["tshark", "-r", str(capture), "-d", f"tcp.port=={port},kafka"]
 
     def fields(display_filter, *names):
