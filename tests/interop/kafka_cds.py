@@ -17,6 +17,7 @@ SIGTERM (the dump happens at the JVM's exit), so it holds both roles' classes.
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import signal
@@ -50,6 +51,16 @@ def ensure_archive() -> Path | None:
     archive = kafka_dist.server_archive()
     if archive.exists() and usable(archive):
         return archive
+    # one process dumps it (a Kafka node's start and stop); the others (pytest-xdist's workers)
+    # wait for that one and use its archive rather than start a node of their own each
+    with open(archive.with_name(f".{archive.name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if archive.exists() and usable(archive):
+            return archive
+        return _dump_usable(archive)
+
+
+def _dump_usable(archive: Path) -> Path | None:
     archive.unlink(missing_ok=True)
     partial = archive.with_name(f"{archive.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.partial")
     try:

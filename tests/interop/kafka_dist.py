@@ -10,6 +10,7 @@ Kafka skip, saying why, except under CI (``CI=true``), where that is an error.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -51,9 +52,21 @@ def is_warm() -> bool:
 
 
 def ensure(quiet: bool = True) -> Path:
-    """Copy the jars into the cache unless it is already warm for this pom; return libs/."""
+    """Copy the jars into the cache unless it is already warm for this pom; return libs/.
+    Several test processes (pytest-xdist's workers on a fresh clone, two runs side by side) may
+    find it cold at once: one copies under a lock, the others wait and find it warm (each
+    removing and refilling libs/ under the other's Maven run failed them)."""
     if is_warm():
         return libs_dir()
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    with open(cache_dir() / ".libs.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if is_warm():
+            return libs_dir()
+        return _copy_jars(quiet)
+
+
+def _copy_jars(quiet: bool) -> Path:
     missing = missing_tools()
     if missing:
         raise KafkaDistUnavailable(f"Apache Kafka {KAFKA_VERSION} needs {' and '.join(missing)} on PATH "
