@@ -482,7 +482,7 @@ def test_the_active_controller_killed_during_steady_produce_loses_no_acknowledge
         admin = confluent_admin.AdminClient({"bootstrap.servers": cluster.bootstrap_servers()})
         killed_at = time.monotonic()
         cluster.quorum.kill(old)
-        new = cluster.quorum.wait_for_leader(30, exclude=[old])
+        new = cluster.quorum.wait_for_leader(120, exclude=[old])
         elected_s = time.monotonic() - killed_at
         created_s = first_topic_created(admin, killed_at, timeout_s=60)
         del admin                         # no close(); its threads end with the last reference

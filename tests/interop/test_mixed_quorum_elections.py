@@ -35,7 +35,7 @@ MAX_KILLS = 16
 def _stable_view(q: MixedQuorum, settle_s: float = 2.0):
     view = q.wait_for_catch_up(90)
     time.sleep(settle_s)
-    again = q.wait_for_leader(30)
+    again = q.wait_for_leader(120)
     assert (again.leader_id, again.epoch) == (view.leader_id, view.epoch), "leadership moved while settling"
     return again
 
@@ -46,7 +46,7 @@ def _pause_follower_and_resume(q: MixedQuorum, kind: str) -> str:
     q.pause(follower)
     try:
         time.sleep(PAUSE_S)
-        during = q.wait_for_leader(30, exclude=(follower,))
+        during = q.wait_for_leader(120, exclude=(follower,))
     finally:
         q.resume(follower)
     # Its fetch timeout expired while it slept: on waking it asks for (pre-)votes at once.

@@ -185,7 +185,7 @@ def kafkawire_quorum(tmp_path_factory):
     """Three kafkawire voters and one observer (node 4, formatted --no-initial-controllers)."""
     quorum = LocalQuorum(tmp_path_factory.mktemp("kafkawire-quorum"), voters=3, extra_nodes=1, properties=IDLE)
     with quorum.started(graceful=False):
-        wait_idle(lambda: quorum.wait_for_leader(30), "the kafkawire quorum", observers=1)
+        wait_idle(lambda: quorum.wait_for_leader(120), "the kafkawire quorum", observers=1)
         yield quorum
 
 

@@ -647,7 +647,7 @@ def run(base_dir: str, brokers: int, partitions: int, seconds: float, properties
                          node_properties={i: {"kafkawire.metrics.prometheus.listener": f"http://127.0.0.1:{port}"}
                                           for i, port in metrics_ports.items()})
     with quorum.started():
-        leader = quorum.wait_for_leader(30).leader_id
+        leader = quorum.wait_for_leader(120).leader_id
         if timeline:
             asyncio.run(log_timeline(quorum))
         metrics = os.path.join(quorum.data_dir(leader), "kafkawire-raft-metrics.json")

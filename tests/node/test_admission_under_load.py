@@ -43,7 +43,7 @@ def quorum(tmp_path):
 
 
 def test_a_flood_of_pipelined_long_poll_fetches_does_not_cost_the_leader(quorum):
-    first = quorum.wait_for_leader(30)
+    first = quorum.wait_for_leader(120)
     address = quorum.address(first.leader_id)
     latencies, views = asyncio.run(asyncio.wait_for(
         flood_and_watch(address, first.high_watermark, watch_s=10), 60))

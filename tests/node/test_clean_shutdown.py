@@ -8,7 +8,7 @@ BAD = (" ERROR ", " CRITICAL ", "Traceback", "never retrieved", "was destroyed b
 
 def test_sigterm_of_every_node_logs_no_error(tmp_path):
     with LocalQuorum(tmp_path, voters=3).started("initial-controllers") as quorum:
-        first = quorum.wait_for_leader(30)
+        first = quorum.wait_for_leader(120)
         quorum.wait_until(lambda: quorum.describe(first.leader_id).high_watermark > first.high_watermark + 4,
                           20, "a few commits")
         order = [first.leader_id] + [i for i in quorum.node_ids if i != first.leader_id]

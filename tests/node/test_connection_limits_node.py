@@ -26,7 +26,7 @@ def wait_for(condition, timeout_s: float = 10.0) -> bool:
 
 def test_a_flood_of_connections_takes_at_most_max_connections_descriptors_of_a_node(tmp_path):
     with LocalQuorum(tmp_path, voters=1, properties={"max.connections": str(MAX_CONNECTIONS)}).started() as quorum:
-        quorum.wait_for_leader(30)
+        quorum.wait_for_leader(120)
         pid, port = quorum.processes[1].pid, quorum.ports[1]
         # The node's own connection (its ControllerRegistration channel to itself) is counted in
         # "before": it opens once the node leads, and the flood must not be charged for it.
@@ -46,7 +46,7 @@ def test_a_flood_of_connections_takes_at_most_max_connections_descriptors_of_a_n
         finally:
             for client in flood:
                 client.close()
-        after = quorum.wait_for_leader(30)          # the node answers again once the flood is gone
+        after = quorum.wait_for_leader(120)          # the node answers again once the flood is gone
     assert during[1] == MAX_CONNECTIONS
     assert during[0] <= before + MAX_CONNECTIONS
     assert after.leader_id == 1

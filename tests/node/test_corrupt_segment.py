@@ -26,7 +26,7 @@ def _flip_a_base_offset(directory: str) -> int:
 
 def test_a_flipped_base_offset_is_cut_on_restart_and_fetched_again(tmp_path):
     with LocalQuorum(tmp_path, voters=3).started("initial-controllers", graceful=False) as quorum:
-        first = quorum.wait_for_leader(30)
+        first = quorum.wait_for_leader(120)
         # The controller appends a NoOpRecord every 500 ms: wait for a few batches.
         quorum.wait_until(lambda: quorum.describe(first.leader_id).high_watermark >= 16, 30, "a few batches")
         follower = next(i for i in quorum.node_ids if i != first.leader_id)

@@ -91,7 +91,7 @@ def listening(quorum, node_id: int) -> bool:
 
 def test_every_advertised_version_is_answered(tmp_path):
     with LocalQuorum(tmp_path, voters=1, extra_nodes=1).started("initial-controllers") as quorum:
-        leader = quorum.wait_for_leader(30)
+        leader = quorum.wait_for_leader(120)
         results = {}
         for node_id in quorum.node_ids:
             # the extra node (an observer) may still be starting its listener when the voter leads

@@ -36,7 +36,7 @@ def refused(answer) -> bool:
 @pytest.mark.parametrize("voters", [1, 3])
 def test_hostile_epochs_are_refused_and_the_quorum_lives_on(tmp_path, voters):
     with LocalQuorum(tmp_path, voters=voters).started("initial-controllers", graceful=False) as quorum:
-        first = quorum.wait_for_leader(30)
+        first = quorum.wait_for_leader(120)
         # Two of three voters elect a leader: the third may not be listening yet (a connect refused).
         quorum.wait_until(lambda: all("listening on" in open(quorum.log_path(i)).read() for i in quorum.node_ids),
                           30, "every node listening", watch=quorum.node_ids)
@@ -67,11 +67,11 @@ def test_hostile_epochs_are_refused_and_the_quorum_lives_on(tmp_path, voters):
         # And a new election still happens at the next epoch, not at the end of the space.
         if voters == 3:
             quorum.kill(first.leader_id)
-            second = quorum.wait_for_leader(30, exclude=(first.leader_id,), min_epoch=first.leader_epoch + 1)
+            second = quorum.wait_for_leader(120, exclude=(first.leader_id,), min_epoch=first.leader_epoch + 1)
         else:
             quorum.stop(first.leader_id)
             quorum.start(first.leader_id)
-            second = quorum.wait_for_leader(30, min_epoch=first.leader_epoch + 1)
+            second = quorum.wait_for_leader(120, min_epoch=first.leader_epoch + 1)
         assert second.leader_epoch < first.leader_epoch + 100
         quorum.wait_until(lambda: quorum.describe(second.leader_id).high_watermark > second.high_watermark,
                           15, "the new leader to commit")

@@ -21,7 +21,7 @@ def test_a_leader_under_append_load_keeps_answering_fetches(tmp_path):
     with quorum:
         quorum.format()
         quorum.start_all()
-        first = quorum.wait_for_leader(30)
+        first = quorum.wait_for_leader(120)
         time.sleep(1)                       # the load starts with the leadership
         start = quorum.describe(first.leader_id, timeout_ms=5000)
         views, answer_s, fetch_ages = [], [], []

@@ -24,7 +24,7 @@ def test_node_log_names_ids_as_the_tools_print_them(tmp_path):
         quorum.start(1)
         quorum.start(2)
         try:
-            quorum.wait_for_leader(30)
+            quorum.wait_for_leader(120)
             quorum.wait_until(lambda: "acknowledged our registration" in open(quorum.log_path(2)).read(), 30,
                               "node 2's controller registration")
         finally:

@@ -33,7 +33,7 @@ def node(tmp_path_factory):
     q.format(mode="standalone")
     q.start_all()
     try:
-        q.wait_for_leader(30)
+        q.wait_for_leader(120)
         q.wait_until(lambda: q.describe(1).high_watermark >= 40, 30, "40 committed records")
         yield q
     finally:
@@ -165,7 +165,7 @@ def test_asked_on_a_follower_clients_are_told_which_node_is_the_active_controlle
     from tests.net.netlib import RawConnection, run
 
     with LocalQuorum(tmp_path, voters=3).started("initial-controllers", graceful=False) as q:
-        leader = q.wait_for_leader(30).leader_id
+        leader = q.wait_for_leader(120).leader_id
         follower = next(i for i in q.voter_ids if i != leader)
         admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{q.ports[follower]}", request_timeout_ms=10000)
         try:

@@ -39,7 +39,7 @@ def standalone(tmp_path):
 
 def test_standalone_then_add_two_controllers_then_remove_one(standalone):
     q = standalone
-    q.wait_for_leader(30)
+    q.wait_for_leader(120)
     bootstrap = q.bootstrap_servers([1])
     assert voter_ids(q, bootstrap) == [1]
     # The two others are observers until they are added.
@@ -73,7 +73,7 @@ def test_standalone_then_add_two_controllers_then_remove_one(standalone):
 
 def test_features_describe_reports_the_finalized_kraft_version(standalone):
     q = standalone
-    q.wait_for_leader(30)
+    q.wait_for_leader(120)
     result = kafkawire("features", "--bootstrap-controller", q.bootstrap_servers([1]), "describe")
     assert result.returncode == 0, result.stderr
     line = next(l for l in result.stdout.splitlines() if l.startswith("Feature: kraft.version "))
@@ -90,7 +90,7 @@ def test_a_static_quorum_upgrades_kraft_version_with_the_features_tool(tmp_path)
     q.format(mode="static")
     q.start_all()
     try:
-        q.wait_for_leader(30)
+        q.wait_for_leader(120)
         bootstrap = q.bootstrap_servers()
         quorum_state = json.loads(open(f"{q.metadata_partition_dir(1)}/quorum-state").read())
         assert quorum_state["data_version"] == 0
@@ -121,8 +121,8 @@ def test_auto_join_makes_formatted_observers_voters(tmp_path):
     themselves (AddRaftVoter) to a standalone quorum."""
     q = LocalQuorum(tmp_path, voters=1, extra_nodes=2, properties={"controller.quorum.auto.join.enable": "true"})
     with q.started("standalone", graceful=False):
-        q.wait_for_leader(30)
-        view = q.wait_until(lambda: (lambda v: v if len(v.voters) == 3 else None)(q.wait_for_leader(30)), 60,
+        q.wait_for_leader(120)
+        view = q.wait_until(lambda: (lambda v: v if len(v.voters) == 3 else None)(q.wait_for_leader(120)), 60,
                             "nodes 2 and 3 to join as voters")
         assert sorted(r.replica_id for r in view.voters) == [1, 2, 3]
         assert view.observers == []
@@ -132,7 +132,7 @@ def test_features_describe_of_an_observer_by_node_id(standalone):
     """DescribeCluster to a controller names the registered controllers (Kafka's
     ControllerRegistrationsPublisher), observers too: `describe --node-id 2` reaches node 2."""
     q = standalone
-    q.wait_for_leader(30)
+    q.wait_for_leader(120)
     q.wait_until(lambda: len(q.describe(1).observers) == 2, 30, "nodes 2 and 3 to fetch as observers")
     result = kafkawire("features", "--bootstrap-controller", q.bootstrap_servers([1]), "--timeout", "20000",
                        "describe", "--node-id", "2")

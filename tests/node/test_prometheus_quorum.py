@@ -53,7 +53,7 @@ def quorum(tmp_path):
 
 
 def _agrees_with_describe_quorum(q: LocalQuorum):
-    view = q.describe(q.wait_for_leader(30).leader_id)
+    view = q.describe(q.wait_for_leader(120).leader_id)
     ends = {r.replica_id: r.log_end_offset for r in view.voters}
     if set(ends.values()) != {view.high_watermark}:
         return None                                  # not quiet yet
@@ -94,7 +94,7 @@ def test_every_node_s_metrics_agree_with_describe_quorum_and_one_node_is_active(
 
 
 def test_topic_and_partition_counts_follow_a_create_topics(quorum):
-    quorum.wait_for_leader(30)
+    quorum.wait_for_leader(120)
     asyncio.run(_create_a_topic_with_a_broker(quorum))
 
 

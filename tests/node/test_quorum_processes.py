@@ -20,7 +20,7 @@ def quorum(tmp_path):
 
 
 def test_kill_9_of_the_leader_elects_another_and_loses_nothing_committed(quorum):
-    first = quorum.wait_for_leader(30)
+    first = quorum.wait_for_leader(120)
     old = first.leader_id
     committed = first.high_watermark
     assert committed > 0, "the leader's start-of-epoch records commit"
@@ -28,7 +28,7 @@ def test_kill_9_of_the_leader_elects_another_and_loses_nothing_committed(quorum)
     assert before
 
     quorum.kill(old)
-    second = quorum.wait_for_leader(30, exclude=(old,), min_epoch=first.leader_epoch + 1)
+    second = quorum.wait_for_leader(120, exclude=(old,), min_epoch=first.leader_epoch + 1)
     assert second.leader_id != old and second.leader_epoch > first.leader_epoch
     assert second.high_watermark >= committed
     assert batches_below(quorum.metadata_partition_dir(second.leader_id), committed) == before
@@ -47,13 +47,13 @@ def test_kill_9_of_the_leader_elects_another_and_loses_nothing_committed(quorum)
 
 
 def test_sigterm_of_the_leader_resigns_and_a_new_leader_follows(quorum):
-    first = quorum.wait_for_leader(30)
+    first = quorum.wait_for_leader(120)
     old = first.leader_id
     assert quorum.stop(old) == 0
     with open(quorum.log_path(old)) as f:
         log = f.read()
     assert f"node {old}: Leader(e={first.leader_epoch}) -> Resigned(e={first.leader_epoch})" in log
-    second = quorum.wait_for_leader(30, exclude=(old,), min_epoch=first.leader_epoch + 1)
+    second = quorum.wait_for_leader(120, exclude=(old,), min_epoch=first.leader_epoch + 1)
     assert second.leader_id != old
 
 
@@ -94,7 +94,7 @@ def test_snapshots_are_written_and_a_restart_loads_the_latest(tmp_path):
     q.format(mode="standalone")
     q.start_all()
     try:
-        q.wait_for_leader(30)
+        q.wait_for_leader(120)
         directory = q.metadata_partition_dir(1)
 
         def snapshots():
@@ -105,7 +105,7 @@ def test_snapshots_are_written_and_a_restart_loads_the_latest(tmp_path):
         image = replay_snapshot(os.path.join(directory, written[-1])).image
         assert image.metadata_version is not None and 1 in image.controllers
         q.start(1)
-        q.wait_for_leader(30)
+        q.wait_for_leader(120)
         q.wait_until(lambda: "loaded snapshot" in q.log_tail(1, 200) and
                      written[-1].split("-")[0].lstrip("0") in q.log_tail(1, 200), 30, "the restart to load it")
     finally:
@@ -124,7 +124,7 @@ def test_a_follower_behind_the_retained_log_catches_up_through_fetch_snapshot(tm
     q.format()
     q.start_all()
     try:
-        leader = q.wait_for_leader(30).leader_id
+        leader = q.wait_for_leader(120).leader_id
         behind = next(i for i in q.node_ids if i != leader)
         q.kill(behind)
         first_segment = os.path.join(q.metadata_partition_dir(leader), "0" * 20 + ".log")

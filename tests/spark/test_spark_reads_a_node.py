@@ -23,9 +23,9 @@ def stopped_quorum(tmp_path_factory):
                                   metadata_version=metadata_version(LATEST_PRODUCTION)[1])
             await create_topic(q.address(leader), "spark-orders", partitions=4)
         asyncio.run(work())
-        hw = q.wait_for_leader(30).high_watermark
+        hw = q.wait_for_leader(120).high_watermark
         # every voter has the records up to the high watermark before they stop
-        q.wait_until(lambda: all(r.log_end_offset >= hw for r in q.wait_for_leader(30).voters), 30,
+        q.wait_until(lambda: all(r.log_end_offset >= hw for r in q.wait_for_leader(120).voters), 30,
                      "every voter to replicate the topic")
     return q
 

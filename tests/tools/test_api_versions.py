@@ -80,7 +80,7 @@ def test_local_is_what_a_running_node_advertises(tmp_path):
         quorum.format()
         quorum.start(1)
         try:
-            quorum.wait_for_leader(30)
+            quorum.wait_for_leader(120)
             host, port = quorum.address(1)
             asked = api_versions("--bootstrap-server", f"{host}:{port}")
         finally:

@@ -95,7 +95,7 @@ def main() -> None:
         q.format(mode="standalone")
         q.start_all()
         try:
-            q.wait_for_leader(30)
+            q.wait_for_leader(120)
             q.wait_until(lambda: q.describe(1).high_watermark >= 40, 30, "40 committed records")
             port = q.ports[1]
             for name, client in CLIENTS.items():
