@@ -18,6 +18,15 @@ async def open_from(port: int, source: str) -> RawConnection:
     return RawConnection(reader, writer)
 
 
+async def until(condition, what: str, timeout_s: float = 10) -> None:
+    """Until ``condition()`` holds (bounded): what the server does after a client's close
+    takes loop turns and, on a loaded machine, time that a fixed pause did not always give it."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, f"not within {timeout_s} s: {what}"
+        await asyncio.sleep(0.01)
+
+
 async def answered(conn: RawConnection, name: str, cid: int, timeout: float = 5.0) -> bool:
     await conn.send(metadata_request(name), 9, cid)
     try:
@@ -42,7 +51,7 @@ def test_a_connection_over_the_per_ip_limit_is_closed_and_overrides_raise_it(cap
             fourth = await open_from(server.port, "127.0.0.2")
             fourth_closed = await fourth.at_eof(timeout=5)
             first[0].close()
-            await asyncio.sleep(0.2)
+            await until(lambda: server._quotas.per_ip["127.0.0.1"] < 2, "the closed connection's slot freed")
             again = await open_from(server.port, "127.0.0.1")       # a slot is free again
             ok_again = await answered(again, "c", 9)
             for c in first[1:] + other + [again]:
@@ -98,7 +107,7 @@ def test_queued_max_request_bytes_stops_every_reader_until_memory_is_given_back(
             hog.close()
             cid, body = await small.read_response(METADATA, 9, timeout=5)   # its request is read now
             small.close()
-            await asyncio.sleep(0.2)
+            await until(lambda: pool.used == 0, "every request's memory given back")
             return used_while_hogged, blocked, cid, names(body), pool.used
 
     used, blocked, cid, got, used_after = run(main())
@@ -137,7 +146,7 @@ def test_a_client_that_goes_away_cancels_the_handler_it_was_waiting_for():
             await asyncio.wait_for(entered.wait(), 5)
             await conn.aclose()
             await asyncio.wait_for(cancelled.wait(), 5)
-            await asyncio.sleep(0.1)
+            await until(lambda: server.memory_pool.used == 0, "the cancelled request's memory given back")
             return server.memory_pool.used
 
     assert run(main()) == 0
