@@ -265,20 +265,23 @@ def _connections_to(port: int) -> int:
     return sum(1 for row in rows if int(row[2].split(":")[1], 16) == port and row[3] == "01")
 
 
-def _connections_served(address, opened=10, wait_s=3.0) -> dict:
-    """Open ``opened`` connections at once, each sending ApiVersions: how many are answered within
-    ``wait_s`` (the listener stops accepting at max.connections, counting the node's own
-    connections to itself), and whether one more is answered once one of those closes."""
+def _connections_served(address, opened=10, wait_s=3.0, served_wait_s=60.0) -> dict:
+    """Open ``opened`` connections at once, each sending ApiVersions: how many are answered (the
+    listener stops accepting at max.connections, counting the node's own connections to itself),
+    and whether one more is answered once one of those closes. The answers up to the limit are
+    waited for (at most ``served_wait_s``), then ``wait_s`` more for any beyond it: a single
+    window of ``wait_s`` for all of them counted a loaded machine's late answers as refusals."""
     own = _connections_to(address[1])
     sockets = [socket.create_connection(address, timeout=10) for _ in range(opened)]
     try:
         for sock in sockets:
             sock.sendall(encode_request(ApiVersionsRequest(), 0, 0, client_id="limit"))
-        served = _answered(sockets, set(), opened, wait_s)
+        served = _answered(sockets, set(), MAX_CONNECTIONS - own, served_wait_s)
+        served = _answered(sockets, served, opened, wait_s)
         answers = {"the node's own": own, "served": len(served), "limit minus the node's own": MAX_CONNECTIONS - own}
         if served and len(served) < opened:
             sockets[min(served)].close()
-            answers["one more once one closes"] = len(_answered(sockets, served, len(served) + 1, 20) - served)
+            answers["one more once one closes"] = len(_answered(sockets, served, len(served) + 1, served_wait_s) - served)
         return answers
     finally:
         for sock in sockets:
