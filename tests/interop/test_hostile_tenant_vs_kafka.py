@@ -187,7 +187,7 @@ async def _admin_answers(client, address):
 
 # --- the listener, on raw sockets ----------------------------------------------------------------
 
-def _after_a_size_over_the_bound(address, wait_s=10.0) -> str:
+def _after_a_size_over_the_bound(address, wait_s=30.0) -> str:
     """Announce a frame one byte over the pre-authentication bound and send 8 bytes of it: "closed"
     when the server ends the connection without waiting for the rest."""
     with socket.create_connection(address, timeout=wait_s) as sock:
