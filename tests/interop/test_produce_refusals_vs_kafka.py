@@ -259,19 +259,15 @@ def bump_leader_epoch(address: str, controller: str) -> None:
 
 def register_idle_broker(address: str, controller: str, cluster_id: str) -> None:
     """IDLE_BROKER registered with the controller at ``controller``, supporting the features the
-    broker at ``address`` supports and at least their finalized levels; it never heartbeats, so it
+    broker at ``address`` supports (ApiVersions v4 lists them all); it never heartbeats, so it
     stays fenced."""
-    versions = call(address, ApiVersionsRequest(client_software_name="kafkawire-tests", client_software_version="1"), 3)
-    ranges = {f.name: (f.min_version, f.max_version) for f in versions.supported_features}
-    for f in versions.finalized_features:
-        low, high = ranges.get(f.name, (f.max_version_level, f.max_version_level))
-        ranges[f.name] = (min(low, f.max_version_level), max(high, f.max_version_level))
+    versions = call(address, ApiVersionsRequest(client_software_name="kafkawire-tests", client_software_version="1"), 4)
     answer = call(controller, BrokerRegistrationRequest(
         broker_id=IDLE_BROKER, cluster_id=cluster_id, incarnation_id=random_uuid(), rack=None,
         listeners=[Listener(name="PLAINTEXT", host="127.0.0.1", port=1, security_protocol=0)],
-        features=[Feature(name=name, min_supported_version=low, max_supported_version=high)
-                  for name, (low, high) in ranges.items()], log_dirs=[random_uuid()]), 4)
-    assert answer.error_code == Errors.NONE, (answer, ranges)
+        features=[Feature(name=f.name, min_supported_version=f.min_version, max_supported_version=f.max_version)
+                  for f in versions.supported_features], log_dirs=[random_uuid()]), 4)
+    assert answer.error_code == Errors.NONE, answer
 
 
 def masked(text):
