@@ -40,6 +40,7 @@ from kafkawire.messages.produce_response import (
 from kafkawire.net.request_metrics import local_work_done
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import NO_RESPONSE, CloseConnection
+from kafkawire.protocol.message import uuid_to_kafka_string
 
 from .leader_discovery import PRODUCE_LEADER_VERSION, LeaderHints
 from .producer_state import VERIFICATION_OFF
@@ -50,7 +51,7 @@ from .txn_verification import transaction_checks
 from .validation import ProduceRefused, request_refusal, validate_produce
 from .log_dir_failure import append_step, is_offline_replica, storage_failure
 
-__all__ = ["ProduceApi", "isr_and_min_isr", "record_rules"]
+__all__ = ["ProduceApi", "isr_and_min_isr", "record_rules", "log_failed_append", "kafka_logs_refusal"]
 
 log = logging.getLogger(__name__)
 
@@ -142,9 +143,7 @@ class ProduceApi:
         isr, min_isr = isr_and_min_isr(partition, registration, settings.min_insync_replicas)
         if acks == -1 and len(isr) < min_isr:
             # NotEnoughReplicasException: Kafka logs its message; the answer has none, and the log start offset
-            log.warning("Error processing append operation on partition %s: The size of the current ISR : %d is "
-                        "insufficient to satisfy the min.isr requirement of %d for partition %s, live replica(s) "
-                        "broker.id are : %s", name, len(isr), min_isr, name, sorted(isr))
+            log_failed_append(topic, p.index, Errors.NOT_ENOUGH_REPLICAS, fewer_in_sync_text(isr, min_isr))
             stats.mark(topic.name, FAILED_PRODUCE)
             return PartitionProduceResponse(index=p.index, error_code=Errors.NOT_ENOUGH_REPLICAS, base_offset=-1,
                                             log_append_time_ms=-1, log_start_offset=partition.log.log_start_offset)
@@ -158,6 +157,7 @@ class ProduceApi:
         except RecordErrors as exc:      # ReplicaManager: RecordValidationException, the log start offset kept
             if exc.code not in UNCOUNTED_FAILURES:
                 stats.mark(topic.name, FAILED_PRODUCE)
+            log_failed_append(topic, p.index, exc.code, str(exc))
             return PartitionProduceResponse(
                 index=p.index, error_code=exc.code, base_offset=-1, log_append_time_ms=-1,
                 log_start_offset=partition.log.log_start_offset, error_message=str(exc),
@@ -166,14 +166,15 @@ class ProduceApi:
         except ProduceRefused as exc:
             if exc.code not in UNCOUNTED_FAILURES:
                 stats.mark(topic.name, FAILED_PRODUCE)
-            log.debug("Error processing append operation on partition %s: %s", name, exc)
+            if kafka_logs_refusal(exc):
+                log_failed_append(topic, p.index, exc.code, str(exc))
             # ReplicaManager.appendToLocalLog: no message in the answer; the log start offset unless
             # KafkaApis refused the records or the exception is one it answers without it
             start = -1 if exc.in_request or exc.code in UNCOUNTED_FAILURES else partition.log.log_start_offset
             return PartitionProduceResponse(index=p.index, error_code=exc.code, base_offset=-1,
                                             log_append_time_ms=-1, log_start_offset=start)
         except ValueError as exc:        # larger than a segment (Log.append): RecordBatchTooLargeException
-            log.debug("Error processing append operation on partition %s: %s", name, exc)
+            log.debug("append to %s refused with RECORD_LIST_TOO_LARGE: %s", name, exc)     # Kafka: not logged
             return _refused(p.index, Errors.RECORD_LIST_TOO_LARGE, None)
         except OSError as exc:           # KafkaStorageException: the log directory goes offline (logged there)
             storage_failure(self.broker, partition, append_step(exc), exc)
@@ -188,6 +189,39 @@ class ProduceApi:
 # ReplicaManager.appendToLocalLog does not count these as failed produce requests (a failure of
 # the broker's, which is what the meter is for): the client's own errors.
 UNCOUNTED_FAILURES = frozenset({Errors.CORRUPT_MESSAGE, Errors.MESSAGE_TOO_LARGE, Errors.RECORD_LIST_TOO_LARGE})
+
+
+# The longest reason a refused append's log line carries (each is built from bounded parts: the
+# topic's name, numbers, at most three record errors); the cut keeps a line short whatever comes.
+MAX_REASON_CHARS = 1000
+
+
+def kafka_logs_refusal(exc: ProduceRefused) -> bool:
+    """Whether Kafka logs the refusal: ReplicaManager.appendToLocalLog logs every exception of the
+    log's append but those it answers as known (CorruptRecordException, RecordTooLargeException,
+    RecordBatchTooLargeException, ...), and KafkaApis' own checks of the request are never logged."""
+    return not exc.in_request and exc.code not in UNCOUNTED_FAILURES
+
+
+def log_failed_append(topic, index: int, code: int, reason: str) -> None:
+    """The broker's line for an append the partition's log refused, with the facts Kafka's
+    ReplicaManager logs (processFailedRecord: the partition, its topic id, the exception's text):
+    INFO for a fenced producer epoch (InvalidProducerEpochException), ERROR for the others.
+
+    Kafka logs every failure, with the exception's stack trace; this is one line per failure
+    without one (no longer than MAX_REASON_CHARS and the names), so a client sending bad batches
+    grows the log by less per batch than it grows Kafka's."""
+    error = Errors.for_code(code)
+    if len(reason) > MAX_REASON_CHARS:
+        reason = reason[:MAX_REASON_CHARS] + "..."
+    log.log(logging.INFO if error == Errors.INVALID_PRODUCER_EPOCH else logging.ERROR,
+            "append to partition %s-%d (topic id %s) refused with %s: %s", topic.name, index,
+            uuid_to_kafka_string(topic.id), error.name, reason)
+
+
+def fewer_in_sync_text(isr, min_isr: int) -> str:
+    """Why NotEnoughReplicasException refused an acks=all append."""
+    return f"{len(isr)} in-sync replica(s) {sorted(isr)}, fewer than the min.insync.replicas of {min_isr}"
 
 
 def isr_and_min_isr(partition, registration, min_insync_replicas: int) -> tuple:

@@ -48,7 +48,7 @@ from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, AuthorizerN
 from kafkawire.protocol.error_codes import Errors
 
 from .group_records import OFFSETS_TOPIC
-from .produce import isr_and_min_isr
+from .produce import fewer_in_sync_text, isr_and_min_isr, kafka_logs_refusal, log_failed_append
 from .validation import ProduceRefused
 
 __all__ = ["TxnMarkersApi", "WRITE_TXN_MARKERS"]
@@ -143,14 +143,20 @@ class TxnMarkersApi:
         if topic != OFFSETS_TOPIC and _registration(image, topic, index) is not None:
             isr, min_isr = isr_and_min_isr(partition, _registration(image, topic, index), settings.min_insync_replicas)
             if len(isr) < min_isr:
+                log_failed_append(image.topics_by_name[topic], index, Errors.NOT_ENOUGH_REPLICAS,
+                                  fewer_in_sync_text(isr, min_isr))
                 return Errors.NOT_ENOUGH_REPLICAS
         try:
             partition.append_marker(producer_id=marker.producer_id, producer_epoch=marker.producer_epoch,
                                     coordinator_epoch=marker.coordinator_epoch, commit=marker.transaction_result,
                                     now_ms=now_ms, transaction_version=marker.transaction_version,
                                     log_append_time=settings.log_append_time)
-        except ProduceRefused as exc:
-            log.debug("marker for %s-%d refused: %s", topic, index, exc)
+        except ProduceRefused as exc:       # an append of the coordinator's: Kafka logs it as any append
+            known = image is not None and topic in image.topics_by_name
+            if known and kafka_logs_refusal(exc):
+                log_failed_append(image.topics_by_name[topic], index, exc.code, str(exc))
+            else:
+                log.debug("marker for %s-%d refused: %s", topic, index, exc)
             return exc.code
         except (OSError, ValueError) as exc:
             log.error("cannot write a transaction marker to %s-%d: %s", topic, index, exc)

@@ -51,19 +51,25 @@ def test_the_bounds_of_the_timestamp_column_are_its_min_and_max(monkeypatch, c_b
     # all_pass takes the C parser's timestamp column: its (min, max) in C, or by min and max.
     from array import array
     from kafkawire.broker import record_checks
-    if not c_bounds:
-        monkeypatch.setattr(_native, "records", None)
-    elif _native.records is None:
+    if c_bounds and _native.records is None:
         pytest.skip("the C extension is not built")
+    bounds = _native.records.int64_bounds if c_bounds else record_checks._int64_bounds_in_python
+    monkeypatch.setattr(record_checks, "_int64_bounds", bounds)
     for values in ([5], [3, -7, 2**63 - 1, 0], [-2**63, 4], list(range(1000, 0, -3))):
         column = array("q", values).tobytes()
-        assert record_checks._int64_bounds(column) == (min(values), max(values))
-        assert record_checks._int64_bounds(memoryview(column)) == (min(values), max(values))
+        assert bounds(column) == (min(values), max(values))
+        assert bounds(memoryview(column)) == (min(values), max(values))
     rules = RecordRules(now_ms=NOW, before_max_ms=10, after_max_ms=10)
     assert rules.all_pass(False, array("q", [NOW - 10, NOW + 10, NOW]).tobytes(), 0)
     assert not rules.all_pass(False, array("q", [NOW, NOW - 11, NOW]).tobytes(), 0)
     assert not rules.all_pass(False, array("q", [NOW, NOW + 11, NOW]).tobytes(), 0)
     assert rules.all_pass(False, b"", 0)
+
+
+def test_the_bounds_are_the_extensions_when_it_runs():
+    from kafkawire.broker import record_checks
+    expected = record_checks._int64_bounds_in_python if _native.records is None else _native.records.int64_bounds
+    assert record_checks._int64_bounds is expected
 
 
 def refused(data, rules: RecordRules) -> RecordErrors:

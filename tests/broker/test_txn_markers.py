@@ -8,6 +8,7 @@ embedded broker (kafkawire.testing)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from types import SimpleNamespace
@@ -112,7 +113,10 @@ def test_two_markers_of_one_producer_share_one_result_as_kafkas_map_does(broker)
             for m in response.markers] == [(7, [("orders", [0, 2])])]
 
 
-def test_a_fenced_coordinator_and_an_old_producer_epoch_are_refused(broker):
+def test_a_fenced_coordinator_and_an_old_producer_epoch_are_refused(broker, caplog):
+    """Logged as Kafka's ReplicaManager logs the coordinator's failed append: the old producer
+    epoch at INFO, the fenced coordinator at ERROR."""
+    caplog.set_level(logging.DEBUG, "kafkawire.broker.produce")
     partition = broker.partitions[("orders", 0)]
     append(partition, txn_batch(7, epoch=2))
     heard = []
@@ -123,6 +127,11 @@ def test_a_fenced_coordinator_and_an_old_producer_epoch_are_refused(broker):
     assert results(write(broker, marker(7, [0], epoch=2, coordinator_epoch=4))) \
         == {(7, "orders", 0): Errors.TRANSACTION_COORDINATOR_FENCED}
     assert heard == [("orders", 0, 7, 2, True, 5)]
+    assert [(r.levelno, r.getMessage().split(":")[0]) for r in caplog.records if r.name == "kafkawire.broker.produce"] \
+        == [(logging.INFO, "append to partition orders-0 (topic id AAAAAAAAAAAAAAAAAAAACw) refused with "
+                           "INVALID_PRODUCER_EPOCH"),
+            (logging.ERROR, "append to partition orders-0 (topic id AAAAAAAAAAAAAAAAAAAACw) refused with "
+                            "TRANSACTION_COORDINATOR_FENCED")]
 
 
 def test_a_listener_that_raises_does_not_stop_the_others_or_the_answer(broker):
@@ -143,10 +152,14 @@ def test_on_a_log_append_time_topic_the_marker_says_log_append_time(broker):
     assert (batch.is_control, batch.timestamp_type) == (True, 1)
 
 
-def test_fewer_in_sync_replicas_than_min_insync_replicas_is_not_enough_replicas(broker):
+def test_fewer_in_sync_replicas_than_min_insync_replicas_is_not_enough_replicas(broker, caplog):
+    caplog.set_level(logging.DEBUG, "kafkawire.broker.produce")
     broker.image().configs[(TOPIC_RESOURCE, "orders")] = {"min.insync.replicas": "2"}
     broker.image().topics_by_name["orders"].partitions[0] = SimpleNamespace(leader=NODE, isr=[NODE], replicas=[NODE, 2])
     assert results(write(broker, marker(7, [0]))) == {(7, "orders", 0): Errors.NOT_ENOUGH_REPLICAS}
+    assert [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "kafkawire.broker.produce"] == [
+        (logging.ERROR, "append to partition orders-0 (topic id AAAAAAAAAAAAAAAAAAAACw) refused with "
+                        f"NOT_ENOUGH_REPLICAS: 1 in-sync replica(s) [{NODE}], fewer than the min.insync.replicas of 2")]
 
 
 def test_min_insync_replicas_is_at_most_the_replication_factor_as_kafkas_effective_min_isr(broker):

@@ -1,4 +1,4 @@
-"""Bad Produce, Fetch and ListOffsets input judged by a real Apache Kafka 4.3.1 broker (issue 29: "bad input
+"""Bad Produce, Fetch, ListOffsets and OffsetForLeaderEpoch input judged by a real Apache Kafka 4.3.1 broker (issue 29: "bad input
 ... gets Kafka's errors"): the same raw requests go to a Kafka 4.3.1 combined node and to the
 session's kafkawire node, each holding the same topics and records, and must be answered alike,
 field for field: the error code, its message, the record errors, the offsets and watermarks
@@ -15,7 +15,12 @@ import pytest
 from crc32c import crc32c
 
 from kafkawire.messages.add_partitions_to_txn_request import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
-from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
+from kafkawire.messages.alter_partition_reassignments_request import (AlterPartitionReassignmentsRequest,
+                                                                      ReassignablePartition, ReassignableTopic)
+from kafkawire.messages.api_versions_request import ApiVersionsRequest
+from kafkawire.messages.broker_registration_request import BrokerRegistrationRequest, Feature, Listener
+from kafkawire.messages.create_topics_request import (CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
+                                                      CreateTopicsRequest)
 from kafkawire.messages.delete_records_request import DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic
 from kafkawire.messages.end_txn_request import EndTxnRequest
 from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic, ReplicaState
@@ -23,7 +28,10 @@ from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
 from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
 from kafkawire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+from kafkawire.messages.offset_for_leader_epoch_request import (OffsetForLeaderEpochRequest, OffsetForLeaderPartition,
+                                                                OffsetForLeaderTopic)
 from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kafkawire.messages.unregister_broker_request import UnregisterBrokerRequest
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.records.builder import build_batch, build_control_batch
 from kafkawire.storage.state_files import random_uuid, uuid_to_kafka
@@ -107,7 +115,8 @@ PRODUCE_CASES.update({f"v{version}: {case}": (acks, parts, version) for version 
 UNKNOWN_TOPIC_ID = random_uuid()
 # name: ([(topic, partition, fetch offset, current leader epoch)], the request's other fields).
 # refusals-trimmed holds offsets 1 and 2 (its log start 1, its end 3). Both partitions lead at
-# epoch 0, so no epoch is older: Kafka reads any negative one as none (no FENCED_LEADER_EPOCH).
+# epoch 0, so no epoch is older: Kafka reads any negative one as none (no FENCED_LEADER_EPOCH);
+# refusals-fenced (below) leads at epoch 1, for the older epoch.
 FETCH_CASES = {
     "past the log end": ([("refusals", 0, 100, -1)], {}),
     "an unknown partition and topic": ([("refusals", 9, 0, -1), ("refusals-unknown", 0, 0, -1)], {}),
@@ -141,6 +150,24 @@ LIST_OFFSETS_CASES = {
     "an older leader epoch": (8, [("refusals", 0, -1, 0)]),
     "an unknown special timestamp": (8, [("refusals", 0, -6, -1)]),
     "the earliest local timestamp before v8": (7, [("refusals", 0, -4, -1)]),
+}
+# refusals-fenced-0 leads at epoch 1 (bump_leader_epoch), its record (offset 0) of epoch 0.
+FENCED_TOPIC = "refusals-fenced"
+IDLE_BROKER = 7          # a broker registered with the controller that never runs (fenced)
+FETCH_CASES.update({
+    "an older (fenced) leader epoch": ([(FENCED_TOPIC, 0, 0, 0)], {}),
+    "the leader epoch after a bump": ([(FENCED_TOPIC, 0, 0, 1)], {}),
+})
+LIST_OFFSETS_CASES.update({
+    "an older (fenced) leader epoch after a bump": (8, [(FENCED_TOPIC, 0, -1, 0)]),
+    "the leader epoch after a bump": (8, [(FENCED_TOPIC, 0, -1, 1)]),
+})
+# name: [(topic, partition, current leader epoch, leader epoch asked for)]
+OFFSET_FOR_LEADER_EPOCH_CASES = {
+    "an older (fenced) current leader epoch": [(FENCED_TOPIC, 0, 0, 0)],
+    "the current leader epoch, asking for the one before": [(FENCED_TOPIC, 0, 1, 0)],
+    "the current leader epoch, asking for it": [(FENCED_TOPIC, 0, 1, 1)],
+    "a newer current leader epoch": [(FENCED_TOPIC, 0, 2, 0)],
 }
 BROKER_TIME = re.compile(r"-?[0-9]{13,}")     # a time of the broker's clock, or a bound from it
 
@@ -200,6 +227,47 @@ def prepare_transactions(address: str) -> None:
     while (answer := fetch(address, [("refusals-txn", 0, 0, -1)]))[0][3] != 4:
         assert time.monotonic() < deadline, f"no abort marker in refusals-txn-0 at {address} within {WAIT_S} s: {answer}"
         time.sleep(0.1)
+
+
+def bump_leader_epoch(address: str, controller: str) -> None:
+    """refusals-fenced-0, one record, its leader epoch bumped from 0 to 1 on a node of one broker:
+    created on this broker and IDLE_BROKER (registered, fenced: the ISR is this broker), then
+    reassigned to this broker alone; a reassignment that drops a replica bumps the leader epoch
+    (Kafka's PartitionChangeBuilder). IDLE_BROKER is unregistered again afterwards."""
+    metadata = call(address, MetadataRequest(topics=[], allow_auto_topic_creation=False), 12)
+    [node] = [b.node_id for b in metadata.brokers]
+    register_idle_broker(address, controller, metadata.cluster_id)
+    answer = call(address, CreateTopicsRequest(timeout_ms=30_000, topics=[CreatableTopic(
+        name=FENCED_TOPIC, num_partitions=-1, replication_factor=-1, configs=[],
+        assignments=[CreatableReplicaAssignment(partition_index=0, broker_ids=[node, IDLE_BROKER])])]))
+    assert [(t.name, t.error_code) for t in answer.topics] == [(FENCED_TOPIC, Errors.NONE)], answer
+    deadline = time.monotonic() + WAIT_S
+    while (first := produce(address, 1, [(FENCED_TOPIC, 0, GOOD)])[0])[2] == Errors.NOT_LEADER_OR_FOLLOWER:
+        assert time.monotonic() < deadline, f"{FENCED_TOPIC}-0 has no leader at {address} within {WAIT_S} s"
+        time.sleep(0.1)
+    assert first[2:4] == (Errors.NONE, 0), first
+    moved = call(address, AlterPartitionReassignmentsRequest(topics=[ReassignableTopic(
+        name=FENCED_TOPIC, partitions=[ReassignablePartition(partition_index=0, replicas=[node])])]), 0)
+    assert [(p.error_code, p.error_message) for t in moved.responses for p in t.partitions] == [(Errors.NONE, None)], \
+        moved
+    while (answer := fetch(address, [(FENCED_TOPIC, 0, 0, 1)]))[0][2] != Errors.NONE:
+        assert time.monotonic() < deadline, f"{FENCED_TOPIC}-0 not at leader epoch 1 at {address}: {answer}"
+        time.sleep(0.1)         # the broker has not applied the new epoch yet
+    unregistered = call(address, UnregisterBrokerRequest(broker_id=IDLE_BROKER), 0)
+    assert unregistered.error_code == Errors.NONE, unregistered
+
+
+def register_idle_broker(address: str, controller: str, cluster_id: str) -> None:
+    """IDLE_BROKER registered with the controller at ``controller``, supporting the features the
+    broker at ``address`` supports (ApiVersions v4 lists them all); it never heartbeats, so it
+    stays fenced."""
+    versions = call(address, ApiVersionsRequest(client_software_name="kafkawire-tests", client_software_version="1"), 4)
+    answer = call(controller, BrokerRegistrationRequest(
+        broker_id=IDLE_BROKER, cluster_id=cluster_id, incarnation_id=random_uuid(), rack=None,
+        listeners=[Listener(name="PLAINTEXT", host="127.0.0.1", port=1, security_protocol=0)],
+        features=[Feature(name=f.name, min_supported_version=f.min_version, max_supported_version=f.max_version)
+                  for f in versions.supported_features], log_dirs=[random_uuid()]), 4)
+    assert answer.error_code == Errors.NONE, answer
 
 
 def masked(text):
@@ -264,6 +332,17 @@ def list_offsets(address: str, version: int, parts: list) -> list[tuple]:
                   for t in answer.topics for p in t.partitions)
 
 
+def offset_for_leader_epoch(address: str, parts: list) -> list[tuple]:
+    by_topic: dict[str, list] = {}
+    for topic, partition, current, epoch in parts:
+        by_topic.setdefault(topic, []).append(OffsetForLeaderPartition(
+            partition=partition, current_leader_epoch=current, leader_epoch=epoch))
+    answer = call(address, OffsetForLeaderEpochRequest(replica_id=-1, topics=[
+        OffsetForLeaderTopic(topic=t, partitions=p) for t, p in by_topic.items()]), 4)
+    return sorted((t.topic, p.partition, p.error_code, p.leader_epoch, p.end_offset)
+                  for t in answer.topics for p in t.partitions)
+
+
 @pytest.fixture(scope="module")
 def addresses(kafka_libs, tmp_path_factory, kafkawire_broker):
     """(Kafka's broker address, kafkawire's), both prepared alike."""
@@ -272,8 +351,10 @@ def addresses(kafka_libs, tmp_path_factory, kafkawire_broker):
         node.format(uuid_to_kafka(random_uuid()), "--standalone")
         node.start()
         node.wait_ready()
-        for address in (node.broker_address, kafkawire_broker.bootstrap_servers):
+        for address, controller in ((node.broker_address, node.controller_address),
+                                    (kafkawire_broker.bootstrap_servers, f"127.0.0.1:{kafkawire_broker.controller_port}")):
             prepare(address)
+            bump_leader_epoch(address, controller)
         yield node.broker_address, kafkawire_broker.bootstrap_servers
     finally:
         node.kill()
@@ -297,4 +378,10 @@ def test_a_bad_fetch_is_answered_as_kafkas_broker_answers_it(addresses, case):
 def test_a_bad_list_offsets_is_answered_as_kafkas_broker_answers_it(addresses, case):
     version, parts = LIST_OFFSETS_CASES[case]
     kafkas, ours = (list_offsets(address, version, parts) for address in addresses)
+    assert ours == kafkas
+
+
+@pytest.mark.parametrize("case", OFFSET_FOR_LEADER_EPOCH_CASES)
+def test_a_bad_offset_for_leader_epoch_is_answered_as_kafkas_broker_answers_it(addresses, case):
+    kafkas, ours = (offset_for_leader_epoch(address, OFFSET_FOR_LEADER_EPOCH_CASES[case]) for address in addresses)
     assert ours == kafkas
