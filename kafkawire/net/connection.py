@@ -457,8 +457,7 @@ class Connection:
         """The request's UNKNOWN_SERVER_ERROR answer: the handler's own, else Kafka's
         getErrorResponse of the request (kafkawire.net.error_responses); None closes."""
         try:
-            return failed_request_response(registered.key, registered.handler, ctx, request,
-                                           int(Errors.UNKNOWN_SERVER_ERROR))
+            return failed_request_response(registered.handler, ctx, request, int(Errors.UNKNOWN_SERVER_ERROR))
         except Exception:
             log.exception("the error response to api key %d failed too", ctx.api_key)
             return None

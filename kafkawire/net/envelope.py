@@ -191,4 +191,4 @@ async def _run(registered, ctx: RequestContext, request):
     except Exception:
         log.exception("the handler for forwarded api key %d v%d from %s raised", ctx.api_key, ctx.api_version,
                       ctx.principal)
-    return failed_request_response(registered.key, registered.handler, ctx, request, int(Errors.UNKNOWN_SERVER_ERROR))
+    return failed_request_response(registered.handler, ctx, request, int(Errors.UNKNOWN_SERVER_ERROR))

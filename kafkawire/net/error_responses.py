@@ -38,9 +38,10 @@ def error_response(api_key: int, request, version: int, code: int):
     return top_level_error_response(response_cls, version, int(code)) or response_cls()
 
 
-def failed_request_response(api_key: int, handler, ctx, request, code: int):
-    """The answer to a request whose ``handler`` (an ApiHandler) failed: its own
-    ``error_response`` if it has one, else ``error_response``'s; None: close the connection."""
+def failed_request_response(handler, ctx, request, code: int):
+    """The answer to a request (of ``ctx.api_key`` at ``ctx.api_version``) whose ``handler`` (an
+    ApiHandler) failed: its own ``error_response`` if it has one, else ``error_response``'s;
+    None: close the connection."""
     if handler.error_response is not None:
         return handler.error_response(ctx, request, code)
-    return error_response(api_key, request, ctx.api_version, code)
+    return error_response(ctx.api_key, request, ctx.api_version, code)

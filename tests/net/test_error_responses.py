@@ -8,9 +8,11 @@ Kafka. The requests are tests/net/error_response_requests.py's filled ones (two 
 array, distinct numbers and names)."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
-from kafkawire.net.error_responses import ERROR_RESPONSES, error_response
+from kafkawire.net.error_responses import ERROR_RESPONSES, error_response, failed_request_response
 from kafkawire.protocol.error_codes import Errors
 from tests.net.error_response_requests import SERVED_KEYS, cases, versions
 
@@ -168,12 +170,10 @@ def test_the_admin_apis_answer_each_entry_on_a_controller_too():
 
 
 def test_a_handlers_own_error_response_still_wins():
-    from types import SimpleNamespace
-    from kafkawire.net.error_responses import failed_request_response
     own = SimpleNamespace(error_response=lambda ctx, request, code: ("own", code))
-    ctx = SimpleNamespace(api_version=4)
-    assert failed_request_response(22, own, ctx, None, USE) == ("own", USE)
+    ctx = SimpleNamespace(api_key=22, api_version=4)
+    assert failed_request_response(own, ctx, None, USE) == ("own", USE)
     table = SimpleNamespace(error_response=None)
     request = dict(cases(22, 4))["filled"]
-    assert failed_request_response(22, table, ctx, request, USE).producer_id == -1
+    assert failed_request_response(table, ctx, request, USE).producer_id == -1
     assert set(ERROR_RESPONSES) <= SERVED_KEYS          # no builder for an API nobody serves
