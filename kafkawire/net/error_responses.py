@@ -30,7 +30,8 @@ ERROR_RESPONSES = {**ADMIN_ERROR_RESPONSES, **CLIENT_ERROR_RESPONSES, **GROUP_ER
 
 def error_response(api_key: int, request, version: int, code: int):
     """The answer carrying ``code`` to ``request`` (of ``api_key`` at ``version``), or None when
-    Kafka's answer is no response (Produce with acks 0: the connection is closed)."""
+    Kafka's answer is no response (Produce with acks 0: the connection is closed; a
+    DescribeUserScramCredentials for every user, whose getErrorResponse throws)."""
     build = ERROR_RESPONSES.get(api_key)
     if build is not None:
         return build(request, version, int(code))

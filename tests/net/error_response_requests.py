@@ -91,11 +91,24 @@ def versions(api_key: int) -> range:
     return range(api.min_version, api.max_version + 1)
 
 
+def with_nulls(request, version: int):
+    """``request`` with each of its top-level fields that ``version`` lets be null set to null,
+    or None when it has none (Metadata's all topics, ElectLeaders' all partitions...)."""
+    nullable = [f for f in type(request)._FIELDS if f.present(version) and f.nullable(version)]
+    for f in nullable:
+        setattr(request, f.py_name, None)
+    return request if nullable else None
+
+
 def cases(api_key: int, version: int) -> list[tuple[str, object]]:
-    """(name, request) for ``api_key`` at ``version``: the default request and the filled one
-    (Produce also with acks 0, which Kafka answers with nothing)."""
+    """(name, request) for ``api_key`` at ``version``: the default request, the filled one, the
+    filled one with its nullable top-level fields null if it has any (Produce also with acks 0,
+    which Kafka answers with nothing)."""
     cls = api_table()[api_key].request
     out = [("default", cls()), ("filled", filled(cls, version))]
+    nulls = with_nulls(filled(cls, version), version)
+    if nulls is not None:
+        out.append(("nulls", nulls))
     if cls.NAME == "ProduceRequest":
         zero = filled(cls, version)
         zero.acks = 0
