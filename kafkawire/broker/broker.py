@@ -59,7 +59,6 @@ from kafkawire.net.authentication import sasl_handlers
 from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, Op
 from kafkawire.net.client_quotas import IpConnectionRates
 from kafkawire.net.config import ConfigError, ServerConfig
-from kafkawire.net.metadata_topic import fetch_error_response, list_offsets_error_response
 from kafkawire.net.request_metrics import RequestMetrics
 from kafkawire.net.server import KafkaServer
 from kafkawire.protocol.handler import ApiHandler
@@ -263,9 +262,8 @@ class Broker(HostedPartitions):
             **own,
             # v0-2 refused, as Kafka 4 does, but v0 advertised as Kafka's broker does (KAFKA-18659)
             PRODUCE: ApiHandler(self.produce_api.produce, min_version=3, advertised_min_version=0),
-            FETCH: ApiHandler(self.fetch_api.fetch, min_version=4, error_response=fetch_error_response),
-            LIST_OFFSETS: ApiHandler(self.fetch_api.list_offsets, min_version=1,
-                                     error_response=list_offsets_error_response),
+            FETCH: ApiHandler(self.fetch_api.fetch, min_version=4),
+            LIST_OFFSETS: ApiHandler(self.fetch_api.list_offsets, min_version=1),
             METADATA: ApiHandler(self.metadata_apis.metadata),
             DESCRIBE_CLUSTER: ApiHandler(self.metadata_apis.describe_cluster),
             DELETE_RECORDS: ApiHandler(self.delete_records_api.delete_records),

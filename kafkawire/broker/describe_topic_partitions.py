@@ -32,6 +32,7 @@ from kafkawire.messages.describe_topic_partitions_response import (Cursor, Descr
                                                                     DescribeTopicPartitionsResponsePartition,
                                                                     DescribeTopicPartitionsResponseTopic)
 from kafkawire.net.authorizer import RESOURCE_TOPIC, Op
+from kafkawire.net.client_error_responses import describe_topic_partitions_error_response
 from kafkawire.net.metadata_topic import TOPIC_OPERATIONS, legal_topic_name
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
@@ -51,7 +52,7 @@ class DescribeTopicPartitionsApi:
         self.broker = broker
 
     def handlers(self) -> dict[int, ApiHandler]:
-        return {DESCRIBE_TOPIC_PARTITIONS: ApiHandler(self.handle, error_response=error_response)}
+        return {DESCRIBE_TOPIC_PARTITIONS: ApiHandler(self.handle)}
 
     async def handle(self, ctx, request, allowed=lambda name: True):
         """``allowed(name)``: whether the principal may DESCRIBE the topic (the ACL check passes its own)."""
@@ -63,7 +64,7 @@ class DescribeTopicPartitionsApi:
             sorted({t.name for t in request.topics})
         names = [n for n in asked if n >= start_name]
         if cursor is not None and ((not every_topic and cursor.topic_name not in names) or cursor.partition_index < 0):
-            return error_response(ctx, request, int(Errors.INVALID_REQUEST))
+            return describe_topic_partitions_error_response(ctx, request, int(Errors.INVALID_REQUEST))
         refused = [] if every_topic else [n for n in names if not allowed(n)]
         refused_set = set(refused)
         limit = max(min(MAX_REQUEST_PARTITION_SIZE_LIMIT, request.response_partition_limit), 1)
@@ -115,12 +116,6 @@ def _partition(image, index: int, p, listener_name: str) -> DescribeTopicPartiti
         partition_index=index, leader_id=p.leader if has_endpoint(p.leader) else -1, leader_epoch=p.leader_epoch,
         replica_nodes=list(p.replicas), isr_nodes=list(p.isr), eligible_leader_replicas=list(p.elr),
         last_known_elr=list(p.last_known_elr), offline_replicas=offline_replicas(image, p, listener_name))
-
-
-def error_response(ctx, request, code: int):
-    """DescribeTopicPartitionsRequest.getErrorResponse: the error on each topic named."""
-    return DescribeTopicPartitionsResponse(topics=[DescribeTopicPartitionsResponseTopic(
-        error_code=code, name=t.name, topic_id=ZERO_UUID, is_internal=False, partitions=[]) for t in request.topics])
 
 
 def describe_topic_partitions_check(broker, api: DescribeTopicPartitionsApi, authorized_operations):

@@ -17,8 +17,9 @@ What comes back, as Kafka's broker answers:
 - any other Envelope error (a principal the controller cannot read, ...): UNKNOWN_SERVER_ERROR,
   not the envelope's error, which the client would not expect.
 
-The error answers are the request's getErrorResponse: the error on every topic, resource or
-partition the request named (and at the top where the response has an error code there).
+The error answers are the request's getErrorResponse (kafkawire.net.error_responses): the error
+on every topic, resource or partition the request named (and at the top where the response has
+an error code there).
 """
 from __future__ import annotations
 
@@ -27,23 +28,10 @@ import ipaddress
 import logging
 import time
 
-from kafkawire.messages.add_raft_voter_response import AddRaftVoterResponse
-from kafkawire.messages.alter_partition_reassignments_response import (AlterPartitionReassignmentsResponse,
-                                                                       ReassignablePartitionResponse,
-                                                                       ReassignableTopicResponse)
-from kafkawire.messages.describe_quorum_response import DescribeQuorumResponse
-from kafkawire.messages.elect_leaders_response import ElectLeadersResponse, PartitionResult, ReplicaElectionResult
 from kafkawire.messages.envelope_request import EnvelopeRequest
-from kafkawire.messages.list_partition_reassignments_response import ListPartitionReassignmentsResponse
-from kafkawire.messages.remove_raft_voter_response import RemoveRaftVoterResponse
-from kafkawire.messages.unregister_broker_response import UnregisterBrokerResponse
-from kafkawire.messages.update_features_response import UpdateFeaturesResponse
-from kafkawire.metadata.delegation_tokens import token_error_response
 from kafkawire.net.client import TransportError
-from kafkawire.net.admin_error_responses import (ADMIN_ERROR_RESPONSES, create_partitions_error, create_topics_error,
-                                                 delete_topics_error)
-from kafkawire.net.authorizer import error_response_at
 from kafkawire.net.envelope import serialize_principal
+from kafkawire.net.error_responses import error_response
 from kafkawire.net.server import ApiHandler, CloseConnection
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.errors import DecodeError
@@ -171,67 +159,5 @@ def forwarded_handlers(forwarder: Forwarder, own: dict) -> dict[int, ApiHandler]
     """An ApiHandler for each of FORWARDED_APIS, with Kafka's broker's versions: ``own[key]``
     where the broker does part of the work (the config APIs), else ``forwarder.forward``."""
     def handler(key: int, low: int, high: int) -> ApiHandler:
-        return ApiHandler(own.get(key, forwarder.forward), min_version=low, max_version=high,
-                          error_response=lambda ctx, request, code: error_response(key, request, ctx.api_version,
-                                                                                    code))
+        return ApiHandler(own.get(key, forwarder.forward), min_version=low, max_version=high)
     return {key: handler(key, low, high) for key, (low, high) in FORWARDED_APIS.items()}
-
-
-# -- getErrorResponse of each forwarded request --
-
-def error_response(api_key: int, request, version: int, error: int):
-    """The request's getErrorResponse for ``error`` (its default message, so none is sent)."""
-    return _ERROR_RESPONSES[api_key](request, version, int(error))
-
-
-def _elect_leaders(request, version, code):
-    return ElectLeadersResponse(error_code=code if version >= 1 else 0, replica_election_results=[
-        ReplicaElectionResult(topic=t.topic, partition_result=[
-            PartitionResult(partition_id=p, error_code=code, error_message=None) for p in t.partitions])
-        for t in request.topic_partitions or []])
-
-
-def _alter_reassignments(request, version, code):
-    return AlterPartitionReassignmentsResponse(error_code=code, error_message=None, responses=[
-        ReassignableTopicResponse(name=t.name, partitions=[ReassignablePartitionResponse(
-            partition_index=p.partition_index, error_code=code, error_message=None) for p in t.partitions])
-        for t in request.topics])
-
-
-def _raft_voter(response_cls):
-    def build(request, version, code):          # these two name the error's default message
-        return response_cls(error_code=code, error_message=Errors.for_code(code).message)
-    return build
-
-
-def _shape_of_the_authorizer(api_key):
-    """The four APIs whose every-entry error answer the authorizer already builds (no message: the
-    forwarding errors carry their code's default text where Kafka's shape does)."""
-    def build(request, version, code):
-        return error_response_at(api_key, version, request, code, None)
-    return build
-
-
-_ERROR_RESPONSES = {
-    **{key: (lambda key: lambda request, version, code: token_error_response(key, request, code, version))(key)
-       for key in (38, 39, 40)},        # forwarded by kafkawire.broker.delegation_token_apis
-    CREATE_TOPICS: create_topics_error,
-    CREATE_ACLS: _shape_of_the_authorizer(CREATE_ACLS),
-    DELETE_ACLS: _shape_of_the_authorizer(DELETE_ACLS),
-    DELETE_TOPICS: delete_topics_error,
-    ALTER_CONFIGS: ADMIN_ERROR_RESPONSES[ALTER_CONFIGS],
-    CREATE_PARTITIONS: create_partitions_error,
-    ELECT_LEADERS: _elect_leaders,
-    INCREMENTAL_ALTER_CONFIGS: ADMIN_ERROR_RESPONSES[INCREMENTAL_ALTER_CONFIGS],
-    ALTER_PARTITION_REASSIGNMENTS: _alter_reassignments,
-    LIST_PARTITION_REASSIGNMENTS: lambda request, version, code: ListPartitionReassignmentsResponse(
-        error_code=code, error_message=None),
-    DESCRIBE_QUORUM: lambda request, version, code: DescribeQuorumResponse(error_code=code, error_message=None),
-    ALTER_CLIENT_QUOTAS: _shape_of_the_authorizer(ALTER_CLIENT_QUOTAS),
-    ALTER_USER_SCRAM_CREDENTIALS: _shape_of_the_authorizer(ALTER_USER_SCRAM_CREDENTIALS),
-    UPDATE_FEATURES: lambda request, version, code: UpdateFeaturesResponse(error_code=code, error_message=None,
-                                                                           results=[]),
-    UNREGISTER_BROKER: lambda request, version, code: UnregisterBrokerResponse(error_code=code, error_message=None),
-    ADD_RAFT_VOTER: _raft_voter(AddRaftVoterResponse),
-    REMOVE_RAFT_VOTER: _raft_voter(RemoveRaftVoterResponse),
-}

@@ -54,8 +54,7 @@ class LogDirApis:
         """Kafka 4.3.1's version ranges (v0-1 of OffsetForLeaderEpoch and v0 of DescribeLogDirs were
         removed in Kafka 4.0)."""
         return {
-            OFFSET_FOR_LEADER_EPOCH: ApiHandler(self.offset_for_leader_epoch, min_version=2, max_version=4,
-                                                error_response=offset_for_leader_epoch_error_response),
+            OFFSET_FOR_LEADER_EPOCH: ApiHandler(self.offset_for_leader_epoch, min_version=2, max_version=4),
             DESCRIBE_LOG_DIRS: ApiHandler(self.describe_log_dirs, min_version=1, max_version=5),
         }
 
@@ -157,9 +156,3 @@ def _fencing_error(current_leader_epoch: int, ours: int) -> int:
     if current_leader_epoch < NO_PARTITION_LEADER_EPOCH:
         return Errors.FENCED_LEADER_EPOCH
     return epoch_error(current_leader_epoch, ours)
-
-
-def offset_for_leader_epoch_error_response(ctx, request, code: int) -> OffsetForLeaderEpochResponse:
-    """Every partition with ``code`` (OffsetsForLeaderEpochRequest.getErrorResponse)."""
-    return OffsetForLeaderEpochResponse(topics=[OffsetForLeaderTopicResult(topic=t.topic, partitions=[
-        EpochEndOffset(partition=p.partition, error_code=code) for p in t.partitions]) for t in request.topics])

@@ -18,6 +18,7 @@ from kafkawire.messages.api_versions_request import ApiVersionsRequest
 from kafkawire.messages.api_versions_response import ApiVersion, ApiVersionsResponse
 from kafkawire.net.authorizer_not_ready import AuthorizerNotReady, log_not_loaded
 from kafkawire.net.authentication import authenticated_step, connection_principal, sasl_dispatch, sasl_session
+from kafkawire.net.error_responses import failed_request_response
 from kafkawire.net.file_send import write_file_frame
 from kafkawire.net.reauthentication import SessionClock
 from kafkawire.net.request_metrics import HANDLED, STARTED, now, request_times
@@ -25,8 +26,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.errors import DecodeError, EncodeError
 from kafkawire.protocol.file_range import FileFrame
 from kafkawire.protocol.framing import FrameReader, decode_request, encode_response, peek_request_api
-from kafkawire.protocol.handler import (NO_RESPONSE, ApiHandler, CloseConnection, RequestContext, Throttled,
-                                        top_level_error_response)
+from kafkawire.protocol.handler import NO_RESPONSE, ApiHandler, CloseConnection, RequestContext, Throttled
 
 if TYPE_CHECKING:       # the server imports this module to make its connections
     from kafkawire.net.server import KafkaServer
@@ -450,19 +450,17 @@ class Connection:
             except EncodeError:
                 log.exception("the error response to api key %d v%d does not encode either", ctx.api_key,
                               ctx.api_version)
-        raise CloseConnection(f"no error response can carry UNKNOWN_SERVER_ERROR for {registered.response_cls.NAME} "
-                              f"v{ctx.api_version}")
+        raise CloseConnection(f"no error response to {registered.response_cls.NAME} v{ctx.api_version}")
 
     @staticmethod
     def _error_response(registered, ctx, request):
-        code = int(Errors.UNKNOWN_SERVER_ERROR)
-        if registered.handler.error_response is not None:
-            try:
-                return registered.handler.error_response(ctx, request, code)
-            except Exception:
-                log.exception("error_response for api key %d failed too", ctx.api_key)
-                return None
-        return top_level_error_response(registered.response_cls, ctx.api_version, code)
+        """The request's UNKNOWN_SERVER_ERROR answer: the handler's own, else Kafka's
+        getErrorResponse of the request (kafkawire.net.error_responses); None closes."""
+        try:
+            return failed_request_response(registered.handler, ctx, request, int(Errors.UNKNOWN_SERVER_ERROR))
+        except Exception:
+            log.exception("the error response to api key %d failed too", ctx.api_key)
+            return None
 
     async def _write_loop(self) -> None:
         while True:

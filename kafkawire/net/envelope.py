@@ -33,7 +33,8 @@ from kafkawire.protocol.framing import decode_request, encode_response, peek_req
 from kafkawire.protocol.kafka_api_keys import KEYS_IN_4_3_1, RANGE_IN_4_3_1
 from kafkawire.protocol.registry import installed
 
-from .server import NO_RESPONSE, RequestContext, top_level_error_response
+from .error_responses import failed_request_response
+from .server import NO_RESPONSE, RequestContext
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +191,4 @@ async def _run(registered, ctx: RequestContext, request):
     except Exception:
         log.exception("the handler for forwarded api key %d v%d from %s raised", ctx.api_key, ctx.api_version,
                       ctx.principal)
-    code = int(Errors.UNKNOWN_SERVER_ERROR)
-    if registered.handler.error_response is not None:
-        return registered.handler.error_response(ctx, request, code)
-    return top_level_error_response(registered.response_cls, ctx.api_version, code)
+    return failed_request_response(registered.handler, ctx, request, int(Errors.UNKNOWN_SERVER_ERROR))

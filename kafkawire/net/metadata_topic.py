@@ -79,7 +79,7 @@ from kafkawire.messages.produce_response import PartitionProduceResponse, Produc
 
 __all__ = ["MetadataTopic", "NodeEndpoint", "METADATA_TOPIC", "METADATA_TOPIC_ID", "EpochCache", "list_offset",
            "legal_topic_name", "invalid_topic_message", "epoch_error",
-           "fetch_error_response", "list_offsets_error_response", "TOPIC_OPERATIONS", "CLUSTER_OPERATIONS", "INT32_MIN"]
+           "TOPIC_OPERATIONS", "CLUSTER_OPERATIONS", "INT32_MIN"]
 
 log = logging.getLogger(__name__)
 
@@ -202,8 +202,8 @@ class MetadataTopic:
     def handlers(self) -> dict[int, ApiHandler]:
         return {
             0: ApiHandler(self.produce, min_version=3),
-            1: ApiHandler(self.fetch, min_version=4, error_response=self._fetch_error),
-            2: ApiHandler(self.list_offsets, min_version=1, error_response=self._list_offsets_error),
+            1: ApiHandler(self.fetch, min_version=4),
+            2: ApiHandler(self.list_offsets, min_version=1),
             3: ApiHandler(self.metadata),
             10: ApiHandler(self.find_coordinator),
             22: ApiHandler(self.init_producer_id),
@@ -286,9 +286,6 @@ class MetadataTopic:
                 partitions.append(r)
             topics.append(ListOffsetsTopicResponse(name=t.name, partitions=partitions))
         return ListOffsetsResponse(topics=topics)
-
-    def _list_offsets_error(self, ctx, request, code):
-        return list_offsets_error_response(ctx, request, code)
 
     def _epoch_error(self, current_leader_epoch: int) -> int:
         """Kafka's leader-epoch fencing of a request's current leader epoch (-1: not checked)."""
@@ -382,9 +379,6 @@ class MetadataTopic:
         data.records = extent.read()
         return data
 
-    def _fetch_error(self, ctx, request, code):
-        return fetch_error_response(ctx, request, code)
-
     # -- what a read-only node refuses --
 
     async def produce(self, ctx, request):
@@ -470,21 +464,6 @@ def _max_timestamp(log_: Log, epochs: EpochCache, hw: int):
     if best is None or best[1] >= hw:
         return (-1, -1, -1)
     return (best[0], best[1], epochs.epoch_of(best[1]))
-
-
-def fetch_error_response(ctx, request, code: int) -> FetchResponse:
-    """Every partition with ``code`` (FetchRequest.getErrorResponse); v7+ also at the top."""
-    return FetchResponse(error_code=code if ctx.api_version >= 7 else 0, session_id=0, responses=[
-        FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=[
-            PartitionData(partition_index=p.partition, error_code=code, high_watermark=-1, records=b"")
-            for p in t.partitions]) for t in request.topics])
-
-
-def list_offsets_error_response(ctx, request, code: int) -> ListOffsetsResponse:
-    """Every partition with ``code`` (ListOffsetsRequest.getErrorResponse)."""
-    return ListOffsetsResponse(topics=[ListOffsetsTopicResponse(name=t.name, partitions=[
-        ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=code) for p in t.partitions])
-        for t in request.topics])
 
 
 def epoch_error(current_leader_epoch: int, ours: int) -> int:

@@ -48,7 +48,8 @@ def test_before_the_acls_are_loaded_a_checked_request_is_answered_unknown_server
     with caplog.at_level(logging.INFO):
         response, served = _ask(frozenset())
     assert response.error_code == int(Errors.UNKNOWN_SERVER_ERROR)
-    assert response.producer_id == -1
+    # InitProducerIdRequest.getErrorResponse: no producer id and no epoch (NO_PRODUCER_EPOCH)
+    assert (response.producer_id, response.producer_epoch) == (-1, -1)
     assert served == []
     refusals = [r for r in caplog.records if r.name == "kafkawire.authorizer"]
     assert [r.getMessage().split(" from ")[0] for r in refusals] == [f"refusing api key {INIT_PRODUCER_ID}"]

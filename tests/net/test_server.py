@@ -273,25 +273,32 @@ def test_malformed_request_closes_the_connection_after_earlier_answers(caplog, p
     assert fragment in caplog.text and "127.0.0.1" in caplog.text
 
 
-def test_a_raising_handler_answers_unknown_server_error_where_the_schema_has_an_error_code(caplog):
+def test_a_raising_handler_answers_kafkas_get_error_response_and_closes_where_kafka_answers_nothing(caplog):
+    """The answer is the request's getErrorResponse (kafkawire.net.error_responses): the code at
+    the top where the version has one, on each topic named too; a Produce with acks 0, which
+    Kafka's getErrorResponse answers with nothing, closes the connection."""
     async def broken(ctx, request):
         raise RuntimeError("boom")
 
     async def main():
-        async with KafkaServer({DESCRIBE_CLUSTER: broken, METADATA: broken}) as server:
+        async with KafkaServer({DESCRIBE_CLUSTER: broken, METADATA: broken, PRODUCE: broken}) as server:
             conn = await RawConnection.open(server.port)
             await conn.send(DescribeClusterRequest(), 1, 1)
             described = await conn.read_response(DESCRIBE_CLUSTER, 1)
             await conn.send(metadata_request("a"), 13, 2)           # v13 has a top-level ErrorCode
             metadata13 = await conn.read_response(METADATA, 13)
-            await conn.send(metadata_request("a"), 12, 3)           # v12 has none: Kafka would close
-            return described, metadata13, await conn.at_eof()
+            await conn.send(metadata_request("a"), 12, 3)           # v12 has none: the topic carries it
+            metadata12 = await conn.read_response(METADATA, 12)
+            await conn.send(ProduceRequest(acks=0, timeout_ms=1), 9, 4)
+            return described, metadata13, metadata12, await conn.at_eof()
 
     with caplog.at_level(logging.ERROR, logger="kafkawire.net"):
-        (cid, described), (cid13, metadata13), closed = run(main())
+        (cid, described), (cid13, metadata13), (cid12, metadata12), closed = run(main())
     assert cid == 1 and isinstance(described, DescribeClusterResponse)
     assert described.error_code == Errors.UNKNOWN_SERVER_ERROR
     assert cid13 == 2 and metadata13.error_code == Errors.UNKNOWN_SERVER_ERROR
+    assert [(t.name, t.error_code) for t in metadata13.topics] == [("a", Errors.UNKNOWN_SERVER_ERROR)]
+    assert cid12 == 3 and [(t.name, t.error_code) for t in metadata12.topics] == [("a", Errors.UNKNOWN_SERVER_ERROR)]
     assert closed
     assert "RuntimeError: boom" in caplog.text
 

@@ -348,8 +348,7 @@ class ControllerNode:
                 return await driver.handle_request(ctx, request)
             return await consumer_fetch.handle(ctx, request)
 
-        server.register(FETCH, ApiHandler(fetch, min_version=consumer_fetch.min_version,
-                                          error_response=consumer_fetch.error_response))
+        server.register(FETCH, ApiHandler(fetch, min_version=consumer_fetch.min_version))
         broker_view = topic.handlers()[DESCRIBE_CLUSTER]
 
         async def describe_cluster(ctx, request):
