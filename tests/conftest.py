@@ -111,6 +111,17 @@ def pytest_configure(config):
     lost_exceptions.install(config)       # asyncio's "Task exception was never retrieved": named per test
 
 
+@pytest.hookimpl(trylast=True)        # after tests/interop/conftest.py has marked its tests kafka
+def pytest_collection_modifyitems(config, items):
+    """The files that start JVMs or many processes (any test marked kafka or slow) first, each
+    file's tests in their order, the rest after them in theirs. The README's test command runs
+    the files on two pytest-xdist workers in this order (--no-loadscope-reorder; xdist would
+    otherwise start with the files of most tests, the codec's, and leave the few long ones for
+    the end, where one worker runs them while the other has nothing left)."""
+    costly = {item.path for item in items if item.get_closest_marker("kafka") or item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in costly)
+
+
 def pytest_sessionstart(session):
     if in_ci():
         missing = missing_for_ci()
