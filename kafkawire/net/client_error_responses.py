@@ -68,13 +68,13 @@ def _produce(request, version, code):
     the HashMap of TopicIdPartition it computes) with -1 offsets and no message."""
     if request.acks == 0:
         return None
-    keys, hashes = [], []
+    hash_of: dict = {}          # each partition once, in the order first named (a dict: linear in the request)
     for topic in request.topic_data:
         for p in topic.partition_data:
             key = (topic.name, topic.topic_id, p.index)
-            if key not in keys:
-                keys.append(key)
-                hashes.append(_int32(31 * (31 + _uuid_hash(topic.topic_id)) + _topic_partition_hash(topic.name, p.index)))
+            if key not in hash_of:
+                hash_of[key] = _int32(31 * (31 + _uuid_hash(topic.topic_id)) + _topic_partition_hash(topic.name, p.index))
+    keys, hashes = list(hash_of), list(hash_of.values())
     topics: dict = {}
     topic_cls, partition_cls = struct_of(0, "responses"), struct_of(0, "responses", "partition_responses")
     for name, topic_id, index in java_hash_map_order(keys, hashes, computed=True):
