@@ -4,7 +4,8 @@ appended to the partition this broker leads, answered as Kafka's ReplicaManager.
 Per partition, in Kafka's order: a topic the metadata lacks is UNKNOWN_TOPIC_OR_PARTITION
 (UNKNOWN_TOPIC_ID from v13, which names topics by id), a partition it lacks likewise, records
 that are not exactly one batch of magic 2 (KafkaApis' check, before the leader's), one led
-elsewhere (or not yet open here) NOT_LEADER_OR_FOLLOWER; acks=all with fewer in-sync replicas
+elsewhere (or not yet open here) NOT_LEADER_OR_FOLLOWER (before that, an internal topic
+INVALID_TOPIC_EXCEPTION unless the client id is ``__admin_client``, as KafkaApis allows); acks=all with fewer in-sync replicas
 than ``min.insync.replicas`` NOT_ENOUGH_REPLICAS; then the batch's own checks. The topic's
 ``max.message.bytes``, ``message.timestamp.type``, ``message.timestamp.before.max.ms``,
 ``message.timestamp.after.max.ms``, ``cleanup.policy`` and ``compression.type`` come from its
@@ -47,6 +48,7 @@ from kafkawire.protocol.message import uuid_to_kafka_string
 from .leader_discovery import PRODUCE_LEADER_VERSION, LeaderHints
 from .producer_state import VERIFICATION_OFF
 from .log_config import ProduceSettings, produce_settings
+from .metadata_apis import INTERNAL_TOPICS
 from .metrics import BYTES_IN, FAILED_PRODUCE, MESSAGES_IN, TOTAL_PRODUCE
 from .record_checks import RecordErrors, RecordRules
 from .txn_verification import transaction_checks
@@ -56,6 +58,8 @@ from .log_dir_failure import append_step, is_offline_replica, storage_failure
 __all__ = ["ProduceApi", "isr_and_min_isr", "record_rules", "log_failed_append", "kafka_logs_refusal"]
 
 log = logging.getLogger(__name__)
+
+ADMIN_CLIENT_ID = "__admin_client"      # AdminUtils.ADMIN_CLIENT_ID: the one client that may append to internal topics
 
 class ProduceApi:
     """Produce for ``broker`` (its ``image()``, ``partitions``, ``config``)."""
@@ -73,6 +77,8 @@ class ProduceApi:
         names = []            # each answered topic's name (None: unknown), for the leader hints
         appended = False
         waiting = []          # acks=all: (partition, response, the offset the high watermark must reach)
+        # KafkaApis: only the admin client's requests may append to an internal topic
+        internal_allowed = getattr(ctx, "client_id", None) == ADMIN_CLIENT_ID
         txn = await transaction_checks(self.broker, request, v,
                                        lambda t: getattr(self._topic(image, t, v), "name", None), now_ms)
         for t in request.topic_data:
@@ -91,7 +97,8 @@ class ProduceApi:
                     early = request_refusal(p.records, v)
                     r = _refused(p.index, Errors.INVALID_REQUIRED_ACKS if early is None else early.code, None)
                 else:
-                    r = self._produce_partition(image, topic, p, acks, v, now_ms, txn.guard(topic.name, p.index))
+                    r = self._produce_partition(image, topic, p, acks, v, now_ms, txn.guard(topic.name, p.index),
+                                                internal_allowed=internal_allowed)
                     appended = appended or r.error_code == Errors.NONE
                     if acks == -1 and r.error_code == Errors.NONE:
                         partition = self.broker.partitions[(topic.name, p.index)]
@@ -131,7 +138,7 @@ class ProduceApi:
         return image.topics_by_name.get(t.name)
 
     def _produce_partition(self, image, topic, p, acks: int, version: int, now_ms: int,
-                           guard=VERIFICATION_OFF) -> PartitionProduceResponse:
+                           guard=VERIFICATION_OFF, *, internal_allowed: bool = False) -> PartitionProduceResponse:
         registration = topic.partitions[p.index]      # produce() answered an unknown partition
         try:
             batch = request_batch(p.records, version)     # KafkaApis refuses it: ReplicaManager never sees it
@@ -139,6 +146,8 @@ class ProduceApi:
             return _refused(p.index, exc.code, None)
         stats = self.broker.topic_stats
         stats.mark(topic.name, TOTAL_PRODUCE)             # appendToLocalLog: each partition it is asked for
+        if topic.name in INTERNAL_TOPICS and not internal_allowed:      # InvalidTopicException, not a failure
+            return _refused(p.index, Errors.INVALID_TOPIC_EXCEPTION, None)
         partition = self.broker.partitions.get((topic.name, p.index))
         if is_offline_replica(self.broker, (topic.name, p.index), topic):       # known: not a failed request
             return _refused(p.index, Errors.KAFKA_STORAGE_ERROR, None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from types import SimpleNamespace
 
 import pytest
@@ -23,23 +24,28 @@ from tests.broker.test_read_from_followers import TOPIC_ID, close, make_broker
 from tests.interop.test_produce_refusals_vs_kafka import legacy_message
 
 GOOD = build_batch([(b"k", b"v")])
+OFFSETS_ID = uuid.UUID(int=77)
 
 
 @pytest.fixture
 def broker(tmp_path):
-    """Broker 1 leads t-0 (one replica); t-1 is led by broker 2."""
+    """Broker 1 leads t-0 (one replica); t-1 and __consumer_offsets-0 are led by broker 2."""
     broker, state = make_broker(tmp_path)
     state["image"] = image(1, 0, replicas=(1,), more=[(2, 0, (2,))])
+    offsets = SimpleNamespace(name="__consumer_offsets", id=OFFSETS_ID, partitions={0: SimpleNamespace(
+        leader=2, leader_epoch=0, replicas=(2,), isr=(2,), partition_epoch=0)})     # led by broker 2
+    state["image"].topics_by_name[offsets.name] = state["image"].topics_by_id[OFFSETS_ID] = offsets
     broker.on_metadata()
     yield broker
     asyncio.run(close(broker))
 
 
-def produce(broker, records: bytes | None, *, index: int = 0, acks: int = 1, topic: str = "t") -> int:
+def produce(broker, records: bytes | None, *, index: int = 0, acks: int = 1, topic: str = "t",
+            client_id: str = "producer-1") -> int:
     request = ProduceRequest(acks=acks, timeout_ms=5000, topic_data=[TopicProduceData(
         name=topic, partition_data=[PartitionProduceData(index=index, records=records)])])
-    response = asyncio.run(broker.produce_api.produce(SimpleNamespace(api_version=9, listener_name="PLAINTEXT"),
-                                                      request))
+    ctx = SimpleNamespace(api_version=9, listener_name="PLAINTEXT", client_id=client_id)
+    response = asyncio.run(broker.produce_api.produce(ctx, request))
     return response.responses[0].partition_responses[0].error_code
 
 
@@ -77,6 +83,16 @@ def test_a_partition_not_led_here_or_offline_is_counted_in_the_total_not_as_fail
     broker.offline_partitions[("t", 0)] = TOPIC_ID        # its log directory failed
     assert produce(broker, GOOD) == Errors.KAFKA_STORAGE_ERROR
     assert meters(broker) == (2, 0, 2, 0)
+
+
+def test_an_internal_topic_is_refused_but_to_the_admin_client_and_counted_in_the_total_not_as_failed(broker):
+    offsets = {"topic": "__consumer_offsets", "index": 0}
+    assert produce(broker, GOOD, **offsets) == Errors.INVALID_TOPIC_EXCEPTION
+    assert produce(broker, GOOD, **offsets, client_id="__admin_client") == Errors.NOT_LEADER_OR_FOLLOWER
+    stats = broker.topic_stats
+    assert (stats.all_topics[TOTAL_PRODUCE], stats.all_topics[FAILED_PRODUCE]) == (2, 0)
+    assert (stats.topics["__consumer_offsets"][TOTAL_PRODUCE], stats.topics["__consumer_offsets"][FAILED_PRODUCE]) == \
+        (2, 0)
 
 
 def test_the_logs_known_refusals_are_counted_in_the_total_not_as_failed(broker):
