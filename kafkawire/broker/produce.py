@@ -2,14 +2,17 @@
 appended to the partition this broker leads, answered as Kafka's ReplicaManager.appendRecords.
 
 Per partition, in Kafka's order: a topic the metadata lacks is UNKNOWN_TOPIC_OR_PARTITION
-(UNKNOWN_TOPIC_ID from v13, which names topics by id), a partition it lacks likewise, one led
-elsewhere (or not yet open here) NOT_LEADER_OR_FOLLOWER; acks=all with fewer in-sync replicas
+(UNKNOWN_TOPIC_ID from v13, which names topics by id), a partition it lacks likewise, records
+that are not exactly one batch of magic 2 (KafkaApis' check, before the leader's), one led
+elsewhere (or not yet open here) NOT_LEADER_OR_FOLLOWER (before that, an internal topic
+INVALID_TOPIC_EXCEPTION unless the client id is ``__admin_client``, as KafkaApis allows); acks=all with fewer in-sync replicas
 than ``min.insync.replicas`` NOT_ENOUGH_REPLICAS; then the batch's own checks. The topic's
 ``max.message.bytes``, ``message.timestamp.type``, ``message.timestamp.before.max.ms``,
 ``message.timestamp.after.max.ms``, ``cleanup.policy`` and ``compression.type`` come from its
 configs in the metadata, else the broker's (``message.max.bytes``, ``log.message.timestamp.type``, ...). Records that
 break the record rules are answered as Kafka's RecordValidationException: the error, its
-message in ``error_message`` and each failed record in ``record_errors``.
+message in ``error_message`` and each failed record in ``record_errors``. The meters
+TotalProduceRequests and FailedProduceRequests count as ReplicaManager.appendToLocalLog does.
 
 Transactions: kafkawire.broker.txn_verification's checks come first (a transactional batch
 without a transactional id, KIP-890 verification through ``broker.txn_verifier``); the producer
@@ -45,15 +48,18 @@ from kafkawire.protocol.message import uuid_to_kafka_string
 from .leader_discovery import PRODUCE_LEADER_VERSION, LeaderHints
 from .producer_state import VERIFICATION_OFF
 from .log_config import ProduceSettings, produce_settings
+from .metadata_apis import INTERNAL_TOPICS
 from .metrics import BYTES_IN, FAILED_PRODUCE, MESSAGES_IN, TOTAL_PRODUCE
 from .record_checks import RecordErrors, RecordRules
 from .txn_verification import transaction_checks
-from .validation import ProduceRefused, request_refusal, validate_produce
+from .validation import ProduceRefused, request_batch, request_refusal, validate_produce
 from .log_dir_failure import append_step, is_offline_replica, storage_failure
 
 __all__ = ["ProduceApi", "isr_and_min_isr", "record_rules", "log_failed_append", "kafka_logs_refusal"]
 
 log = logging.getLogger(__name__)
+
+ADMIN_CLIENT_ID = "__admin_client"      # AdminUtils.ADMIN_CLIENT_ID: the one client that may append to internal topics
 
 class ProduceApi:
     """Produce for ``broker`` (its ``image()``, ``partitions``, ``config``)."""
@@ -71,6 +77,8 @@ class ProduceApi:
         names = []            # each answered topic's name (None: unknown), for the leader hints
         appended = False
         waiting = []          # acks=all: (partition, response, the offset the high watermark must reach)
+        # KafkaApis: only the admin client's requests may append to an internal topic
+        internal_allowed = getattr(ctx, "client_id", None) == ADMIN_CLIENT_ID
         txn = await transaction_checks(self.broker, request, v,
                                        lambda t: getattr(self._topic(image, t, v), "name", None), now_ms)
         for t in request.topic_data:
@@ -89,7 +97,8 @@ class ProduceApi:
                     early = request_refusal(p.records, v)
                     r = _refused(p.index, Errors.INVALID_REQUIRED_ACKS if early is None else early.code, None)
                 else:
-                    r = self._produce_partition(image, topic, p, acks, v, now_ms, txn.guard(topic.name, p.index))
+                    r = self._produce_partition(image, topic, p, acks, v, now_ms, txn.guard(topic.name, p.index),
+                                                internal_allowed=internal_allowed)
                     appended = appended or r.error_code == Errors.NONE
                     if acks == -1 and r.error_code == Errors.NONE:
                         partition = self.broker.partitions[(topic.name, p.index)]
@@ -129,15 +138,21 @@ class ProduceApi:
         return image.topics_by_name.get(t.name)
 
     def _produce_partition(self, image, topic, p, acks: int, version: int, now_ms: int,
-                           guard=VERIFICATION_OFF) -> PartitionProduceResponse:
+                           guard=VERIFICATION_OFF, *, internal_allowed: bool = False) -> PartitionProduceResponse:
         registration = topic.partitions[p.index]      # produce() answered an unknown partition
+        try:
+            batch = request_batch(p.records, version)     # KafkaApis refuses it: ReplicaManager never sees it
+        except ProduceRefused as exc:
+            return _refused(p.index, exc.code, None)
+        stats = self.broker.topic_stats
+        stats.mark(topic.name, TOTAL_PRODUCE)             # appendToLocalLog: each partition it is asked for
+        if topic.name in INTERNAL_TOPICS and not internal_allowed:      # InvalidTopicException, not a failure
+            return _refused(p.index, Errors.INVALID_TOPIC_EXCEPTION, None)
         partition = self.broker.partitions.get((topic.name, p.index))
-        if is_offline_replica(self.broker, (topic.name, p.index), topic):
+        if is_offline_replica(self.broker, (topic.name, p.index), topic):       # known: not a failed request
             return _refused(p.index, Errors.KAFKA_STORAGE_ERROR, None)
         if registration.leader != self.broker.node_id or partition is None:
             return _refused(p.index, Errors.NOT_LEADER_OR_FOLLOWER, None)
-        stats = self.broker.topic_stats
-        stats.mark(topic.name, TOTAL_PRODUCE)
         settings = self.broker.topic_configs.produce_settings(image, topic.name)
         name = f"{topic.name}-{p.index}"
         isr, min_isr = isr_and_min_isr(partition, registration, settings.min_insync_replicas)
@@ -152,11 +167,10 @@ class ProduceApi:
                 p.records, topic_partition=name, version=version, now_ms=now_ms,
                 log_append_time=settings.log_append_time, max_message_bytes=settings.max_message_bytes,
                 rules=settings_rules(settings, now_ms), compression_type=settings.compression_type,
-                compression_levels=settings.compression_levels)
+                compression_levels=settings.compression_levels, batch=batch)
             base_offset, log_append_time = partition.append(validated, now_ms=now_ms, guard=guard)
         except RecordErrors as exc:      # ReplicaManager: RecordValidationException, the log start offset kept
-            if exc.code not in UNCOUNTED_FAILURES:
-                stats.mark(topic.name, FAILED_PRODUCE)
+            stats.mark(topic.name, FAILED_PRODUCE)
             log_failed_append(topic, p.index, exc.code, str(exc))
             return PartitionProduceResponse(
                 index=p.index, error_code=exc.code, base_offset=-1, log_append_time_ms=-1,
@@ -169,8 +183,8 @@ class ProduceApi:
             if kafka_logs_refusal(exc):
                 log_failed_append(topic, p.index, exc.code, str(exc))
             # ReplicaManager.appendToLocalLog: no message in the answer; the log start offset unless
-            # KafkaApis refused the records or the exception is one it answers without it
-            start = -1 if exc.in_request or exc.code in UNCOUNTED_FAILURES else partition.log.log_start_offset
+            # the exception is one it answers without it
+            start = -1 if exc.code in UNCOUNTED_FAILURES else partition.log.log_start_offset
             return PartitionProduceResponse(index=p.index, error_code=exc.code, base_offset=-1,
                                             log_append_time_ms=-1, log_start_offset=start)
         except ValueError as exc:        # larger than a segment (Log.append): RecordBatchTooLargeException
@@ -186,8 +200,10 @@ class ProduceApi:
                                         log_start_offset=partition.log.log_start_offset)
 
 
-# ReplicaManager.appendToLocalLog does not count these as failed produce requests (a failure of
-# the broker's, which is what the meter is for): the client's own errors.
+# The known exceptions of the log's append that ReplicaManager.appendToLocalLog answers without
+# counting a failed produce request (the meter is for the broker's unexpected failures); it
+# answers the others it knows (an unknown partition, not the leader, a storage error) likewise,
+# and those are refused before the log here.
 UNCOUNTED_FAILURES = frozenset({Errors.CORRUPT_MESSAGE, Errors.MESSAGE_TOO_LARGE, Errors.RECORD_LIST_TOO_LARGE})
 
 

@@ -44,7 +44,8 @@ from kafkawire.records.batch import LOG_APPEND_TIME, NONE
 from .recompression import RecompressionRefused, recompressed, target_codec
 from .record_checks import RecordRules, raise_record_errors, record_errors
 
-__all__ = ["ProduceRefused", "ValidatedAppend", "validate_produce", "MAX_DECOMPRESSED_BYTES"]
+__all__ = ["ProduceRefused", "ValidatedAppend", "validate_produce", "request_batch", "request_refusal",
+           "MAX_DECOMPRESSED_BYTES"]
 
 # A compressed batch is decompressed to check its records; this bounds what one batch may
 # expand to (a zip bomb is CORRUPT_MESSAGE instead of an unbounded allocation).
@@ -82,17 +83,19 @@ class ValidatedAppend:
 def validate_produce(records: bytes | None, *, topic_partition: str, max_message_bytes: int,
                      log_append_time: bool, now_ms: int, version: int = 3,
                      rules: RecordRules | None = None, compression_type: str = "producer",
-                     compression_levels: tuple = ()) -> ValidatedAppend:
+                     compression_levels: tuple = (), batch: RecordBatch | None = None) -> ValidatedAppend:
     """The batch of one partition of a Produce request, checked as Kafka's leader checks it;
     ``rules`` are the record rules (kafkawire.broker.record_checks: timestamp bounds, keys on a
     compacted topic; Kafka's defaults when None). Records that break them raise RecordErrors. A
     batch the topic's ``compression_type`` wants in another codec is written again
     (kafkawire.broker.recompression), at its level in ``compression_levels`` ((codec, level) pairs,
-    the topic's ``compression.<codec>.level``; Kafka's default level when absent)."""
+    the topic's ``compression.<codec>.level``; Kafka's default level when absent). ``batch``:
+    ``request_batch(records, version)`` when the caller has it already."""
     if rules is None:
         rules = RecordRules(now_ms=now_ms, create_time=not log_append_time)
     records = records or b""
-    batch = _the_one_batch(records, version)
+    if batch is None:
+        batch = request_batch(records, version)
     size = batch.size_in_bytes
     if len(records) > size:     # a batch cut short after it: no batch to Kafka's iterator, and its log trims it
         records = records[:size]
@@ -129,16 +132,16 @@ def request_refusal(records, version: int) -> ProduceRefused | None:
     """What KafkaApis' ProduceRequest.validateRecords refuses (no batch, more than one, not magic
     2, a corrupt batch size or magic), before the log or the acks are looked at; None if nothing."""
     try:
-        _the_one_batch(records or b"", version)
+        request_batch(records, version)
     except ProduceRefused as exc:
         return exc
     return None
 
 
-def _the_one_batch(records: bytes, version: int) -> RecordBatch:
-    """ProduceRequest.validateRecords: exactly one batch, of magic 2."""
+def request_batch(records: bytes | None, version: int) -> RecordBatch:
+    """ProduceRequest.validateRecords: exactly one batch, of magic 2, else ProduceRefused (``in_request``)."""
     try:
-        iterator = iter_batches(records, verify_crc=False, max_decompressed_size=MAX_DECOMPRESSED_BYTES)
+        iterator = iter_batches(records or b"", verify_crc=False, max_decompressed_size=MAX_DECOMPRESSED_BYTES)
         batches = []
         for batch in iterator:
             batches.append(batch)

@@ -294,8 +294,8 @@ def test_a_failed_directory_stops_its_replicas_and_is_reported_in_heartbeats(tmp
         # the offline replica's requests: KAFKA_STORAGE_ERROR (Kafka's HostedPartition.Offline)
         image, topic = state["image"], state["image"].topics_by_name["t"]
         assert [broker.fetch_api._replica(topic, i, 13)[0] for i in (0, 1)] == [Errors.NONE, Errors.KAFKA_STORAGE_ERROR]
-        assert broker.produce_api._produce_partition(image, topic, SimpleNamespace(index=1), 1, 9, 0).error_code == \
-            Errors.KAFKA_STORAGE_ERROR
+        one = SimpleNamespace(index=1, records=build_batch([(b"k", b"v")]))
+        assert broker.produce_api._produce_partition(image, topic, one, 1, 9, 0).error_code == Errors.KAFKA_STORAGE_ERROR
         assert broker.delete_records_api._delete(image, topic, "t", 1, 0)[0] == Errors.KAFKA_STORAGE_ERROR
         await broker.lifecycle._heartbeat_once()
         assert beats[-1].offline_log_dirs == [broker.log_dirs.ids()[1]]
