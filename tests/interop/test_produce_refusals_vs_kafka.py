@@ -107,6 +107,8 @@ PRODUCE_CASES.update({
     "a gzip batch that does not decompress": (1, [("refusals", 0, garbled_gzip())]),
     "a producer's LogAppendTime": (1, [("refusals", 0, build_batch([(b"k", b"v", [], NOW)], timestamp_type=1))]),
 })
+# __transaction_state exists on both once prepare_transactions has run (PRODUCE_CASES run after it).
+PRODUCE_CASES["a client's batch to an internal topic"] = (1, [("__transaction_state", 0, GOOD)])
 PRODUCE_CASES.update({f"v{version}: {case}": (acks, parts, version) for version in (3, 8) for case, (acks, parts) in [
     (case, PRODUCE_CASES[case]) for case in ("acks 2, a known partition, an unknown partition and topic",
                                              "a CRC that does not match", "a base offset other than 0",
